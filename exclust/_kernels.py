@@ -1,0 +1,43 @@
+"""Numba kernels for routing points through a ThresholdTree.
+
+Kernels of other ideas live beside this one in their own `_kernels_*.py` module. Every kernel
+takes and returns plain numpy arrays (no Python objects), so it runs on Dask workers with the
+GIL released.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# Node kinds of ThresholdTree, shared with tree.py.
+LEAF = 0
+ONE_SIDED = 1  # go left when x[f] <= threshold
+INTERVAL = 2  # go left when |x[f] - center| <= threshold (the point lies inside the band)
+
+
+@numba.njit(cache=True, nogil=True)
+def route_to_leaves(X, kind, feature, threshold, center, left, right):
+    """Leaf node id of every row of X."""
+    n = X.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        node = 0
+        while kind[node] != LEAF:
+            v = X[i, feature[node]]
+            if kind[node] == ONE_SIDED:
+                go_left = v <= threshold[node]
+            else:
+                go_left = abs(v - center[node]) <= threshold[node]
+            node = left[node] if go_left else right[node]
+        out[i] = node
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def route_to_clusters(X, kind, feature, threshold, center, left, right, value):
+    """Cluster label (the leaf's value) of every row of X."""
+    leaves = route_to_leaves(X, kind, feature, threshold, center, left, right)
+    out = np.empty(leaves.shape[0], dtype=np.int64)
+    for i in range(leaves.shape[0]):
+        out[i] = value[leaves[i]]
+    return out

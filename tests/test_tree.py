@@ -1,0 +1,88 @@
+"""ThresholdTree: routing, rules in words, JSON round trip, numpy vs dask prediction."""
+from __future__ import annotations
+
+import json
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from exclust.tree import ThresholdTree, TreeBuilder, TreeFormatError
+
+
+def small_tree() -> ThresholdTree:
+    # root: petal_width <= 1.3 -> cluster 0; else sepal_length <= 5.0 -> cluster 1; else interval on
+    # petal_width around 2.0 half-width 0.5: inside -> cluster 2, outside -> cluster 1
+    b = TreeBuilder(n_features=2)
+    root = b.add_node()
+    left, right = b.split(root, feature=1, threshold=1.3)
+    b.make_leaf(left, 0)
+    rl, rr = b.split(right, feature=0, threshold=5.0)
+    b.make_leaf(rl, 1)
+    inside, outside = b.split_interval(rr, feature=1, center=2.0, half_width=0.5)
+    b.make_leaf(inside, 2)
+    b.make_leaf(outside, 1)
+    return b.build(feature_names=["sepal_length", "petal_width"])
+
+
+def test_routing_follows_cuts():
+    tree = small_tree()
+    X = np.array([[4.0, 1.0], [4.0, 2.0], [6.0, 2.2], [6.0, 2.6], [6.0, 1.3]])
+    assert tree.predict(X).tolist() == [0, 1, 2, 1, 0]
+    leaves = tree.apply(X)
+    assert (tree.kind[leaves] == 0).all()
+    assert tree.n_leaves == 4 and tree.depth == 3
+    assert tree.features_used == ["sepal_length", "petal_width"]
+
+
+def test_rules_merge_bounds_per_feature():
+    rules = small_tree().rules()
+    assert rules[0] == "petal_width <= 1.3"
+    assert rules[2] == "sepal_length > 5 and 1.5 <= petal_width <= 2.5"
+    # cluster 1 has two leaves; the outside-the-band leaf keeps its exclusion in words
+    assert rules[1] == "(sepal_length <= 5 and petal_width > 1.3) or (sepal_length > 5 and petal_width > 1.3 and petal_width outside [1.5, 2.5])"
+    assert small_tree().rules_text().startswith("cluster 0: petal_width <= 1.3\n")
+
+
+def test_json_round_trip_is_exact(tmp_path):
+    tree = small_tree()
+    tree.meta["algorithm"] = "test"
+    path = tmp_path / "tree.json"
+    tree.to_json(path)
+    loaded = ThresholdTree.from_json(path)
+    assert loaded == tree
+    X = np.random.default_rng(1).normal(2, 2, size=(500, 2))
+    assert (loaded.predict(X) == tree.predict(X)).all()
+    assert json.loads(path.read_text())["schema_version"] == 1
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(schema_version=99), "schema version 99"),
+        (lambda d: d.update(format="pickle"), "not an exclust tree"),
+        (lambda d: d["nodes"]["left"].__setitem__(0, 0), "child index"),
+        (lambda d: d["nodes"]["feature"].__setitem__(0, 7), "feature outside"),
+        (lambda d: d["nodes"]["kind"].__setitem__(0, "exec"), "malformed"),
+    ],
+)
+def test_bad_tree_files_are_rejected(mutate, message):
+    doc = small_tree().to_dict()
+    mutate(doc)
+    with pytest.raises(TreeFormatError, match=message):
+        ThresholdTree.from_json(json.dumps(doc))
+
+
+def test_numpy_and_dask_predictions_agree():
+    tree = small_tree()
+    X = np.random.default_rng(2).normal(3, 2, size=(10_000, 2))
+    Xd = da.from_array(X, chunks=(1_000, 1))  # column-chunked on purpose: predict must rechunk
+    pred = tree.predict(Xd)
+    assert isinstance(pred, da.Array)
+    assert (pred.compute() == tree.predict(X)).all()
+    assert (tree.apply(Xd).compute() == tree.apply(X)).all()
+
+
+def test_wrong_width_is_a_clear_error():
+    with pytest.raises(ValueError, match="built on 2 features"):
+        small_tree().predict(np.zeros((3, 5)))
