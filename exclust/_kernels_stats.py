@@ -1,0 +1,244 @@
+"""Numba kernels for per-cluster sufficient statistics, Lloyd steps and Gaussian-mixture E-steps.
+
+Each kernel reads one chunk of rows and returns small arrays (K, K x d, K x d x d); the callers in
+``stats.py`` and ``reference.py`` sum them over chunks. Plain numpy in and out, GIL released.
+Scatter matrices are accumulated on the upper triangle only and mirrored by the caller
+(``mirror_upper``): half the work per row, same result.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@numba.njit(cache=True, nogil=True)
+def accumulate_cluster_stats(X, labels, n_clusters, full_scatter):
+    """Per-label count, sum, sum of squares (and upper-triangle scatter); label -1 skipped.
+
+    Returns (counts, sums, sums_sq, scatter, n_bad) where n_bad counts labels outside
+    [-1, n_clusters): the caller turns a non-zero n_bad into an error.
+    """
+    n, d = X.shape
+    counts = np.zeros(n_clusters, dtype=np.int64)
+    sums = np.zeros((n_clusters, d))
+    sums_sq = np.zeros((n_clusters, d))
+    scatter = np.zeros((n_clusters if full_scatter else 0, d, d))
+    n_bad = 0
+    for i in range(n):
+        k = labels[i]
+        if k == -1:
+            continue
+        if k < -1 or k >= n_clusters:
+            n_bad += 1
+            continue
+        counts[k] += 1
+        for a in range(d):
+            xa = X[i, a]
+            sums[k, a] += xa
+            sums_sq[k, a] += xa * xa
+            if full_scatter:
+                for b in range(a, d):
+                    scatter[k, a, b] += xa * X[i, b]
+    return counts, sums, sums_sq, scatter, n_bad
+
+
+@numba.njit(cache=True, nogil=True)
+def max_label(labels):
+    """Largest label of a chunk (-1 when the chunk holds only noise or no rows)."""
+    m = -1
+    for i in range(labels.shape[0]):
+        if labels[i] > m:
+            m = labels[i]
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def mirror_upper(scatter):
+    """Copy the upper triangle of every K x d x d slice onto its lower triangle (in place)."""
+    K, d, _ = scatter.shape
+    for k in range(K):
+        for a in range(d):
+            for b in range(a + 1, d):
+                scatter[k, b, a] = scatter[k, a, b]
+    return scatter
+
+
+# --------------------------------------------------------------------------- k-means (Lloyd)
+@numba.njit(cache=True, nogil=True)
+def nearest_center(X, centers):
+    """(label, squared distance) of every row to its nearest center."""
+    n, d = X.shape
+    K = centers.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n)
+    for i in range(n):
+        best = np.inf
+        arg = 0
+        for k in range(K):
+            s = 0.0
+            for j in range(d):
+                t = X[i, j] - centers[k, j]
+                s += t * t
+            if s < best:
+                best = s
+                arg = k
+        labels[i] = arg
+        dist[i] = best
+    return labels, dist
+
+
+@numba.njit(cache=True, nogil=True)
+def lloyd_step(X, centers):
+    """One Lloyd pass over a chunk: per-center counts, sums, sums of squares, and the inertia."""
+    n, d = X.shape
+    K = centers.shape[0]
+    counts = np.zeros(K, dtype=np.int64)
+    sums = np.zeros((K, d))
+    sums_sq = np.zeros((K, d))
+    inertia = 0.0
+    for i in range(n):
+        best = np.inf
+        arg = 0
+        for k in range(K):
+            s = 0.0
+            for j in range(d):
+                t = X[i, j] - centers[k, j]
+                s += t * t
+            if s < best:
+                best = s
+                arg = k
+        inertia += best
+        counts[arg] += 1
+        for j in range(d):
+            x = X[i, j]
+            sums[arg, j] += x
+            sums_sq[arg, j] += x * x
+    return counts, sums, sums_sq, inertia
+
+
+# --------------------------------------------------------------------------- Gaussian mixture
+@numba.njit(cache=True, nogil=True)
+def _weighted_log_prob_row(x, means, prec_chol, const, diag, out):
+    """log(w_k) + log N(x | mu_k, Sigma_k) for every k, into out.
+
+    ``prec_chol`` is the Cholesky factor of each precision (upper triangular, scikit-learn's
+    convention: ||(x - mu) @ prec_chol||^2 is the Mahalanobis distance), or for diagonal
+    covariances a K x d array of 1/sigma. ``const`` folds log w_k, log det and -d/2 log 2 pi.
+    """
+    K, d = means.shape
+    for k in range(K):
+        s = 0.0
+        if diag:
+            for j in range(d):
+                t = (x[j] - means[k, j]) * prec_chol[k, 0, j]
+                s += t * t
+        else:
+            for j in range(d):
+                y = 0.0
+                for a in range(j + 1):
+                    y += (x[a] - means[k, a]) * prec_chol[k, a, j]
+                s += y * y
+        out[k] = const[k] - 0.5 * s
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_sum_exp(v):
+    m = -np.inf
+    for k in range(v.shape[0]):
+        if v[k] > m:
+            m = v[k]
+    if m == -np.inf:
+        return m
+    s = 0.0
+    for k in range(v.shape[0]):
+        s += math.exp(v[k] - m)
+    return m + math.log(s)
+
+
+@numba.njit(cache=True, nogil=True)
+def gmm_estep(X, means, prec_chol, const, diag):
+    """One E-step over a chunk, fused with the M-step's sufficient statistics.
+
+    Returns (resp sums K, resp-weighted sums K x d, resp-weighted second moments, log-likelihood
+    sum): second moments are K x d x d upper-triangle scatter for full covariances, K x 1 x d
+    squares for diagonal ones.
+    """
+    n, d = X.shape
+    K = means.shape[0]
+    nk = np.zeros(K)
+    sums = np.zeros((K, d))
+    second = np.zeros((K, 1 if diag else d, d))
+    lp = np.empty(K)
+    ll = 0.0
+    for i in range(n):
+        x = X[i]
+        _weighted_log_prob_row(x, means, prec_chol, const, diag, lp)
+        norm = _log_sum_exp(lp)
+        ll += norm
+        for k in range(K):
+            r = math.exp(lp[k] - norm)
+            if r == 0.0:
+                continue  # exact: a zero weight adds nothing
+            nk[k] += r
+            if diag:
+                for a in range(d):
+                    ra = r * x[a]
+                    sums[k, a] += ra
+                    second[k, 0, a] += ra * x[a]
+            else:
+                for a in range(d):
+                    ra = r * x[a]
+                    sums[k, a] += ra
+                    for b in range(a, d):
+                        second[k, a, b] += ra * x[b]
+    return nk, sums, second, ll
+
+
+@numba.njit(cache=True, nogil=True)
+def gmm_log_resp(X, means, prec_chol, const, diag):
+    """(log responsibilities n x K, log-likelihood of each row) for predict and score."""
+    n, d = X.shape
+    K = means.shape[0]
+    out = np.empty((n, K))
+    norms = np.empty(n)
+    lp = np.empty(K)
+    for i in range(n):
+        _weighted_log_prob_row(X[i], means, prec_chol, const, diag, lp)
+        norm = _log_sum_exp(lp)
+        norms[i] = norm
+        for k in range(K):
+            out[i, k] = lp[k] - norm
+    return out, norms
+
+
+@numba.njit(cache=True, nogil=True)
+def gmm_assign(X, means, prec_chol, const, diag):
+    """Most probable component of every row."""
+    n = X.shape[0]
+    K = means.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    lp = np.empty(K)
+    for i in range(n):
+        _weighted_log_prob_row(X[i], means, prec_chol, const, diag, lp)
+        best = 0
+        for k in range(1, K):
+            if lp[k] > lp[best]:
+                best = k
+        out[i] = best
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def gmm_loglik_sum(X, means, prec_chol, const, diag):
+    """Sum over rows of log p(x): the per-chunk part of ``score``."""
+    K = means.shape[0]
+    lp = np.empty(K)
+    total = 0.0
+    for i in range(X.shape[0]):
+        _weighted_log_prob_row(X[i], means, prec_chol, const, diag, lp)
+        total += _log_sum_exp(lp)
+    return total

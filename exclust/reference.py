@@ -1,0 +1,556 @@
+"""Reference clusterings on Dask: k-means, and a Gaussian mixture fitted by EM over partitions.
+
+Both estimators read the data as a map over row chunks returning small sufficient statistics
+(numba kernels in ``_kernels_stats.py``), tree-reduced by ``stats.map_reduce``; the update of
+the parameters between passes is a small computation on the driver. On a dask array the data
+are persisted on the workers once per fit (when they fit in half the cluster's memory), so that
+each iteration is a single ``compute`` of one task per chunk plus the reduction.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from exclust import _kernels_stats as K
+from exclust.data import Dataset, InputError, as_matrix, is_dask_array
+from exclust.stats import ClusterStatistics, add_tuples, cluster_statistics, map_reduce
+
+logger = logging.getLogger("exclust")
+
+_COVARIANCE_TYPES = ("full", "diag")
+_KMEANS_BACKENDS = ("auto", "sklearn", "lloyd", "dask-ml")
+
+
+# --------------------------------------------------------------------------- shared helpers
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _check_float(name: str, value: Any, low: float = 0.0) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number >= {low}, got {value!r}") from None
+    if not math.isfinite(v) or v < low:
+        raise InputError(f"{name} must be a finite number >= {low}, got {value!r}")
+    return v
+
+
+def _prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
+    """(validated data, the matrix to label afterwards, passes spent validating).
+
+    A dask array is persisted first (when it fits), so that validation and every later pass read
+    memory; the second item is the unpersisted matrix, so that lazy ``labels_`` do not pin the
+    data in the cluster's memory for as long as the model lives.
+    """
+    if isinstance(X, Dataset):
+        if X.n_rows < n_clusters:
+            raise InputError(f"the data have {X.n_rows} row(s), fewer than the {n_clusters} clusters asked for")
+        source = X.X
+        if is_dask_array(X.X):
+            X = Dataset(_persist_if_fits(X.X), X.feature_names, X.extra, X.source, X.n_dropped)
+        return X, source, 0
+    source = X
+    if is_dask_array(X):
+        X = X.astype(np.float64)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        source = X
+        if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
+            X = _persist_if_fits(X)
+    data = as_matrix(X, n_clusters=n_clusters)
+    return data, (data.X if not is_dask_array(data.X) else source), 1
+
+
+def _persist_if_fits(X):
+    """Persist a dask array on the cluster when it takes at most half the workers' memory.
+
+    Iterative fits read the data once per iteration; without persisting, each iteration would
+    re-read the source (Parquet). Data too large for the cluster are left lazy: the fit still
+    works, one source read per iteration.
+    """
+    try:
+        from distributed import default_client
+
+        client = default_client()
+        workers = client.scheduler_info(n_workers=-1)["workers"].values()
+        memory = sum(w.get("memory_limit", 0) or 0 for w in workers)
+    except (ImportError, ValueError, TypeError):
+        import psutil
+
+        memory = psutil.virtual_memory().available
+    if memory and X.nbytes <= 0.5 * memory:
+        return X.persist()
+    logger.info("data (%.1f GB) exceed half the cluster memory: not persisted, each pass re-reads them", X.nbytes / 1e9)
+    return X
+
+
+def _seed(rs: np.random.RandomState) -> int:
+    return int(rs.randint(np.iinfo(np.int32).max))
+
+
+def _report(verbose: bool, message: str, *args) -> None:
+    logger.info(message, *args)
+    if verbose:
+        print(message % args, flush=True)
+
+
+# --------------------------------------------------------------------------- k-means
+def _lloyd_block(X: np.ndarray, centers: np.ndarray):
+    counts, sums, sums_sq, inertia = K.lloyd_step(np.ascontiguousarray(X, dtype=np.float64), centers)
+    return ClusterStatistics(counts, sums, sums_sq), inertia
+
+
+def _predict_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    return K.nearest_center(np.ascontiguousarray(X, dtype=np.float64), centers)[0]
+
+
+class KMeans:
+    """k-means reference clustering: scikit-learn in memory, distributed Lloyd on a dask array.
+
+    ``backend="auto"`` picks, by measurement (``bench/bench_kmeans.py``; figures to follow),
+    so in-memory numpy data go to scikit-learn (``"sklearn"``) and dask arrays to ``"lloyd"``:
+    dask-ml's k-means|| initialization (a few rounds, ``init_rounds``) followed by Lloyd
+    iterations, each one numba pass over the chunks returning per-center counts, sums and the
+    inertia, with the center update on the driver. ``"dask-ml"`` runs dask-ml's own KMeans.
+    Convergence follows scikit-learn: stop when the squared center shift is at most
+    ``tol`` times the mean per-feature variance of the data. A center that loses all its
+    points keeps its previous position (scikit-learn moves it to a far point instead).
+
+    Fitted: ``cluster_centers_``, ``labels_`` (numpy for numpy input, a lazy dask array for dask
+    input), ``inertia_``, ``n_iter_``, ``n_passes_`` (passes over the data made by the fit; for
+    the scikit-learn backend, iterations + 1 for the k-means++ seeding, a lower bound).
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        n_init: int | str = "auto",
+        max_iter: int = 300,
+        tol: float = 1e-4,
+        random_state: int | np.random.RandomState | None = None,
+        backend: str = "auto",
+        init_rounds: int = 5,
+        verbose: bool = False,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.backend = backend
+        self.init_rounds = init_rounds
+        self.verbose = verbose
+
+    def _check_params(self) -> tuple[int, int, int, float, str]:
+        k = _check_int("n_clusters", self.n_clusters, 1)
+        n_init = 1 if self.n_init == "auto" else _check_int("n_init", self.n_init, 1)
+        max_iter = _check_int("max_iter", self.max_iter, 1)
+        tol = _check_float("tol", self.tol)
+        if self.backend not in _KMEANS_BACKENDS:
+            raise InputError(f"backend must be one of {_KMEANS_BACKENDS}, got {self.backend!r}")
+        _check_int("init_rounds", self.init_rounds, 1)
+        return k, n_init, max_iter, tol, self.backend
+
+    def fit(self, X, y=None) -> "KMeans":
+        """Fit the centers; returns self."""
+        data, source, passes = _prepare(X, self._check_params()[0])
+        self.feature_names_in_ = list(data.feature_names)
+        self._fit_matrix(data.X)
+        self.n_passes_ += passes
+        if is_dask_array(source) and self.backend_ != "dask-ml":
+            self.labels_ = self.predict(source)
+        return self
+
+    def _fit_matrix(self, X) -> "KMeans":
+        """Fit on a validated matrix (numpy, or dask with one column chunk)."""
+        k, n_init, max_iter, tol, backend = self._check_params()
+        distributed = is_dask_array(X)
+        if backend == "auto":
+            backend = "lloyd" if distributed else "sklearn"
+        if backend == "sklearn" and distributed:
+            raise InputError("backend='sklearn' needs in-memory data; use backend='lloyd' for a dask array")
+        self.backend_ = backend
+        self.n_features_in_ = int(X.shape[1])
+        rs = self.random_state if isinstance(self.random_state, np.random.RandomState) else np.random.RandomState(self.random_state)
+        start = time.perf_counter()
+        if backend == "sklearn":
+            self._fit_sklearn(X, k, n_init, max_iter, tol, rs)
+        elif backend == "dask-ml":
+            self._fit_dask_ml(X, k, n_init, max_iter, tol, rs)
+        else:
+            self._fit_lloyd(X, k, n_init, max_iter, tol, rs)
+        _report(self.verbose, "k-means (%s): k=%d, inertia %.6g, %d iterations, %d passes, %.2fs",
+                backend, k, self.inertia_, self.n_iter_, self.n_passes_, time.perf_counter() - start)
+        return self
+
+    def _fit_sklearn(self, X, k, n_init, max_iter, tol, rs) -> None:
+        from sklearn.cluster import KMeans as SKKMeans
+
+        km = SKKMeans(k, n_init=n_init, max_iter=max_iter, tol=tol, random_state=rs).fit(X)
+        self.cluster_centers_ = km.cluster_centers_
+        self.labels_ = km.labels_.astype(np.int64)
+        self.inertia_ = float(km.inertia_)
+        self.n_iter_ = int(km.n_iter_)
+        self.n_passes_ = int(km.n_iter_) + 1
+
+    def _fit_dask_ml(self, X, k, n_init, max_iter, tol, rs) -> None:
+        import dask.array as da
+        from dask_ml.cluster import KMeans as DMKMeans
+
+        Xd = X if is_dask_array(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
+        best = None
+        for _ in range(n_init):
+            km = DMKMeans(n_clusters=k, init="k-means||", max_iter=max_iter, tol=tol, random_state=_seed(rs))
+            km.fit(Xd)
+            if best is None or km.inertia_ < best.inertia_:
+                best = km
+        self.cluster_centers_ = np.asarray(best.cluster_centers_)
+        labels = best.labels_.astype(np.int64)
+        self.labels_ = labels if is_dask_array(X) else np.asarray(labels.compute() if is_dask_array(labels) else labels)
+        self.inertia_ = float(best.inertia_)
+        self.n_iter_ = int(best.n_iter_)
+        self.n_passes_ = int(best.n_iter_)
+
+    def _initial_centers(self, X, k, rs) -> tuple[np.ndarray, int]:
+        """(centers, passes): k-means|| on a dask array, k-means++ in memory."""
+        if is_dask_array(X):
+            import dask.array as da
+            from dask_ml.cluster.k_means import init_scalable
+
+            # k-means|| draws about 2k candidates per round; a few rounds suffice (Bahmani et al.
+            # 2012) and cap the passes, where dask-ml's default runs log(initial cost) rounds.
+            centers = init_scalable(X, k, random_state=da.random.RandomState(_seed(rs)), max_iter=self.init_rounds)
+            return np.ascontiguousarray(centers, dtype=np.float64), 1 + 2 * self.init_rounds
+        from sklearn.cluster import kmeans_plusplus
+
+        centers, _ = kmeans_plusplus(X, k, random_state=rs)
+        return np.ascontiguousarray(centers, dtype=np.float64), k
+
+    def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs) -> None:
+        best: tuple | None = None
+        passes = 0
+        for init in range(n_init):
+            centers, p = self._initial_centers(X, k, rs)
+            passes += p
+            tol_abs = None
+            n_iter = 0
+            for n_iter in range(1, max_iter + 1):
+                stats, inertia = map_reduce(_lloyd_block, [X], (centers,), add_tuples)
+                passes += 1
+                if tol_abs is None:
+                    n = stats.total
+                    total_var = (stats.sums_sq.sum(axis=0) - stats.sums.sum(axis=0) ** 2 / n) / n
+                    tol_abs = tol * float(np.mean(total_var))
+                new = stats.means
+                empty = stats.counts == 0
+                new[empty] = centers[empty]
+                shift = float(((new - centers) ** 2).sum())
+                centers = np.ascontiguousarray(new)
+                _report(self.verbose, "k-means init %d iteration %d: inertia %.6g, center shift %.3g",
+                        init + 1, n_iter, inertia, shift)
+                if shift <= tol_abs:
+                    break
+            _, inertia = map_reduce(_lloyd_block, [X], (centers,), add_tuples)
+            passes += 1
+            if best is None or inertia < best[1]:
+                best = (centers, float(inertia), n_iter)
+        self.cluster_centers_, self.inertia_, self.n_iter_ = best
+        self.n_passes_ = passes
+        self.labels_ = self.predict(X)  # fit() relabels a dask input lazily from its unpersisted graph
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "cluster_centers_"):
+            raise InputError("this KMeans is not fitted yet: call fit(X) first")
+
+    def predict(self, X):
+        """Index of the nearest center for every row: numpy in, numpy out; dask in, lazy dask out."""
+        self._check_fitted()
+        centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
+        X = _check_predict_input(X, self.n_features_in_)
+        if is_dask_array(X):
+            return X.map_blocks(_predict_block, centers, dtype=np.int64, drop_axis=1, chunks=(X.chunks[0],))
+        return _predict_block(X, centers)
+
+    def fit_predict(self, X, y=None):
+        """Fit, then return ``labels_``."""
+        return self.fit(X).labels_
+
+
+def _check_predict_input(X, n_features: int):
+    """X as float64 (numpy or dask with one column chunk) of the width the model was fitted on."""
+    if isinstance(X, Dataset):
+        X = X.X
+    if is_dask_array(X):
+        X = X.astype(np.float64)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X.reshape(1, -1)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise InputError(f"the model was fitted on {n_features} features; got an array of shape {X.shape}")
+    return X
+
+
+# --------------------------------------------------------------------------- Gaussian mixture
+def _estep_block(X, means, prec_chol, const, diag):
+    return K.gmm_estep(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)
+
+
+def _assign_block(X, means, prec_chol, const, diag):
+    return K.gmm_assign(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)
+
+
+def _proba_block(X, means, prec_chol, const, diag):
+    return np.exp(K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)[0])
+
+
+def _loglik_block(X, means, prec_chol, const, diag):
+    return K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)[1]
+
+
+def _loglik_sum_block(X, means, prec_chol, const, diag):
+    return np.array([K.gmm_loglik_sum(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag), X.shape[0]])
+
+
+class GaussianMixture:
+    """Gaussian mixture fitted by EM, each E-step one map over the row chunks.
+
+    Per chunk a numba kernel computes the responsibilities and returns the M-step's sufficient
+    statistics (sum of responsibilities, responsibility-weighted sums, and weighted scatter or
+    squares) with the chunk's log-likelihood; chunks are tree-reduced and the M-step is a small
+    update on the driver. One pass over the data per EM iteration.
+
+    Initialization, updates and stopping rule are scikit-learn's (``init_params="kmeans"``):
+    responsibilities from the labels of a k-means with one seeding (scikit-learn's own KMeans
+    in memory, exclust's distributed ``KMeans`` on a dask array), ``reg_covar`` added to the
+    diagonal, stop when the mean log-likelihood changes by less than ``tol``; with
+    ``n_init > 1`` the run with the highest final lower bound wins. On a dask array the data
+    are persisted on the workers once for the fit when they take at most half of the cluster's
+    memory; otherwise each iteration re-reads them.
+
+    Fitted: ``weights_``, ``means_``, ``covariances_``, ``precisions_``,
+    ``precisions_cholesky_`` (shapes as scikit-learn's), ``converged_``, ``n_iter_``,
+    ``lower_bound_``, and ``n_passes_`` (passes over the data of the whole fit: validation,
+    k-means, initial statistics, EM iterations). Progress goes to the ``"exclust"`` logger at
+    INFO (and to stdout with ``verbose=True``).
+    """
+
+    def __init__(
+        self,
+        n_components: int = 1,
+        covariance_type: str = "full",
+        max_iter: int = 100,
+        tol: float = 1e-3,
+        n_init: int = 1,
+        reg_covar: float = 1e-6,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.reg_covar = reg_covar
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _check_params(self) -> None:
+        _check_int("n_components", self.n_components, 1)
+        if self.covariance_type not in _COVARIANCE_TYPES:
+            raise InputError(f"covariance_type must be one of {_COVARIANCE_TYPES}, got {self.covariance_type!r}")
+        _check_int("max_iter", self.max_iter, 1)
+        _check_int("n_init", self.n_init, 1)
+        _check_float("tol", self.tol)
+        _check_float("reg_covar", self.reg_covar)
+
+    def fit(self, X, y=None) -> "GaussianMixture":
+        """Fit the mixture by EM; returns self."""
+        self._check_params()
+        data, _, passes = _prepare(X, self.n_components)
+        X = data.X
+        self.n_features_in_ = data.n_features
+        self.feature_names_in_ = list(data.feature_names)
+        n = data.n_rows
+        diag = self.covariance_type == "diag"
+        rs = self.random_state if isinstance(self.random_state, np.random.RandomState) else np.random.RandomState(self.random_state)
+        best: dict[str, Any] | None = None
+        fit_start = time.perf_counter()
+        for init in range(self.n_init):
+            params, p = self._initialize(X, rs, diag)
+            passes += p
+            lower_bound = -np.inf
+            converged = False
+            n_iter = 0
+            for n_iter in range(1, self.max_iter + 1):
+                t0 = time.perf_counter()
+                previous = lower_bound
+                means, prec_chol, const = self._kernel_params(params, diag)
+                nk, sums, second, ll = map_reduce(_estep_block, [X], (means, prec_chol, const, diag), add_tuples)
+                passes += 1
+                params = self._m_step(nk, sums, second, diag)
+                lower_bound = ll / n
+                change = lower_bound - previous
+                _report(self.verbose, "GMM init %d iteration %d: mean log-likelihood %.8g (change %.3g), %.3fs",
+                        init + 1, n_iter, lower_bound, change, time.perf_counter() - t0)
+                if abs(change) < self.tol:
+                    converged = True
+                    break
+            if best is None or lower_bound > best["lower_bound"]:
+                best = dict(params=params, lower_bound=lower_bound, n_iter=n_iter, converged=converged)
+        if not best["converged"]:
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(
+                f"EM did not converge in {self.max_iter} iterations (tol={self.tol}): raise max_iter or tol, "
+                "or check the initialization",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        weights, means, covariances, prec_chol = best["params"]
+        self.weights_, self.means_, self.covariances_ = weights, means, covariances
+        self.precisions_cholesky_ = prec_chol
+        if diag:
+            self.precisions_ = prec_chol**2
+        else:
+            self.precisions_ = np.einsum("kij,klj->kil", prec_chol, prec_chol)
+        self.converged_ = bool(best["converged"])
+        self.n_iter_ = int(best["n_iter"])
+        self.lower_bound_ = float(best["lower_bound"])
+        self.n_passes_ = passes
+        _report(self.verbose, "GMM fitted: k=%d, %s covariances, mean log-likelihood %.8g, %d passes, %.2fs",
+                self.n_components, self.covariance_type, self.lower_bound_, passes, time.perf_counter() - fit_start)
+        return self
+
+    def _initialize(self, X, rs, diag: bool):
+        """Parameters from hard k-means responsibilities, as scikit-learn's init_params='kmeans'; (params, passes)."""
+        k = self.n_components
+        if is_dask_array(X):
+            km = KMeans(k, n_init=1, random_state=_seed(rs), backend="lloyd")._fit_matrix(X)
+            labels, passes = km.labels_, km.n_passes_
+        else:
+            from sklearn.cluster import KMeans as SKKMeans
+
+            # The same call, with the same random stream, as scikit-learn's GaussianMixture makes,
+            # so that in-memory fits start where scikit-learn's start.
+            labels = SKKMeans(k, n_init=1, random_state=rs).fit(X).labels_
+            passes = 1
+        stats = cluster_statistics(X, labels, k, full_scatter=not diag)
+        second = stats.sums_sq[:, None, :] if diag else stats.scatter
+        return self._m_step(stats.counts.astype(np.float64), stats.sums, second, diag, mirrored=True), passes + 1
+
+    def _m_step(self, nk, sums, second, diag: bool, mirrored: bool = False):
+        """(weights, means, covariances, precisions_cholesky) from responsibility-weighted statistics."""
+        nk = nk + 10 * np.finfo(np.float64).eps  # scikit-learn's guard against empty components
+        means = sums / nk[:, None]
+        reg = self.reg_covar
+        if diag:
+            covariances = second[:, 0, :] / nk[:, None] - means**2 + reg
+        else:
+            if not mirrored:
+                K.mirror_upper(second)
+            # sum_i r_i (x_i - mu)(x_i - mu)^T / nk, expanded over the raw statistics.
+            shrink = (2.0 - (nk - 10 * np.finfo(np.float64).eps) / nk)[:, None, None]
+            covariances = second / nk[:, None, None] - shrink * means[:, :, None] * means[:, None, :]
+            covariances = covariances + reg * np.eye(means.shape[1])
+        weights = nk / nk.sum()
+        return weights, means, covariances, self._precision_cholesky(covariances, diag)
+
+    def _precision_cholesky(self, covariances, diag: bool) -> np.ndarray:
+        hint = (
+            "a component collapsed (ill-defined empirical covariance): reduce n_components, "
+            "increase reg_covar, or drop duplicate/constant features"
+        )
+        if diag:
+            if (covariances <= 0).any() or not np.isfinite(covariances).all():
+                raise InputError(hint)
+            return 1.0 / np.sqrt(covariances)
+        from scipy.linalg import solve_triangular
+
+        d = covariances.shape[1]
+        out = np.empty_like(covariances)
+        for k, cov in enumerate(covariances):
+            try:
+                chol = np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:
+                raise InputError(hint) from None
+            out[k] = solve_triangular(chol, np.eye(d), lower=True).T
+        return out
+
+    def _kernel_params(self, params, diag: bool):
+        """(means, precision factor as K x {1|d} x d, log w + log det - d/2 log 2 pi) for the kernels."""
+        weights, means, _, prec_chol = params
+        d = means.shape[1]
+        if diag:
+            log_det = np.log(prec_chol).sum(axis=1)
+            factor = prec_chol[:, None, :]
+        else:
+            log_det = np.log(np.diagonal(prec_chol, axis1=1, axis2=2)).sum(axis=1)
+            factor = prec_chol
+        with np.errstate(divide="ignore"):
+            const = np.log(weights) + log_det - 0.5 * d * K.LOG_2PI
+        return np.ascontiguousarray(means), np.ascontiguousarray(factor), const
+
+    # ------------------------------------------------------------------ use
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "means_"):
+            raise InputError("this GaussianMixture is not fitted yet: call fit(X) first")
+
+    def _apply(self, X, block, out_cols: int | None, dtype):
+        self._check_fitted()
+        X = _check_predict_input(X, self.n_features_in_)
+        diag = self.covariance_type == "diag"
+        args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
+        if is_dask_array(X):
+            if out_cols is None:
+                return X.map_blocks(block, *args, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],))
+            return X.map_blocks(block, *args, dtype=dtype, chunks=(X.chunks[0], (out_cols,)))
+        return block(X, *args)
+
+    def predict(self, X):
+        """Most probable component of every row: numpy in, numpy out; dask in, lazy dask out."""
+        return self._apply(X, _assign_block, None, np.int64)
+
+    def predict_proba(self, X):
+        """Responsibilities (n x K): numpy in, numpy out; dask in, lazy dask out."""
+        return self._apply(X, _proba_block, self.n_components, np.float64)
+
+    def score_samples(self, X):
+        """Log-likelihood of every row: numpy in, numpy out; dask in, lazy dask out."""
+        return self._apply(X, _loglik_block, None, np.float64)
+
+    def score(self, X, y=None) -> float:
+        """Mean log-likelihood of the rows (one pass; a float for numpy and dask input alike)."""
+        self._check_fitted()
+        X = _check_predict_input(X, self.n_features_in_)
+        diag = self.covariance_type == "diag"
+        args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
+        total, n = map_reduce(_loglik_sum_block, [X], args)
+        return float(total / n)
+
+    def fit_predict(self, X, y=None):
+        """Fit, then return the most probable component of every row."""
+        data = X if isinstance(X, Dataset) else None
+        self.fit(X)
+        return self.predict(data.X if data is not None else X)
+
+    def bic(self, X) -> float:
+        """Bayesian information criterion of the fitted model on X (lower is better)."""
+        n = X.shape[0] if not isinstance(X, Dataset) else X.n_rows
+        return -2.0 * self.score(X) * n + self._n_parameters() * math.log(n)
+
+    def _n_parameters(self) -> int:
+        k, d = self.means_.shape
+        cov = k * d if self.covariance_type == "diag" else k * d * (d + 1) // 2
+        return int(cov + k * d + k - 1)
