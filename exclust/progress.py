@@ -1,0 +1,71 @@
+"""Progress of a pipeline run: one log line per step with elapsed seconds, and a heartbeat.
+
+A step that lasts longer than ``heartbeat`` seconds logs a line every ``heartbeat`` seconds
+with the Dask scheduler's task counts (done / known), so a long pass over the data shows that
+it moves. Log lines go to a callable (``print`` in the CLI, a Prefect logger in flows).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Callable, Iterator
+
+Log = Callable[[str], None]
+
+
+def _scheduler_counts() -> tuple[int, int] | None:
+    """(tasks done, tasks known) on the active Dask scheduler, or None without a client."""
+    try:
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    try:
+        info = client.run_on_scheduler(_count_tasks)
+    except Exception:  # a busy or restarting scheduler must never break the run
+        return None
+    return int(info[0]), int(info[1])
+
+
+def _count_tasks(dask_scheduler=None) -> tuple[int, int]:
+    tasks = dask_scheduler.tasks
+    done = sum(1 for ts in tasks.values() if ts.state in ("memory", "forgotten", "released"))
+    return done, len(tasks)
+
+
+class StepTimer:
+    """Times named steps and reports them through ``log``; ``seconds`` maps step -> duration."""
+
+    def __init__(self, log: Log | None = None, heartbeat: float = 10.0) -> None:
+        self.log: Log = log or (lambda message: None)
+        self.heartbeat = heartbeat
+        self.seconds: dict[str, float] = {}
+        self._start = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._start
+
+    @contextlib.contextmanager
+    def step(self, name: str, detail: str = "") -> Iterator[None]:
+        """Time one step; log its start, its end, and a heartbeat while it runs long."""
+        self.log(f"[{self.elapsed:7.1f} s] {name}{': ' + detail if detail else ''}")
+        t0 = time.perf_counter()
+        stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(name, t0, stop), daemon=True)
+        if self.heartbeat and self.heartbeat > 0:
+            beat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            self.seconds[name] = round(time.perf_counter() - t0, 3)
+        self.log(f"[{self.elapsed:7.1f} s] {name} done in {self.seconds[name]:.1f} s")
+
+    def _beat(self, name: str, t0: float, stop: threading.Event) -> None:
+        while not stop.wait(self.heartbeat):
+            counts = _scheduler_counts()
+            tasks = f", Dask tasks {counts[0]}/{counts[1]} done" if counts else ""
+            self.log(f"[{self.elapsed:7.1f} s]   ... {name} running for {time.perf_counter() - t0:.0f} s{tasks}")
