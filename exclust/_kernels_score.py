@@ -1,0 +1,217 @@
+"""Numba kernels for scoring a ThresholdTree: one chunk in, small per-group statistics out.
+
+`score_block` routes every row through the tree and, in the same sweep, accumulates per leaf and
+per reference cluster the count, the sum and the sum of squares (both taken about a per-chunk
+shift, so that data far from the origin keep their precision), the contingency tables against
+reference and ground-truth labels, and optionally per-group per-feature minimum and maximum.
+`median_hist_block` is the k-medians pass: per (group, feature) histogram of the points inside
+the group's current search interval, as counts and offsets from the bin's lower edge.
+
+Labels may be any numeric dtype; a NaN or -1 label means "no label" and the row is left out of
+every table that needs that label. Other negative or non-integral labels are counted as bad and
+reported to the caller, which raises.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from exclust._kernels import LEAF, ONE_SIDED
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _as_label(v):
+    """Label value as int64; -1 for missing (NaN or -1); -2 for a label that is not a valid id."""
+    if v != v:
+        return -1
+    iv = np.int64(v)
+    if iv != v or iv < -1:
+        return -2
+    return iv
+
+
+@numba.njit(cache=True, nogil=True)
+def label_span(labels):
+    """(largest valid label, number of bad labels) of a label chunk; -1 when none is valid."""
+    top = -1
+    bad = 0
+    for i in range(labels.shape[0]):
+        v = _as_label(labels[i])
+        if v == -2:
+            bad += 1
+        elif v > top:
+            top = v
+    return top, bad
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _leaf_of(X, i, kind, feature, threshold, center, left, right):
+    node = 0
+    while kind[node] != LEAF:
+        v = X[i, feature[node]]
+        if kind[node] == ONE_SIDED:
+            go_left = v <= threshold[node]
+        else:
+            go_left = abs(v - center[node]) <= threshold[node]
+        node = left[node] if go_left else right[node]
+    return node
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nearest_center(X, i, centers):
+    best = 0
+    best_d = np.inf
+    for k in range(centers.shape[0]):
+        s = 0.0
+        for j in range(centers.shape[1]):
+            diff = X[i, j] - centers[k, j]
+            s += diff * diff
+        if s < best_d:
+            best_d = s
+            best = k
+    return best
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _reference_of(X, i, ref, ref_mode, centers):
+    """Reference label of row i: 0 none, 1 from labels, 2 nearest center."""
+    if ref_mode == 1:
+        return _as_label(ref[i])
+    if ref_mode == 2:
+        return _nearest_center(X, i, centers)
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def score_block(X, kind, feature, threshold, center, left, right,
+                ref, ref_mode, n_ref, truth, has_truth, n_truth, centers, shift, track_range):
+    """Per-leaf and per-reference-cluster statistics and contingency tables of one chunk.
+
+    Rows whose reference label is missing (noise) are left out of the leaf statistics too, so
+    both sides of every price are computed over the same points; ground-truth tables use every
+    row with a truth label. Sums and squares are of ``x - shift``.
+    """
+    n, d = X.shape
+    m = kind.shape[0]
+    leaf_n = np.zeros(m, np.int64)
+    leaf_s = np.zeros((m, d))
+    leaf_q = np.zeros(m)
+    ref_n = np.zeros(n_ref, np.int64)
+    ref_s = np.zeros((n_ref, d))
+    ref_q = np.zeros(n_ref)
+    leaf_ref = np.zeros((m, n_ref), np.int64)
+    leaf_truth = np.zeros((m, n_truth), np.int64)
+    ref_truth = np.zeros((n_ref, n_truth), np.int64)
+    r_rows = m if track_range else 0
+    q_rows = n_ref if track_range else 0
+    leaf_lo = np.full((r_rows, d), np.inf)
+    leaf_hi = np.full((r_rows, d), -np.inf)
+    ref_lo = np.full((q_rows, d), np.inf)
+    ref_hi = np.full((q_rows, d), -np.inf)
+    for i in range(n):
+        leaf = _leaf_of(X, i, kind, feature, threshold, center, left, right)
+        r = _reference_of(X, i, ref, ref_mode, centers)
+        if has_truth:
+            t = _as_label(truth[i])
+            if t >= 0:
+                leaf_truth[leaf, t] += 1
+                if r >= 0:
+                    ref_truth[r, t] += 1
+        if ref_mode != 0 and r < 0:
+            continue
+        sq = 0.0
+        for j in range(d):
+            v = X[i, j] - shift[j]
+            leaf_s[leaf, j] += v
+            sq += v * v
+        leaf_n[leaf] += 1
+        leaf_q[leaf] += sq
+        if track_range:
+            for j in range(d):
+                v = X[i, j]
+                if v < leaf_lo[leaf, j]:
+                    leaf_lo[leaf, j] = v
+                if v > leaf_hi[leaf, j]:
+                    leaf_hi[leaf, j] = v
+        if r >= 0:
+            ref_n[r] += 1
+            ref_q[r] += sq
+            for j in range(d):
+                ref_s[r, j] += X[i, j] - shift[j]
+            leaf_ref[leaf, r] += 1
+            if track_range:
+                for j in range(d):
+                    v = X[i, j]
+                    if v < ref_lo[r, j]:
+                        ref_lo[r, j] = v
+                    if v > ref_hi[r, j]:
+                        ref_hi[r, j] = v
+    return (leaf_n, leaf_s, leaf_q, ref_n, ref_s, ref_q, leaf_ref, leaf_truth, ref_truth,
+            leaf_lo, leaf_hi, ref_lo, ref_hi)
+
+
+@numba.njit(cache=True, nogil=True)
+def bin_edge(lo, hi, n_bins, b):
+    """Lower edge of bin b of [lo, hi) cut into n_bins equal bins; edge n_bins is hi itself.
+
+    Kernel and driver both call this, so a point's bin and the bin's bounds always agree.
+    """
+    if b >= n_bins:
+        return hi
+    return lo + b * ((hi - lo) / n_bins)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bin_of(x, lo, hi, n_bins):
+    w = (hi - lo) / n_bins
+    if w > 0.0:
+        b = np.int64((x - lo) / w)
+    else:
+        b = n_bins - 1
+    if b < 0:
+        b = 0
+    if b > n_bins - 1:
+        b = n_bins - 1
+    while b > 0 and x < bin_edge(lo, hi, n_bins, b):
+        b -= 1
+    while b < n_bins - 1 and x >= bin_edge(lo, hi, n_bins, b + 1):
+        b += 1
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def median_hist_block(X, kind, feature, threshold, center, left, right, value,
+                      ref, ref_mode, centers, n_tree, lo, hi, n_bins):
+    """Histogram of the points inside each (group, feature) interval [lo, hi).
+
+    Groups are the tree's clusters (0..Kt-1, a leaf's value) followed by the reference clusters
+    (Kt..Kt+Kr-1). Returns counts and, per bin, the sum of ``x - lower edge`` (non-negative and
+    small, so no precision is lost when bins are later combined). A NaN interval is skipped.
+    """
+    n, d = X.shape
+    groups = lo.shape[0]
+    counts = np.zeros((groups, d, n_bins), np.int64)
+    offsets = np.zeros((groups, d, n_bins))
+    for i in range(n):
+        leaf = _leaf_of(X, i, kind, feature, threshold, center, left, right)
+        r = _reference_of(X, i, ref, ref_mode, centers)
+        if ref_mode != 0 and r < 0:
+            continue
+        c = value[leaf]
+        for j in range(d):
+            x = X[i, j]
+            if lo[c, j] <= x < hi[c, j]:
+                b = _bin_of(x, lo[c, j], hi[c, j], n_bins)
+                counts[c, j, b] += 1
+                offsets[c, j, b] += x - bin_edge(lo[c, j], hi[c, j], n_bins, b)
+        if r >= 0:
+            g = n_tree + r
+            if g >= groups:
+                continue
+            for j in range(d):
+                x = X[i, j]
+                if lo[g, j] <= x < hi[g, j]:
+                    b = _bin_of(x, lo[g, j], hi[g, j], n_bins)
+                    counts[g, j, b] += 1
+                    offsets[g, j, b] += x - bin_edge(lo[g, j], hi[g, j], n_bins, b)
+    return counts, offsets
