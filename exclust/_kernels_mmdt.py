@@ -1,0 +1,245 @@
+"""Numba kernels for MMDT's one-dimensional threshold search (paper 002, eq. 4-6).
+
+At a node, after the axis is chosen, MMDT looks for the threshold theta strictly between the
+smallest and largest of the node's means on that axis that minimizes the weighted probability
+that a point lies on the other side of theta from its own component's mean:
+
+    f(theta) = sum_k pbar_k * g(|theta - mu_k| / sigma_k)
+
+with g the Gaussian tail bound exp(-s^2/2) (eq. 6), the Chebyshev bound min(1, 1/s^2) (eq. 5)
+or the exact Gaussian tail Phi(-s) (eq. 4). The work depends on the number of components at
+the node, never on the number of data points.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+GAUSSIAN_BOUND = 0  # eq. 6
+CHEBYSHEV_BOUND = 1  # eq. 5, capped at 1
+EXACT_GAUSSIAN = 2  # eq. 4 with Gaussian components
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_GOLDEN = 0.3819660112501051  # 2 - golden ratio
+
+
+@numba.njit(cache=True, nogil=True)
+def _term(kind, theta, mu, sigma, capped):
+    """One component's probability (or bound) of being on the far side of theta."""
+    dist = abs(theta - mu)
+    if sigma <= 0.0:
+        # A point mass sits exactly on its mean: never cut off unless the cut is on it.
+        return 1.0 if dist == 0.0 else 0.0
+    s = dist / sigma
+    if kind == GAUSSIAN_BOUND:
+        return math.exp(-0.5 * s * s)
+    if kind == CHEBYSHEV_BOUND:
+        if s == 0.0:
+            return 1.0 if capped else math.inf
+        v = 1.0 / (s * s)
+        return min(v, 1.0) if capped else v
+    return 0.5 * math.erfc(s * _INV_SQRT2)
+
+
+@numba.njit(cache=True, nogil=True)
+def separation_probability(kind, theta, means, weights, sigmas):
+    """The objective f(theta): weighted chance that a point is cut off from its own mean."""
+    total = 0.0
+    for k in range(means.shape[0]):
+        total += weights[k] * _term(kind, theta, means[k], sigmas[k], True)
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _objective(kind, theta, means, weights, sigmas):
+    """(f, tie-breaker): the uncapped Chebyshev sum orders thresholds where the capped one is flat."""
+    f = 0.0
+    g = 0.0
+    for k in range(means.shape[0]):
+        f += weights[k] * _term(kind, theta, means[k], sigmas[k], True)
+        if kind == CHEBYSHEV_BOUND:
+            g += weights[k] * _term(kind, theta, means[k], sigmas[k], False)
+    if kind != CHEBYSHEV_BOUND:
+        g = f
+    return f, g
+
+
+@numba.njit(cache=True, nogil=True)
+def _better(f1, g1, f2, g2, rtol):
+    """Lexicographic 'strictly better': lower f, or f equal within rtol and lower tie-breaker."""
+    tol = rtol * max(abs(f1), abs(f2)) + 1e-300
+    if f1 < f2 - tol:
+        return True
+    if f1 > f2 + tol:
+        return False
+    return g1 < g2
+
+
+@numba.njit(cache=True, nogil=True)
+def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_within, n_refine, n_probe):
+    """Best threshold on every open interval between consecutive distinct values in ``cuts``.
+
+    ``cuts`` holds the sorted distinct means on the axis. An interval (a, b) is first bounded
+    below by the terms of the means at a and b evaluated at the far end (every term is >= 0 and
+    decreases with the distance to its mean); intervals whose lower bound exceeds the objective
+    at the centre of one of the ``n_probe`` intervals of smallest lower bound cannot hold the
+    minimum and are skipped (their f is +inf in the result). The others are searched on a grid of ``n_grid`` points spanning
+    [a + margin*(b-a), b - margin*(b-a)], so a threshold is never a mean, and those whose grid
+    minimum is within ``refine_within`` (relative) of the best are refined by a golden-section
+    search between the neighbouring grid points. Returns (theta, f, tie_breaker) per interval.
+    """
+    m = cuts.shape[0] - 1
+    n = means.shape[0]
+    theta = np.empty(m)
+    fval = np.full(m, math.inf)
+    gval = np.full(m, math.inf)
+    best_pos = np.zeros(m, dtype=np.int64)
+    # Lower bound per interval from the two neighbouring means alone (every term is >= 0 and
+    # decreases with distance, so a neighbour's term is at least its value at the far end).
+    lower = np.zeros(m)
+    for k in range(n):
+        i = np.searchsorted(cuts, means[k])
+        if i < m:
+            lower[i] += weights[k] * _term(kind, cuts[i + 1], means[k], sigmas[k], True)
+        if i > 0:
+            lower[i - 1] += weights[k] * _term(kind, cuts[i - 1], means[k], sigmas[k], True)
+    # Upper bound: the objective at the centre of the few most promising intervals.
+    best_upper = math.inf
+    order = np.argsort(lower)
+    for r in range(min(m, n_probe)):
+        a = order[r]
+        ub, _ = _objective(kind, 0.5 * (cuts[a] + cuts[a + 1]), means, weights, sigmas)
+        if ub < best_upper:
+            best_upper = ub
+    step = (1.0 - 2.0 * margin) / (n_grid - 1)
+    for a in range(m):
+        if lower[a] > best_upper * (1.0 + 1e-9) + 1e-300:
+            continue
+        lo = cuts[a]
+        gap = cuts[a + 1] - lo
+        bf = math.inf
+        bg = math.inf
+        bi = 0
+        for i in range(n_grid):
+            t = lo + gap * (margin + step * i)
+            f, g = _objective(kind, t, means, weights, sigmas)
+            if i == 0 or _better(f, g, bf, bg, 1e-12):
+                bf, bg, bi = f, g, i
+        theta[a] = lo + gap * (margin + step * bi)
+        fval[a] = bf
+        gval[a] = bg
+        best_pos[a] = bi
+    overall = fval.min()
+    for a in range(m):
+        if fval[a] > overall * (1.0 + refine_within) + 1e-300:
+            continue
+        lo = cuts[a]
+        gap = cuts[a + 1] - lo
+        i = best_pos[a]
+        x0 = lo + gap * (margin + step * max(i - 1, 0))
+        x3 = lo + gap * (margin + step * min(i + 1, n_grid - 1))
+        x1 = x0 + _GOLDEN * (x3 - x0)
+        x2 = x3 - _GOLDEN * (x3 - x0)
+        f1, g1 = _objective(kind, x1, means, weights, sigmas)
+        f2, g2 = _objective(kind, x2, means, weights, sigmas)
+        for _ in range(n_refine):
+            if _better(f1, g1, f2, g2, 1e-12):
+                x3, x2, f2, g2 = x2, x1, f1, g1
+                x1 = x0 + _GOLDEN * (x3 - x0)
+                f1, g1 = _objective(kind, x1, means, weights, sigmas)
+            else:
+                x0, x1, f1, g1 = x1, x2, f2, g2
+                x2 = x3 - _GOLDEN * (x3 - x0)
+                f2, g2 = _objective(kind, x2, means, weights, sigmas)
+        if _better(f1, g1, fval[a], gval[a], 1e-12):
+            theta[a], fval[a], gval[a] = x1, f1, g1
+        if _better(f2, g2, fval[a], gval[a], 1e-12):
+            theta[a], fval[a], gval[a] = x2, f2, g2
+    return theta, fval, gval
+
+
+@numba.njit(cache=True, nogil=True)
+def normalized_ranges(means, comps, inv_sigma):
+    """Range of the node's means on every axis divided by sigma_j (R_j / sigma_j of paper 002)."""
+    d = means.shape[1]
+    lo = means[comps[0]].copy()
+    hi = means[comps[0]].copy()
+    for r in range(1, comps.shape[0]):
+        row = means[comps[r]]
+        for j in range(d):
+            v = row[j]
+            if v < lo[j]:
+                lo[j] = v
+            elif v > hi[j]:
+                hi[j] = v
+    out = np.empty(d)
+    for j in range(d):
+        out[j] = (hi[j] - lo[j]) * inv_sigma[j]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def largest_gaps(means_t, order_t, inv_sigma, rtol):
+    """Paper 000 Alg. 1 at one node: every (axis, lo, hi) whose normalized gap ties the largest.
+
+    ``means_t`` is the d x K transposed means; ``order_t[j]`` lists the node's components sorted
+    by their mean on axis j (kept sorted from the root down, so no node sorts). Returns
+    (best gap, axes, lower means, upper means) of the gaps within ``rtol`` of the largest.
+    """
+    d, n = order_t.shape
+    per_axis = np.zeros(d)
+    for j in range(d):
+        row = means_t[j]
+        g = 0.0
+        prev = row[order_t[j, 0]]
+        for i in range(1, n):
+            cur = row[order_t[j, i]]
+            if cur - prev > g:
+                g = cur - prev
+            prev = cur
+        per_axis[j] = g * inv_sigma[j]
+    best = per_axis.max()
+    floor = best * (1.0 - rtol)
+    count = 0
+    for j in range(d):
+        if per_axis[j] >= floor:
+            count += n - 1
+    axes = np.empty(count, dtype=np.int64)
+    lows = np.empty(count)
+    highs = np.empty(count)
+    count = 0
+    for j in range(d):
+        if per_axis[j] < floor:
+            continue
+        row = means_t[j]
+        for i in range(1, n):
+            lo = row[order_t[j, i - 1]]
+            hi = row[order_t[j, i]]
+            if (hi - lo) * inv_sigma[j] >= floor:
+                axes[count] = j
+                lows[count] = lo
+                highs[count] = hi
+                count += 1
+    return best, axes[:count], lows[:count], highs[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def split_orders(order_t, goes_left, n_left):
+    """Per-axis sorted component lists of the two children, filtered from the parent's."""
+    d, n = order_t.shape
+    left = np.empty((d, n_left), dtype=order_t.dtype)
+    right = np.empty((d, n - n_left), dtype=order_t.dtype)
+    for j in range(d):
+        a = 0
+        b = 0
+        for i in range(n):
+            k = order_t[j, i]
+            if goes_left[k]:
+                left[j, a] = k
+                a += 1
+            else:
+                right[j, b] = k
+                b += 1
+    return left, right
