@@ -249,7 +249,7 @@ def tree_svg(
             top = margin + depth[n] * level_h
             if tree.kind[n] == LEAF:
                 lines = [leaf_label(n)] + ([leaf_count_text(n)] if leaf_count_text(n) else [])
-                w = max(_text_width(lines[0], fs, True), *(_text_width(s, fs_small) for s in lines[1:])) + 2 * pad_x
+                w = max([_text_width(lines[0], fs, True)] + [_text_width(s, fs_small) for s in lines[1:]]) + 2 * pad_x
                 boxes[n] = (cx, top + leaf_h / 2, max(w, 56.0), leaf_h, lines)
             else:
                 lines = _node_lines(tree, n, True)
@@ -860,7 +860,7 @@ def metrics_table_html(metrics: Mapping[str, Any]) -> str:
         if rows:
             body.append(f'<tbody class="group-{group}"><tr class="group"><th colspan="3">{_esc(_GROUP_TITLES[group])}</th></tr>{"".join(rows)}</tbody>')
     return (
-        '<table class="metrics"><colgroup><col class="c1"><col class="c2"><col></colgroup><thead><tr><th scope="col">measure</th><th scope="col">value</th>'
+        '<table class="metrics"><colgroup><col class="c1"/><col class="c2"/><col/></colgroup><thead><tr><th scope="col">measure</th><th scope="col">value</th>'
         '<th scope="col">what it means</th></tr></thead>' + "".join(body) + "</table>"
     )
 

@@ -1,0 +1,386 @@
+"""The report: SVG drawings are well-formed and complete, cuts land in their regions, the page is self-contained."""
+from __future__ import annotations
+
+import itertools
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+from exclust.mixture import MixtureSummary
+from exclust.report import (
+    choose_scatter_features,
+    cluster_colors,
+    cost_curve_svg,
+    cut_regions,
+    metrics_table_html,
+    render_report,
+    scatter_svg,
+    tree_svg,
+)
+from exclust.tree import ThresholdTree, TreeBuilder
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+# ---------------------------------------------------------------------------- trees to draw
+def interval_tree() -> ThresholdTree:
+    """Iris-shaped: a one-sided root cut, then an interval cut on another feature."""
+    b = TreeBuilder(n_features=4)
+    root = b.add_node()
+    left, right = b.split(root, feature=2, threshold=2.45)
+    b.make_leaf(left, 1)
+    inside, outside = b.split_interval(right, feature=3, center=1.3, half_width=0.45)
+    b.make_leaf(inside, 0)
+    b.make_leaf(outside, 2)
+    return b.build(["sepal_length", "sepal_width", "petal_length", "petal_width"], 3, {"algorithm": "MMDT"})
+
+
+def balanced_tree(n_leaves: int, n_features: int = 3, n_clusters: int | None = None) -> ThresholdTree:
+    """A tree with exactly n_leaves leaves, cuts cycling through the features (cluster = leaf order)."""
+    b = TreeBuilder(n_features=n_features)
+    counter = itertools.count()
+
+    def grow(node: int, leaves: int, lo: float, hi: float, depth: int) -> None:
+        if leaves == 1:
+            c = next(counter)
+            b.make_leaf(node, c if n_clusters is None else c % n_clusters)
+            return
+        mid = (lo + hi) / 2
+        left, right = b.split(node, feature=depth % n_features, threshold=round(mid, 3))
+        grow(left, leaves // 2, lo, mid, depth + 1)
+        grow(right, leaves - leaves // 2, mid, hi, depth + 1)
+
+    grow(b.add_node(), n_leaves, 0.0, 100.0, 0)
+    return b.build([f"feature_{j}" for j in range(n_features)], n_clusters or n_leaves)
+
+
+def one_leaf_tree() -> ThresholdTree:
+    b = TreeBuilder(n_features=2)
+    b.make_leaf(b.add_node(), 0)
+    return b.build(["a", "b"], 1)
+
+
+def iris_like_sample(rng, n=600) -> np.ndarray:
+    X = rng.normal(size=(n, 4))
+    X[:, 2] = rng.uniform(1, 7, n)
+    X[:, 3] = rng.uniform(0, 2.5, n)
+    return X
+
+
+def parse_svg(text: str) -> ET.Element:
+    return ET.fromstring(text)
+
+
+def groups(root: ET.Element, cls: str) -> list[ET.Element]:
+    return [g for g in root.iter(f"{SVG}g") if cls in g.get("class", "").split()]
+
+
+def title_of(g: ET.Element) -> str:
+    return g.find(f"{SVG}title").text
+
+
+def rects(root: ET.Element) -> list[tuple[float, float, float, float]]:
+    out = []
+    for g in groups(root, "node"):
+        r = g.find(f"{SVG}rect")
+        out.append(tuple(float(r.get(a)) for a in ("x", "y", "width", "height")))
+    return out
+
+
+# ---------------------------------------------------------------------------- colours
+def test_cluster_colors_are_distinct_for_every_k():
+    for k in (1, 3, 7, 8, 10, 11, 20, 21, 40, 60):
+        colors = cluster_colors(k)
+        assert len(colors) == k
+        assert len(set(colors)) == k
+        assert all(re.fullmatch(r"#[0-9a-fA-F]{6}", c) for c in colors)
+    # up to seven clusters: the colour-blind-safe Okabe-Ito palette
+    assert cluster_colors(3) == ["#0072B2", "#E69F00", "#009E73"]
+
+
+# ---------------------------------------------------------------------------- tree drawing
+def test_tree_svg_has_one_box_per_node_with_the_tests_written_in():
+    tree = interval_tree()
+    root = parse_svg(tree_svg(tree))
+    leaves, internal = groups(root, "leaf"), groups(root, "internal")
+    assert len(leaves) == tree.n_leaves == 3
+    assert len(internal) == tree.node_count - tree.n_leaves == 2
+    for g in internal:
+        node = int(g.get("data-node"))
+        assert title_of(g) == tree.describe_node(node)
+    titles = {title_of(g) for g in internal}
+    assert titles == {"petal_length <= 2.45", "|petal_width - 1.3| <= 0.45"}
+    visible = " ".join(t.text for g in internal for t in g.iter(f"{SVG}text"))
+    assert "petal_length" in visible and "≤ 2.45" in visible and "|petal_width − 1.3|" in visible
+    # the interval node is marked so it can be styled apart
+    assert len(groups(root, "interval")) == 1
+    palette = cluster_colors(3)
+    for g in leaves:
+        c = int(g.get("data-cluster"))
+        assert f"cluster {c}" in " ".join(t.text for t in g.iter(f"{SVG}text"))
+        assert g.find(f"{SVG}rect").get("fill") == palette[c]
+
+
+def test_tree_svg_labels_every_edge_yes_or_no():
+    tree = balanced_tree(6)
+    root = parse_svg(tree_svg(tree))
+    labels = [t.text for t in root.iter(f"{SVG}text") if "edge-label" in t.get("class", "")]
+    n_internal = tree.node_count - tree.n_leaves
+    assert labels.count("yes") == n_internal and labels.count("no") == n_internal
+    assert len([p for p in root.iter(f"{SVG}path") if "edge" in p.get("class", "")]) == 2 * n_internal
+
+
+def test_tree_svg_shows_leaf_counts_and_shares():
+    tree = interval_tree()
+    counts = {int(leaf): n for leaf, n in zip(tree.leaves, (50, 54, 46))}
+    root = parse_svg(tree_svg(tree, leaf_counts=counts))
+    texts = " | ".join(t.text for g in groups(root, "leaf") for t in g.iter(f"{SVG}text"))
+    assert "50 · 33.3%" in texts and "54 · 36.0%" in texts and "46 · 30.7%" in texts
+
+
+@pytest.mark.parametrize("n_leaves,orientation", [(8, "top-down"), (40, "auto"), (40, "top-down"), (25, "left-right")])
+def test_tree_layout_never_overlaps_boxes_and_scales_with_leaves(n_leaves, orientation):
+    tree = balanced_tree(n_leaves, n_clusters=min(n_leaves, 30))
+    svg = tree_svg(tree, leaf_counts={int(v): 1000 + int(v) for v in tree.leaves}, orientation=orientation)
+    root = parse_svg(svg)
+    assert len(groups(root, "leaf")) == n_leaves
+    assert len(groups(root, "internal")) == n_leaves - 1
+    boxes = rects(root)
+    for (x1, y1, w1, h1), (x2, y2, w2, h2) in itertools.combinations(boxes, 2):
+        apart = x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
+        assert apart, "two node boxes overlap"
+    vb = [float(v) for v in root.get("viewBox").split()]
+    assert all(x >= 0 and y >= 0 and x + w <= vb[2] + 1e-6 and y + h <= vb[3] + 1e-6 for x, y, w, h in boxes)
+
+
+def test_tree_layout_centres_parents_over_children():
+    tree = balanced_tree(8)
+    root = parse_svg(tree_svg(tree, orientation="top-down"))
+    centre = {}
+    for g in groups(root, "node"):
+        r = g.find(f"{SVG}rect")
+        centre[int(g.get("data-node"))] = float(r.get("x")) + float(r.get("width")) / 2
+    for n in np.flatnonzero(tree.kind != 0):
+        mid = (centre[int(tree.left[n])] + centre[int(tree.right[n])]) / 2
+        assert centre[int(n)] == pytest.approx(mid, abs=0.2)
+    leaf_x = sorted(centre[int(v)] for v in tree.leaves)
+    assert np.allclose(np.diff(leaf_x), leaf_x[1] - leaf_x[0], atol=0.2)  # leaves evenly spaced
+
+
+def test_a_wide_tree_switches_to_left_to_right_and_a_small_one_stays_top_down():
+    assert "left-right" in tree_svg(balanced_tree(40)).split(">", 1)[0]
+    assert "top-down" in tree_svg(balanced_tree(5)).split(">", 1)[0]
+
+
+def test_one_leaf_tree_draws_a_single_box():
+    root = parse_svg(tree_svg(one_leaf_tree()))
+    assert len(groups(root, "leaf")) == 1 and not groups(root, "internal")
+
+
+def test_feature_names_are_escaped_in_the_drawing():
+    b = TreeBuilder(n_features=2)
+    left, right = b.split(b.add_node(), 0, 1.0)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    tree = b.build(["<script>alert(1)</script>", "a&b"], 2)
+    svg = tree_svg(tree)
+    assert "<script>" not in svg
+    assert title_of(groups(parse_svg(svg), "internal")[0]) == "<script>alert(1)</script> <= 1"
+
+
+def test_too_few_colours_is_an_error_naming_the_fix():
+    with pytest.raises(ValueError, match="one per cluster"):
+        tree_svg(interval_tree(), ["#000000"])
+
+
+# ---------------------------------------------------------------------------- scatter with cuts
+def test_choose_scatter_features():
+    assert choose_scatter_features(balanced_tree(4, n_features=2)) == (0, 1)
+    assert choose_scatter_features(interval_tree()) == (2, 3)  # root's feature, then its child's
+    # one feature used: the other is the most spread-out remaining one
+    b = TreeBuilder(n_features=3)
+    left, right = b.split(b.add_node(), 1, 0.0)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    X = np.random.default_rng(0).normal(size=(100, 3)) * [1.0, 1.0, 9.0]
+    assert choose_scatter_features(b.build(), X) == (1, 2)
+
+
+def test_cut_regions_match_where_points_really_go():
+    """On a d=2 tree every grid point must lie inside its own leaf's region and no other's."""
+    b = TreeBuilder(n_features=2)
+    root = b.add_node()
+    inside, outside = b.split_interval(root, feature=0, center=0.0, half_width=1.0)
+    l1, r1 = b.split(inside, feature=1, threshold=0.5)
+    b.make_leaf(l1, 0)
+    b.make_leaf(r1, 1)
+    l2, r2 = b.split(outside, feature=1, threshold=-0.5)
+    b.make_leaf(l2, 2)
+    i3, o3 = b.split_interval(r2, feature=1, center=1.5, half_width=0.4)
+    b.make_leaf(i3, 3)
+    b.make_leaf(o3, 4)
+    tree = b.build()
+    limits = (-3.0, 3.0, -3.0, 3.0)
+    regions = cut_regions(tree, (0, 1), limits)
+    assert len(regions[outside]) == 2  # the band's complement is two boxes
+    g = np.linspace(-2.97, 2.97, 61)
+    pts = np.array([(x, y) for x in g for y in g])
+    leaf_of = tree.apply(pts)
+
+    def inside_boxes(p, boxes):
+        return any(x0 <= p[0] <= x1 and y0 <= p[1] <= y1 for x0, x1, y0, y1 in boxes)
+
+    for p, leaf in zip(pts, leaf_of):
+        assert inside_boxes(p, regions[int(leaf)])
+        for other in tree.leaves:
+            if other != leaf:
+                boxes = regions[int(other)]
+                strictly = [(x0 + 1e-9, x1 - 1e-9, y0 + 1e-9, y1 - 1e-9) for x0, x1, y0, y1 in boxes]
+                assert not inside_boxes(p, strictly)
+
+
+def test_cut_on_an_unplotted_feature_keeps_the_region():
+    tree = interval_tree()
+    regions = cut_regions(tree, (0, 1), (0.0, 1.0, 0.0, 1.0))
+    assert all(r == [(0.0, 1.0, 0.0, 1.0)] for r in regions.values())
+
+
+def test_scatter_draws_interval_band_and_one_sided_cut(rng):
+    tree = interval_tree()
+    X = iris_like_sample(rng)
+    svg = scatter_svg(X, None, tree, features=(2, 3), title="iris-like")
+    root = parse_svg(svg)
+    ids = {el.get("id") for el in root.iter() if el.get("id")}
+    assert "interval-band-node-2" in ids
+    assert "cut-node-0" in ids and "cut-node-2" in ids
+    # points are rasterized into one embedded image, not thousands of vector marks
+    images = list(root.iter(f"{SVG}image"))
+    assert images and all(im.get("{http://www.w3.org/1999/xlink}href", im.get("href", "")).startswith("data:image/png")
+                          for im in images)
+    assert len(svg) < 400_000
+    # the legend carries the cluster colours shared with the tree drawing
+    for color in cluster_colors(3):
+        assert color.lower() in svg.lower()
+
+
+def test_scatter_leaves_out_cuts_on_features_not_plotted(rng):
+    tree = interval_tree()
+    svg = scatter_svg(iris_like_sample(rng), None, tree, features=(0, 2))
+    ids = {el.get("id") for el in parse_svg(svg).iter() if el.get("id")}
+    assert "cut-node-0" in ids
+    assert not any(i.startswith("interval-band") for i in ids)
+
+
+def test_scatter_thousands_of_points_and_bad_shape(rng):
+    tree = balanced_tree(10, n_features=2)
+    X = rng.uniform(0, 100, size=(8000, 2))
+    svg = scatter_svg(X, tree.predict(X), tree, features=(0, 1))
+    parse_svg(svg)
+    assert len(svg) < 500_000
+    with pytest.raises(ValueError, match="shape"):
+        scatter_svg(X[:, :1], None, tree)
+
+
+# ---------------------------------------------------------------------------- cost curve
+def test_cost_curve_has_every_series_and_the_reference_line():
+    curve = {"leaves": [3, 4, 6, 9], "exkmc": [1.3, 1.1, 1.04, 1.01], "cart": [1.5, 1.3, None, 1.1],
+             "kdtree": [1.9, 1.6, 1.4, 1.2], "imm": 1.3, "k": 3}
+    root = parse_svg(cost_curve_svg(curve))
+    ids = {el.get("id") for el in root.iter() if el.get("id")}
+    assert {"series-exkmc", "series-cart", "series-kdtree", "series-imm", "reference-line"} <= ids
+    with pytest.raises(ValueError, match="values for 4 leaf counts"):
+        cost_curve_svg({"leaves": [3, 4, 6, 9], "exkmc": [1.0, 1.0]})
+
+
+# ---------------------------------------------------------------------------- metrics
+def test_metrics_table_formats_values_and_explains_them():
+    from exclust.bounds import mmdt_bounds
+
+    summary = MixtureSummary(means=np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 6.0]]), sigma=np.array([1.0, 1.0]))
+    metrics = {
+        "n": 1234567, "n_leaves": 3, "price_kmeans": 1.04213, "surrogate_price": None, "price_kmedians": float("nan"),
+        "error_rate": 0.01234, "ari_reference": 0.95, "ari_truth": None, "passes": 2,
+        "kmeans_cost_tree": 123456.789, "kmeans_cost_reference": 120000.0, "algorithm": "MMDT", "k": 3, "d": 2,
+        "enr": 12.5, "seconds": {"reference": 1.5, "tree": 0.002}, "bounds": mmdt_bounds(summary),
+        "my_new_metric": 7.123456,
+    }
+    html = metrics_table_html(metrics)
+    assert "1,234,567" in html
+    assert "1.042" in html and "1.04213" not in html
+    assert "not computed for this run" in html  # surrogate_price is None
+    assert "my new metric" in html and "7.123" in html
+    assert "Theorem 4" in html and "Theorem 8" in html and "Theorem 9" in html
+    assert "paper 002" in html
+    for key in ("price_kmeans", "error_rate", "ari_reference", "passes", "enr", "seconds"):
+        row = re.search(rf'<tr data-key="{key}">.*?</tr>', html).group(0)
+        assert re.search(r'<td class="why">[^<]{20,}</td>', row), f"{key} has no explanation"
+    parse_svg(f'<div xmlns="http://www.w3.org/2000/svg">{html}</div>')  # balanced markup
+
+
+# ---------------------------------------------------------------------------- the page
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs, self.tags = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "xlink:href", "srcset", "action", "poster", "data") and value:
+                self.refs.append(value)
+
+
+def _assert_self_contained(html: str) -> None:
+    parser = _Refs()
+    parser.feed(html)
+    for ref in parser.refs:
+        assert ref.startswith(("data:", "#")), f"external reference {ref[:60]}"
+    assert "script" not in parser.tags and "link" not in parser.tags and "iframe" not in parser.tags
+    assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", html)
+    for svg in re.findall(r"<svg\b.*?</svg>", html, flags=re.S):
+        parse_svg(svg)
+
+
+def test_report_is_self_contained_and_holds_every_rule(rng):
+    tree = interval_tree()
+    X = iris_like_sample(rng)
+    curve = {"leaves": [3, 4, 5], "exkmc": [1.2, 1.1, 1.05], "cart": [1.4, 1.3, 1.2], "kdtree": [1.6, 1.4, 1.3]}
+    diagnostics = [{"node": 0, "axis": 2, "threshold": 2.45, "normalized_separation": 5.1, "cutoff_share": 0.0012}]
+    html = render_report(tree=tree, metrics={"algorithm": "MMDT", "n": 600, "error_rate": 0.02, "price_kmeans": 1.03},
+                         title="iris <test>", sample=X, curve=curve, diagnostics=diagnostics,
+                         dataset_info={"source": "iris.parquet"})
+    _assert_self_contained(html)
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<title>iris &lt;test&gt;</title>" in html
+    for leaf, path in tree.leaf_paths().items():
+        for cond in tree.leaf_rule(path).split(" and "):
+            assert cond.replace("<=", "≤").replace(">=", "≥").replace("<", "&lt;").replace(">", "&gt;") in html
+    for line in tree.rules_text().splitlines():
+        assert line.replace("<", "&lt;").replace(">", "&gt;") in html
+    for section in ('id="tree"', 'id="rules"', 'id="scatter"', 'id="curve"', 'id="metrics"', 'id="diagnostics"'):
+        assert section in html
+    assert "petal_length" in re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)  # axis by name
+    assert "98.0%" in html  # the summary reads the error rate as agreement
+    # one colour per cluster, shared by leaves, rule swatches and scatter
+    for c, color in enumerate(cluster_colors(3)):
+        assert f'data-cluster="{c}"><td class="cluster"><span class="swatch" style="background:{color}"' in html
+        assert f'fill="{color}"' in html
+
+
+def test_report_for_one_leaf_tree_and_none_metrics():
+    html = render_report(tree=one_leaf_tree(), metrics={"price_kmeans": None, "error_rate": None, "n": None})
+    _assert_self_contained(html)
+    assert "all points" in html and "—" in html
+
+
+def test_report_for_forty_leaves_with_sample(rng):
+    tree = balanced_tree(40, n_features=3, n_clusters=20)
+    X = rng.uniform(0, 100, size=(3000, 3))
+    html = render_report(tree=tree, metrics={"n_leaves": 40, "k": 20}, sample=X)
+    _assert_self_contained(html)
+    assert html.count('class="node leaf"') == 40
+    assert html.count("<tr data-cluster=") == 20
+    assert len(html) < 1_000_000
