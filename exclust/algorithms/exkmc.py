@@ -1,0 +1,185 @@
+"""ExKMC: expanding an explainable k-means tree by surrogate cost (paper 003, Algorithms 1-2).
+
+Starting from IMM's tree with k leaves (``base_tree="imm"``) or from a single leaf
+(``base_tree="none"``), ExKMC repeatedly splits the leaf whose best cut lowers the surrogate
+cost the most (the cost against the *fixed* reference centers, Definition 1), and labels each
+new leaf with its cheapest reference center, until the tree has ``max_leaves`` leaves or no cut
+lowers the cost any more (every leaf then holds only points of its own center, Theorem 2).
+
+Per leaf the engine keeps one histogram over (feature, bin) of the count and, per center j,
+the sum of ``<x, mu_j>``. With ``S`` the leaf's sum of ``||x||^2``, a side of a cut costs
+``S_side - 2 sum<x, mu_j> + n_side ||mu_j||^2`` with its cheapest j; ``S`` is the same for every
+cut of the leaf, so gains are computed without it (Section 3.2). A split needs one pass that
+computes the smaller child's histogram; the sibling's is the parent's minus it.
+
+ExKMC is greedy and a split never changes the gain of another leaf, so the tree with L leaves is
+a prefix of the tree with more: ``tree_at(L)`` and ``surrogate_costs_`` give every prefix.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.algorithms.imm import check_n_clusters, grow_imm, prepare_fit
+from exclust.histogram import (
+    CodeTree,
+    EncodedData,
+    best_surrogate_split,
+    cheapest_center,
+    leaf_surrogate_cost,
+)
+from exclust.tree import ThresholdTree, TreeBuilder
+
+BASE_TREES = ("imm", "none")
+
+
+def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> dict:
+    """Algorithm 1 on histograms: split leaves of largest surrogate gain until ``max_leaves``.
+
+    Leaves already labelled (IMM's) keep their label; an unlabelled root takes its cheapest
+    center. A leaf is a candidate while it holds points of another reference cluster than its
+    label (as in the authors' implementation; a leaf without such points cannot gain). Its gain
+    is the drop of the tree's surrogate cost, which may be zero: a zero-gain cut can still
+    make room for later gains. Returns the split order and the surrogate cost after each split
+    (index 0: the base tree).
+    """
+    center_sq = np.einsum("ij,ij->i", data.centers, data.centers)
+    n_bins = data.mapper.n_bins
+    leaves = tree.leaves()
+    slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+    for s, leaf in enumerate(leaves):
+        slot[leaf] = s
+    computed, label_counts = data.surrogate_histograms(tree, slot, len(leaves))
+    hists = {leaf: (computed[s], label_counts[s]) for s, leaf in enumerate(leaves)}
+    del computed
+
+    cost = {}  # current surrogate cost (less ||x||^2) of each leaf with its label
+    best = {}  # leaf -> (gain, f, b, left center, right center)
+
+    def score(leaf: int) -> None:
+        h, counts = hists[leaf]
+        if tree.value[leaf] < 0:
+            tree.value[leaf] = cheapest_center(h, center_sq)
+        label = tree.value[leaf]
+        cost[leaf] = leaf_surrogate_cost(h, center_sq, label)
+        if counts.sum() == counts[label]:
+            return
+        cut = best_surrogate_split(h, center_sq, n_bins)
+        if cut is not None:
+            f, b, split_cost, jl, jr = cut
+            best[leaf] = (cost[leaf] - split_cost, f, b, jl, jr)
+
+    for leaf in leaves:
+        score(leaf)
+    order: list[int] = []
+    costs = [data.sum_sq + sum(cost.values())]
+    n_leaves = len(leaves)
+    while n_leaves < max_leaves and best:
+        # Largest gain; equal gains go to the lowest node id (the oldest leaf).
+        leaf = max(best, key=lambda node: (best[node][0], -node))
+        gain, f, b, jl, jr = best.pop(leaf)
+        left, right = tree.split(leaf, f, b)
+        tree.value[left], tree.value[right] = jl, jr
+        order.append(leaf)
+        parent, parent_counts = hists.pop(leaf)
+        n_left = float(parent[f, : b + 1, 0].sum())
+        small, big = (left, right) if 2 * n_left <= float(parent[f, :, 0].sum()) else (right, left)
+        slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+        slot[small] = 0
+        h, c = data.surrogate_histograms(tree, slot, 1)
+        hists[small] = (h[0], c[0])
+        hists[big] = (parent - h[0], parent_counts - c[0])
+        del cost[leaf], parent
+        score(left)
+        score(right)
+        n_leaves += 1
+        costs.append(data.sum_sq + sum(cost.values()))
+    return {"order": order, "surrogate_costs": costs}
+
+
+class ExKMC:
+    """Explainable k-means with up to ``max_leaves`` leaves (paper 003).
+
+    Parameters
+    ----------
+    n_clusters : number of reference clusters k.
+    max_leaves : leaves of the final tree (>= n_clusters when ``base_tree="imm"``). The tree
+        stops short when every leaf holds only points of its own center: it then reproduces
+        the reference clustering (Theorem 2) and more leaves cannot lower the cost.
+    base_tree : ``"imm"`` (IMM's k-leaf tree first, as in the paper's main results) or ``"none"``.
+    max_bins : bins per feature for the split search (2..65536).
+    random_state : seed of the reference k-means (when no centers are given) and the binning sample.
+
+    Fitted attributes: ``tree_``, ``centers_``, ``n_passes_``, ``surrogate_costs_`` (surrogate
+    cost of every prefix tree, from the base tree's leaf count up), ``leaf_counts_``.
+    """
+
+    def __init__(self, n_clusters: int, max_leaves: int, base_tree: str = "imm", max_bins: int = 256, random_state=None) -> None:
+        self.n_clusters = n_clusters
+        self.max_leaves = max_leaves
+        self.base_tree = base_tree
+        self.max_bins = max_bins
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        k = check_n_clusters(self.n_clusters)
+        if self.base_tree not in BASE_TREES:
+            raise ValueError(f"base_tree must be one of {BASE_TREES}, got {self.base_tree!r}")
+        m = self.max_leaves
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+            raise ValueError(f"max_leaves must be a positive integer, got {m!r}")
+        if self.base_tree == "imm" and m < k:
+            raise ValueError(
+                f"max_leaves={m} is smaller than n_clusters={k}: the IMM base tree already has "
+                f"{k} leaves; pass max_leaves >= {k}"
+            )
+
+    def fit(self, X, centers=None) -> "ExKMC":
+        """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
+        self._check_params()
+        ds, centers, data = prepare_fit(X, self.n_clusters, centers, self.max_bins, self.random_state)
+        if self.base_tree == "imm":
+            tree, _ = grow_imm(data)
+        else:
+            tree = CodeTree()
+        base_leaves = len(tree.leaves())
+        history = expand_by_surrogate(data, tree, int(self.max_leaves))
+        self.centers_ = centers
+        self.n_passes_ = data.n_passes
+        self._code_tree = tree
+        self._mapper = data.mapper
+        self._feature_names = ds.feature_names
+        self._split_order = history["order"]
+        self._base_leaves = base_leaves
+        self.surrogate_costs_ = history["surrogate_costs"]
+        self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self._split_order) + 1))
+        self.tree_ = self.tree_at(self.leaf_counts_[-1])
+        data.release()
+        return self
+
+    def tree_at(self, n_leaves: int) -> ThresholdTree:
+        """The greedy prefix of the fitted tree with ``n_leaves`` leaves (capped at the final size)."""
+        n_leaves = max(self._base_leaves, min(int(n_leaves), self.leaf_counts_[-1]))
+        expanded = set(self._split_order[: n_leaves - self._base_leaves])
+        late = set(self._split_order) - expanded
+        t, mapper = self._code_tree, self._mapper
+        b = TreeBuilder(n_features=mapper.n_features)
+        stack = [(0, b.add_node())]
+        while stack:
+            node, new = stack.pop()
+            if t.split_bin[node] < 0 or node in late:
+                b.make_leaf(new, t.value[node])
+                continue
+            f = t.feature[node]
+            left, right = b.split(new, f, mapper.threshold(f, t.split_bin[node]))
+            stack.append((t.right[node], right))
+            stack.append((t.left[node], left))
+        meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins}
+        return b.build(feature_names=self._feature_names, n_clusters=len(self.centers_), meta=meta)
+
+    def predict(self, X):
+        """Cluster (reference center index) of every row."""
+        return self.tree_.predict(X)
+
+    def fit_predict(self, X, centers=None):
+        """Fit, then return the cluster of every row of X."""
+        return self.fit(X, centers).predict(X)

@@ -1,0 +1,186 @@
+"""IMM, Iterative Mistake Minimization (paper 003, Section 2; Dasgupta et al. 2020), on histograms.
+
+IMM grows a threshold tree with exactly one reference center per leaf. At a node holding
+several centers it takes the cut, among those that leave at least one of the node's centers on
+each side, that separates the fewest of the node's points from their own center (mistakes).
+Points separated from their center are dropped below that node: they no longer count.
+
+Here a node's points are counted per (feature, bin, reference cluster) in one histogram summed
+over all partitions (histogram.py); mistakes of every cut come from prefix sums. All nodes of a
+level are split in the same pass, and of two children that both need a histogram only one is
+computed; the other is the parent's minus it (IMM's counts are integers, so this is exact).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.binning import check_max_bins, edges_from_sample, sample_rows
+from exclust.data import as_matrix, is_dask_array
+from exclust.histogram import CodeTree, EncodedData, best_mistake_split
+
+
+# --------------------------------------------------------------------------- shared set-up
+def check_n_clusters(n_clusters) -> int:
+    """Validate ``n_clusters`` (an integer >= 1)."""
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 1:
+        raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}")
+    return int(n_clusters)
+
+
+def check_centers(centers, n_clusters: int, n_features: int) -> np.ndarray:
+    """Validate given reference centers: a finite (n_clusters, n_features) array."""
+    c = np.asarray(centers, dtype=np.float64)
+    if c.shape != (n_clusters, n_features):
+        raise ValueError(
+            f"centers must have shape (n_clusters, n_features) = ({n_clusters}, {n_features}), "
+            f"got {c.shape}; pass one row per cluster with one value per feature"
+        )
+    if not np.isfinite(c).all():
+        raise ValueError("centers hold NaN or infinite values; pass finite reference centers")
+    return c
+
+
+def fit_reference_centers(X, n_clusters: int, random_state=None) -> np.ndarray:
+    """Reference k-means centers when none are given (exclust.KMeans; scikit-learn if absent)."""
+    try:
+        from exclust.reference import KMeans
+    except ImportError:  # reference.py not installed in this checkout
+        KMeans = None
+    if KMeans is not None:
+        return np.asarray(KMeans(n_clusters=n_clusters, random_state=random_state).fit(X).cluster_centers_)
+    if is_dask_array(X):
+        raise RuntimeError("exclust.reference.KMeans is unavailable; pass centers= for Dask input")
+    from sklearn.cluster import KMeans as SkKMeans
+
+    return SkKMeans(n_clusters=n_clusters, n_init=10, random_state=random_state).fit(X).cluster_centers_
+
+
+def encode_for_trees(X, centers: np.ndarray, max_bins: int, random_state=None) -> EncodedData:
+    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions."""
+    sample, passes = sample_rows(X, random_state=random_state)
+    mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers)
+    del sample
+    return EncodedData(X, mapper, centers, n_passes=passes)
+
+
+def prepare_fit(X, n_clusters, centers, max_bins, random_state):
+    """Validate the inputs of IMM / ExKMC and encode the data; returns (dataset, centers, data)."""
+    k = check_n_clusters(n_clusters)
+    max_bins = check_max_bins(max_bins)
+    ds = as_matrix(X, n_clusters=k)
+    if centers is None:
+        centers = fit_reference_centers(ds.X, k, random_state)
+    centers = check_centers(centers, k, ds.n_features)
+    return ds, centers, encode_for_trees(ds.X, centers, max_bins, random_state)
+
+
+# --------------------------------------------------------------------------- IMM on histograms
+def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
+    """Grow IMM's tree on the encoded data; returns (tree, total mistakes of its cuts)."""
+    k = data.k
+    tree = CodeTree()
+    n_bins = data.mapper.n_bins
+    center_codes = data.mapper.transform(data.centers).astype(np.int64)
+    members = {0: np.arange(k)}
+    total_mistakes = 0
+    if k == 1:
+        tree.value[0] = 0
+        return tree, 0
+
+    # Root histogram: every row counts (each root row's center is a root center).
+    ok = np.ones((1, k), dtype=np.bool_)
+    slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+    slot[0] = 0
+    hists = {0: data.mistake_histograms(tree, slot, ok)[0]}
+
+    while hists:
+        # Split every node of this level; collect the children that need a histogram.
+        requests = []  # (child to compute, center mask, parent hist, sibling or -1)
+        for node, hist in sorted(hists.items()):
+            cut = best_mistake_split(hist, center_codes, members[node], n_bins)
+            if cut is None:  # the node's centers coincide on every feature
+                tree.value[node] = int(members[node][0])
+                continue
+            f, b, mistakes = cut
+            total_mistakes += mistakes
+            left, right = tree.split(node, f, b)
+            goes_left = center_codes[members[node], f] <= b
+            members[left], members[right] = members[node][goes_left], members[node][~goes_left]
+            need = [c for c in (left, right) if members[c].size > 1]
+            for c in (left, right):
+                if members[c].size == 1:
+                    tree.value[c] = int(members[c][0])
+            if len(need) == 1:
+                requests.append((need[0], members[need[0]], None, -1))
+            elif len(need) == 2:
+                # Count the parent's alive rows on the smaller side; the sibling is the difference.
+                n_left = int(hist[f, : b + 1].sum())
+                small, big = (left, right) if 2 * n_left <= int(hist[f].sum()) else (right, left)
+                requests.append((small, members[node], hist, big))
+        hists = {}
+        if not requests:
+            break
+        slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+        ok = np.zeros((len(requests), k), dtype=np.bool_)
+        for s, (child, mask_members, _, _) in enumerate(requests):
+            slot[child] = s
+            ok[s, mask_members] = True
+        computed = data.mistake_histograms(tree, slot, ok)
+        for s, (child, _, parent_hist, sibling) in enumerate(requests):
+            h = computed[s]
+            if sibling >= 0:
+                other = parent_hist - h
+                hists[child] = _keep_clusters(h, members[child])
+                hists[sibling] = _keep_clusters(other, members[sibling])
+            else:
+                hists[child] = h
+    return tree, total_mistakes
+
+
+def _keep_clusters(hist: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Zero the counts of clusters whose center is not at the node (their rows are mistakes)."""
+    out = np.zeros_like(hist)
+    out[:, :, keep] = hist[:, :, keep]
+    return out
+
+
+class IMM:
+    """Iterative Mistake Minimization: a threshold tree with one leaf per reference center.
+
+    Parameters
+    ----------
+    n_clusters : number of reference clusters (and leaves).
+    max_bins : bins per feature for the split search (2..65536); features with at most this
+        many distinct values are searched exactly (see exclust.binning).
+    random_state : seed of the reference k-means (when no centers are given) and of the
+        binning sample. Ties between cuts go to the lowest feature, then the lowest threshold.
+
+    Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
+    ``n_passes_`` (passes over the rows, reference fit excluded), ``n_mistakes_``.
+    """
+
+    def __init__(self, n_clusters: int, max_bins: int = 256, random_state=None) -> None:
+        self.n_clusters = n_clusters
+        self.max_bins = max_bins
+        self.random_state = random_state
+
+    def fit(self, X, centers=None) -> "IMM":
+        """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
+        ds, centers, data = prepare_fit(X, self.n_clusters, centers, self.max_bins, self.random_state)
+        tree, mistakes = grow_imm(data)
+        self.centers_ = centers
+        self.n_mistakes_ = mistakes
+        self.n_passes_ = data.n_passes
+        self.tree_ = tree.to_threshold_tree(
+            data.mapper, len(centers), ds.feature_names, meta={"algorithm": "imm", "max_bins": self.max_bins}
+        )
+        data.release()
+        return self
+
+    def predict(self, X):
+        """Cluster (reference center index) of every row."""
+        return self.tree_.predict(X)
+
+    def fit_predict(self, X, centers=None):
+        """Fit, then return the cluster of every row of X."""
+        return self.fit(X, centers).predict(X)

@@ -1,0 +1,167 @@
+"""Bin edges per feature and the bin codes of every value (the first two passes of IMM / ExKMC).
+
+A feature's edges ``e_0 < e_1 < ... < e_{m-1}`` cut the line into ``m + 1`` bins; the code of a
+value ``v`` is the number of edges strictly below it. Hence ``code(v) <= b`` exactly when
+``v <= e_b``: a split "code <= b" found on the codes is the real-valued cut ``x <= e_b``, and a
+tree built on codes routes the raw data identically.
+
+Edges of a feature:
+
+- **exact** when the feature has at most ``max_bins`` distinct values: every midpoint between
+  neighbouring distinct values, so every threshold a sorting algorithm could pick is available;
+- **quantiles** otherwise, taken from a uniform sample of at most ``sample_size`` rows (one
+  pass; on Dask each partition contributes rows in proportion to its size). This is the one
+  approximation of the engine: a threshold can only fall on one of ``max_bins - 1`` sample
+  quantiles, so a split may sit up to one bin (about ``1 / max_bins`` of the points of the
+  feature) away from the best exact split. On data larger than the sample, a feature whose
+  sample shows few distinct values gets the midpoints of those values; values never sampled
+  still get a code (the bin between their neighbouring edges), only no edge of their own.
+- **extra edges** (the reference centers' coordinates, for IMM) are added to a feature's
+  edges, so that cuts placed exactly at a center coordinate are candidates, as in IMM's
+  sorting implementation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from exclust._kernels_hist import encode_rows
+
+MAX_CODE_BINS = 65536  # uint16
+DEFAULT_SAMPLE_SIZE = 200_000
+
+
+def check_max_bins(max_bins) -> int:
+    """Validate ``max_bins`` (2 .. 65536: the codes are uint8 or uint16)."""
+    if isinstance(max_bins, bool) or not isinstance(max_bins, (int, np.integer)):
+        raise ValueError(f"max_bins must be an integer between 2 and {MAX_CODE_BINS}, got {max_bins!r}")
+    if not 2 <= int(max_bins) <= MAX_CODE_BINS:
+        raise ValueError(
+            f"max_bins={max_bins} is outside [2, {MAX_CODE_BINS}]: bin codes are stored as uint8 "
+            f"(up to 256 bins) or uint16 (up to {MAX_CODE_BINS}); pick a value in that range"
+        )
+    return int(max_bins)
+
+
+def _midpoints(values: np.ndarray) -> np.ndarray:
+    """Edges halfway between sorted distinct values, each strictly below its upper neighbour."""
+    lo, hi = values[:-1], values[1:]
+    mid = lo + (hi - lo) / 2.0
+    # Between two adjacent floats the midpoint rounds onto the upper one; the lower one still separates.
+    return np.where(mid < hi, mid, lo)
+
+
+@dataclass
+class BinMapper:
+    """Per-feature bin edges; ``transform`` turns raw rows into bin codes."""
+
+    edges: list[np.ndarray]
+    exact: np.ndarray  # bool per feature: edges are every midpoint of the distinct values
+
+    @property
+    def n_features(self) -> int:
+        return len(self.edges)
+
+    @property
+    def n_bins(self) -> np.ndarray:
+        """Number of bins of each feature (edges + 1)."""
+        return np.array([e.size + 1 for e in self.edges], dtype=np.int64)
+
+    @property
+    def max_n_bins(self) -> int:
+        return int(self.n_bins.max())
+
+    @property
+    def code_dtype(self):
+        return np.uint8 if self.max_n_bins <= 256 else np.uint16
+
+    def padded_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Edges as one (d, max edges) array padded with +inf, and the count per feature."""
+        n_edges = np.array([e.size for e in self.edges], dtype=np.int64)
+        pad = np.full((self.n_features, max(1, int(n_edges.max()))), np.inf)
+        for f, e in enumerate(self.edges):
+            pad[f, : e.size] = e
+        return pad, n_edges
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Bin codes (uint8 or uint16) of a block of rows."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        pad, n_edges = self.padded_edges()
+        codes = np.empty(X.shape, dtype=self.code_dtype)
+        encode_rows(X, pad, n_edges, codes)
+        return codes
+
+    def threshold(self, feature: int, split_bin: int) -> float:
+        """The real-valued cut ``x[feature] <= t`` equivalent to ``code <= split_bin``."""
+        return float(self.edges[feature][split_bin])
+
+
+def edges_from_sample(
+    sample: np.ndarray,
+    max_bins: int = 256,
+    extra_edges: np.ndarray | None = None,
+) -> BinMapper:
+    """Bin edges per feature from a sample of rows (the whole data when it is small).
+
+    ``extra_edges`` (m x d, e.g. reference centers) are added to each feature's edges. The
+    quantile edges leave room for them so a feature rarely exceeds ``max_bins`` bins; an exact
+    feature keeps all its midpoints and may exceed it by at most ``m`` (the code type grows
+    from uint8 to uint16 only if some feature needs more than 256 bins).
+    """
+    max_bins = check_max_bins(max_bins)
+    sample = np.asarray(sample, dtype=np.float64)
+    d = sample.shape[1]
+    n_extra = 0 if extra_edges is None else int(np.asarray(extra_edges).shape[0])
+    edges: list[np.ndarray] = []
+    exact = np.zeros(d, dtype=bool)
+    for f in range(d):
+        col = sample[:, f]
+        distinct = np.unique(col)
+        extra = np.unique(np.asarray(extra_edges, dtype=np.float64)[:, f]) if n_extra else np.empty(0)
+        if distinct.size <= max_bins and distinct.size + extra.size <= MAX_CODE_BINS:
+            e = _midpoints(distinct)
+            exact[f] = True
+        else:
+            n_quant = max(1, max_bins - 1 - extra.size)
+            qs = np.quantile(col, np.linspace(0.0, 1.0, n_quant + 2)[1:-1])
+            e = np.unique(qs)
+            # A quantile equal to the maximum would leave an empty top bin; it cannot split.
+            e = e[e < distinct[-1]]
+        if extra.size:
+            e = np.union1d(e, extra)
+        edges.append(np.ascontiguousarray(e, dtype=np.float64))
+    return BinMapper(edges=edges, exact=exact)
+
+
+def sample_rows(X, sample_size: int = DEFAULT_SAMPLE_SIZE, random_state=None) -> tuple[np.ndarray, int]:
+    """A uniform sample of at most ``sample_size`` rows (all rows when fewer); one pass on Dask.
+
+    Returns (sample, passes) where passes is 1 when the data was read to draw it.
+    """
+    from exclust.data import is_dask_array
+
+    rng = np.random.default_rng(random_state)
+    n = int(X.shape[0])
+    if not is_dask_array(X):
+        if n <= sample_size:
+            return np.asarray(X, dtype=np.float64), 0
+        idx = np.sort(rng.choice(n, size=sample_size, replace=False))
+        return np.asarray(X[idx], dtype=np.float64), 0
+    import dask
+
+    chunks = X.chunks[0]
+    seeds = rng.integers(0, 2**63 - 1, size=len(chunks))
+    frac = min(1.0, sample_size / max(n, 1))
+    blocks = X.to_delayed().ravel()
+    parts = [dask.delayed(_sample_block)(b, frac, int(s)) for b, s in zip(blocks, seeds)]
+    return np.concatenate(dask.compute(*parts)), 1
+
+
+def _sample_block(block: np.ndarray, frac: float, seed: int) -> np.ndarray:
+    if frac >= 1.0:
+        return np.asarray(block, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    m = int(rng.binomial(block.shape[0], frac))
+    idx = np.sort(rng.choice(block.shape[0], size=m, replace=False))
+    return np.asarray(block[idx], dtype=np.float64)

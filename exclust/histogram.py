@@ -1,0 +1,286 @@
+"""The split-search engine of IMM and ExKMC: encoded partitions, histograms, prefix-sum scoring.
+
+Data flow (DESIGN.md, "How data flows"):
+
+1. bin edges per feature from a sample (binning.py),
+2. one pass that turns each partition into bin codes, reference labels and the dot products
+   ``<x, mu_j>`` with the reference centers; the result stays where it was computed (in this
+   process for numpy input, persisted on the workers for Dask input),
+3. per round, one pass that routes every row through the current tree *by its codes* and sums,
+   per requested leaf, a histogram over (feature, bin); partitions' histograms are added in a
+   tree reduction, so only histograms reach the driver.
+
+Prefix sums over the bins then score every candidate threshold of every feature at once, and
+a sibling's histogram is its parent's minus the one computed (see the algorithms).
+``EncodedData.n_passes`` counts every pass over the rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from exclust._kernels_hist import mistake_histograms, nearest_centers, surrogate_histograms
+from exclust.binning import BinMapper
+from exclust.tree import ThresholdTree, TreeBuilder
+
+
+# --------------------------------------------------------------------------- the tree on codes
+@dataclass
+class CodeTree:
+    """A tree being grown on bin codes: node ``i`` sends a row left when ``code[feature] <= split_bin``."""
+
+    feature: list[int] = field(default_factory=lambda: [-1])
+    split_bin: list[int] = field(default_factory=lambda: [-1])  # -1: leaf
+    left: list[int] = field(default_factory=lambda: [-1])
+    right: list[int] = field(default_factory=lambda: [-1])
+    value: list[int] = field(default_factory=lambda: [-1])  # reference center of a leaf
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.feature)
+
+    def leaves(self) -> list[int]:
+        return [i for i, b in enumerate(self.split_bin) if b < 0]
+
+    def split(self, node: int, feature: int, split_bin: int) -> tuple[int, int]:
+        """Replace leaf ``node`` by the cut ``code[feature] <= split_bin``; returns (left, right)."""
+        kids = []
+        for _ in range(2):
+            self.feature.append(-1)
+            self.split_bin.append(-1)
+            self.left.append(-1)
+            self.right.append(-1)
+            self.value.append(-1)
+            kids.append(self.n_nodes - 1)
+        self.feature[node], self.split_bin[node] = int(feature), int(split_bin)
+        self.left[node], self.right[node] = kids
+        return kids[0], kids[1]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(feature, split_bin, left, right) as int64 arrays for the kernels."""
+        return (
+            np.asarray(self.feature, dtype=np.int64),
+            np.asarray(self.split_bin, dtype=np.int64),
+            np.asarray(self.left, dtype=np.int64),
+            np.asarray(self.right, dtype=np.int64),
+        )
+
+    def route(self, codes: np.ndarray) -> np.ndarray:
+        """Leaf node of every row of a code block."""
+        from exclust._kernels_hist import route_all_codes
+
+        return route_all_codes(np.ascontiguousarray(codes), *self.arrays())
+
+    def to_threshold_tree(
+        self,
+        mapper: BinMapper,
+        n_clusters: int,
+        feature_names=None,
+        meta: dict[str, Any] | None = None,
+    ) -> ThresholdTree:
+        """The same tree with real-valued thresholds (bin edges); node ids are kept."""
+        b = TreeBuilder(n_features=mapper.n_features)
+        for _ in range(self.n_nodes):
+            b.add_node()
+        for i in range(self.n_nodes):
+            if self.split_bin[i] < 0:
+                b.make_leaf(i, self.value[i])
+            else:
+                b.kind[i] = 1  # ONE_SIDED
+                b.feature[i] = self.feature[i]
+                b.threshold[i] = mapper.threshold(self.feature[i], self.split_bin[i])
+                b.left[i], b.right[i] = self.left[i], self.right[i]
+        return b.build(feature_names=feature_names, n_clusters=n_clusters, meta=meta)
+
+
+# --------------------------------------------------------------------------- encoded partitions
+def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype) -> dict:
+    """Pass 2 on one partition: codes, nearest-center labels, dot products, sum of ||x||^2."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    codes = mapper.transform(X)
+    n, k = X.shape[0], centers.shape[0]
+    labels = np.empty(n, dtype=np.int32)
+    dots = np.empty((n, k), dtype=np.float64)
+    nearest_centers(X, centers, np.einsum("ij,ij->i", centers, centers), labels, dots)
+    sq = float(np.einsum("ij,ij->", X, X))
+    return {"codes": codes, "labels": labels, "dots": dots.astype(dots_dtype, copy=False), "sq": sq, "n": n}
+
+
+def _threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def _block_mistakes(part, tree_arrays, slot, center_ok, n_slots, n_bins, k):
+    return mistake_histograms(
+        part["codes"], part["labels"], *tree_arrays, slot, center_ok, n_slots, n_bins, k, _threads()
+    )
+
+
+def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
+    return surrogate_histograms(
+        part["codes"], part["dots"], part["labels"], *tree_arrays, slot, n_slots, n_bins, _threads()
+    )
+
+
+def _block_label_counts(part, k):
+    return np.bincount(part["labels"], minlength=k).astype(np.int64)
+
+
+def _block_scalar(part, key):
+    return np.asarray([part[key]], dtype=np.float64)
+
+
+def _tree_sum(parts: list, fanout: int = 8):
+    """Add delayed arrays pairwise-ish in a tree, so no single task receives every partition."""
+    import dask
+
+    add = dask.delayed(_add_all, pure=True)
+    while len(parts) > 1:
+        parts = [add(*parts[i : i + fanout]) for i in range(0, len(parts), fanout)]
+    return parts[0]
+
+
+def _add_all(*arrays):
+    """Sum of arrays, or element-wise sum of tuples of arrays."""
+    if isinstance(arrays[0], tuple):
+        return tuple(_add_all(*parts) for parts in zip(*arrays))
+    out = arrays[0].copy()
+    for a in arrays[1:]:
+        out += a
+    return out
+
+
+class EncodedData:
+    """The per-row state of IMM / ExKMC (codes, labels, dot products) kept where it was made.
+
+    For numpy input the state is one in-process block; for a Dask array it is one persisted
+    block per partition on the workers. Every method that reads the rows is one pass, counted
+    in ``n_passes``.
+    """
+
+    def __init__(self, X, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0) -> None:
+        from exclust.data import is_dask_array
+
+        self.mapper = mapper
+        self.centers = np.ascontiguousarray(centers, dtype=np.float64)
+        self.k = int(self.centers.shape[0])
+        self.d = int(mapper.n_features)
+        self.n_bins = int(mapper.max_n_bins)
+        self.n_passes = n_passes
+        self.distributed = is_dask_array(X)
+        if not self.distributed:
+            self._parts = [_encode_block(X, mapper, self.centers, np.float64)]
+        else:
+            import dask
+
+            # Dot products are kept as float32 on the workers to halve their memory; every sum
+            # over them is accumulated in float64.
+            blocks = X.to_delayed().ravel()
+            enc = dask.delayed(_encode_block, pure=True)
+            self._parts = list(dask.persist(*[enc(b, mapper, self.centers, np.float32) for b in blocks]))
+        self.n_passes += 1
+        self.n_rows = int(X.shape[0])
+        self.sum_sq = float(self._reduce(_block_scalar, "sq")[0])
+        self.label_counts = self._reduce(_block_label_counts, self.k)
+
+    def _reduce(self, fn, *args):
+        if not self.distributed:
+            return _add_all(*[fn(p, *args) for p in self._parts])
+        import dask
+
+        func = dask.delayed(fn, pure=True)
+        return _tree_sum([func(p, *args) for p in self._parts]).compute()
+
+    def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> np.ndarray:
+        """IMM histograms (n_slots, d, n_bins, k): counts of counted rows per reference cluster."""
+        self.n_passes += 1
+        n_slots = int(center_ok.shape[0])
+        return self._reduce(
+            _block_mistakes, tree.arrays(), slot, center_ok, n_slots, self.n_bins, self.k
+        )
+
+    def surrogate_histograms(self, tree: CodeTree, slot: np.ndarray, n_slots: int):
+        """ExKMC histograms (n_slots, d, n_bins, k + 1) of count and sums of <x, mu_j>, and
+        (n_slots, k) counts of rows per reference cluster."""
+        self.n_passes += 1
+        return self._reduce(_block_surrogate, tree.arrays(), slot, n_slots, self.n_bins)
+
+    def release(self) -> None:
+        """Forget the per-row state (frees worker memory once the tree is built)."""
+        self._parts = []
+
+
+# --------------------------------------------------------------------------- scoring
+def best_mistake_split(hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, n_bins: np.ndarray):
+    """IMM at one node: the (feature, bin, mistakes) of fewest mistakes among cuts that split its centers.
+
+    ``hist`` (d, B, k) counts the node's alive rows per reference cluster, ``center_codes``
+    (k, d) are the centers' own bin codes, ``members`` the node's centers. A row is a mistake
+    when it falls on the other side from its center. Ties go to the lowest feature, then the
+    lowest bin (the order of a sorting implementation scanning features then thresholds).
+    Returns None when no cut separates the centers (identical centers).
+    """
+    d, B, _ = hist.shape
+    h = hist[:, :, members].astype(np.int64)  # (d, B, m)
+    left = np.cumsum(h, axis=1)  # rows of each cluster at or below each bin
+    total = left[:, -1:, :]
+    cc = center_codes[members].T  # (d, m)
+    bins = np.arange(B)
+    center_left = cc[:, None, :] <= bins[None, :, None]  # (d, B, m): center goes left at cut b
+    mistakes = np.where(center_left, total - left, left).sum(axis=2)  # (d, B)
+    lo, hi = cc.min(axis=1), cc.max(axis=1)
+    valid = (bins[None, :] >= lo[:, None]) & (bins[None, :] < hi[:, None])
+    valid &= bins[None, :] < (n_bins[:, None] - 1)
+    if not valid.any():
+        return None
+    mistakes = np.where(valid, mistakes, np.iinfo(np.int64).max)
+    flat = int(np.argmin(mistakes))
+    f, b = divmod(flat, B)
+    return f, b, int(mistakes[f, b])
+
+
+def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray) -> np.ndarray:
+    """Surrogate cost of a set of rows with each center, less the shared sum of ||x||^2."""
+    return n[..., None] * center_sq - 2.0 * dots
+
+
+def best_surrogate_split(hist: np.ndarray, center_sq: np.ndarray, n_bins: np.ndarray):
+    """ExKMC at one leaf: (feature, bin, split cost, left center, right center), costs less sum ||x||^2.
+
+    Both sides of every threshold come from prefix sums of the (d, B, k + 1) histogram; each
+    side takes its cheapest center. Only cuts with rows on both sides count. Ties go to the
+    lowest feature, then the lowest bin. Returns None when no cut leaves rows on both sides.
+    """
+    d, B, _ = hist.shape
+    pref = np.cumsum(hist, axis=1)
+    tot = pref[:, -1:, :]
+    nl, dl = pref[..., 0], pref[..., 1:]
+    nr, dr = tot[..., 0] - nl, tot[..., 1:] - dl
+    cl = side_costs(nl, dl, center_sq)
+    cr = side_costs(nr, dr, center_sq)
+    jl, jr = cl.argmin(axis=2), cr.argmin(axis=2)
+    cost = np.take_along_axis(cl, jl[..., None], 2)[..., 0] + np.take_along_axis(cr, jr[..., None], 2)[..., 0]
+    bins = np.arange(B)
+    valid = (nl > 0.5) & (nr > 0.5) & (bins[None, :] < (n_bins[:, None] - 1))
+    if not valid.any():
+        return None
+    cost = np.where(valid, cost, np.inf)
+    flat = int(np.argmin(cost))
+    f, b = divmod(flat, B)
+    return f, b, float(cost[f, b]), int(jl[f, b]), int(jr[f, b])
+
+
+def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray, center: int) -> float:
+    """Surrogate cost (less sum ||x||^2) of a whole leaf with a given center, from feature 0's bins."""
+    tot = hist[0].sum(axis=0)
+    return float(tot[0] * center_sq[center] - 2.0 * tot[1 + center])
+
+
+def cheapest_center(hist: np.ndarray, center_sq: np.ndarray) -> int:
+    """The reference center of lowest surrogate cost for a leaf's rows."""
+    tot = hist[0].sum(axis=0)
+    return int(np.argmin(side_costs(np.asarray(tot[0]), tot[1:], center_sq)))
