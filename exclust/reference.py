@@ -302,24 +302,24 @@ def _check_predict_input(X, n_features: int):
 
 
 # --------------------------------------------------------------------------- Gaussian mixture
-def _estep_block(X, means, prec_chol, const, diag):
-    return K.gmm_estep(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)
+def _estep_block(X, means, factor, const, diag):
+    return K.gmm_estep(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)
 
 
-def _assign_block(X, means, prec_chol, const, diag):
-    return K.gmm_assign(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)
+def _assign_block(X, means, factor, const, diag):
+    return K.gmm_assign(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)
 
 
-def _proba_block(X, means, prec_chol, const, diag):
-    return np.exp(K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)[0])
+def _proba_block(X, means, factor, const, diag):
+    return np.exp(K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)[0])
 
 
-def _loglik_block(X, means, prec_chol, const, diag):
-    return K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag)[1]
+def _loglik_block(X, means, factor, const, diag):
+    return K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)[1]
 
 
-def _loglik_sum_block(X, means, prec_chol, const, diag):
-    return np.array([K.gmm_loglik_sum(np.ascontiguousarray(X, dtype=np.float64), means, prec_chol, const, diag), X.shape[0]])
+def _loglik_sum_block(X, means, factor, const, diag):
+    return np.array([K.gmm_loglik_sum(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag), X.shape[0]])
 
 
 class GaussianMixture:
@@ -396,8 +396,8 @@ class GaussianMixture:
             for n_iter in range(1, self.max_iter + 1):
                 t0 = time.perf_counter()
                 previous = lower_bound
-                means, prec_chol, const = self._kernel_params(params, diag)
-                nk, sums, second, ll = map_reduce(_estep_block, [X], (means, prec_chol, const, diag), add_tuples)
+                means, factor, const = self._kernel_params(params, diag)
+                nk, sums, second, ll = map_reduce(_estep_block, [X], (means, factor, const, diag), add_tuples)
                 passes += 1
                 params = self._m_step(nk, sums, second, diag)
                 lower_bound = ll / n
@@ -448,9 +448,9 @@ class GaussianMixture:
             passes = 1
         stats = cluster_statistics(X, labels, k, full_scatter=not diag)
         second = stats.sums_sq[:, None, :] if diag else stats.scatter
-        return self._m_step(stats.counts.astype(np.float64), stats.sums, second, diag, mirrored=True), passes + 1
+        return self._m_step(stats.counts.astype(np.float64), stats.sums, second, diag), passes + 1
 
-    def _m_step(self, nk, sums, second, diag: bool, mirrored: bool = False):
+    def _m_step(self, nk, sums, second, diag: bool):
         """(weights, means, covariances, precisions_cholesky) from responsibility-weighted statistics."""
         nk = nk + 10 * np.finfo(np.float64).eps  # scikit-learn's guard against empty components
         means = sums / nk[:, None]
@@ -458,8 +458,6 @@ class GaussianMixture:
         if diag:
             covariances = second[:, 0, :] / nk[:, None] - means**2 + reg
         else:
-            if not mirrored:
-                K.mirror_upper(second)
             # sum_i r_i (x_i - mu)(x_i - mu)^T / nk, expanded over the raw statistics.
             shrink = (2.0 - (nk - 10 * np.finfo(np.float64).eps) / nk)[:, None, None]
             covariances = second / nk[:, None, None] - shrink * means[:, :, None] * means[:, None, :]
@@ -497,7 +495,7 @@ class GaussianMixture:
             factor = prec_chol[:, None, :]
         else:
             log_det = np.log(np.diagonal(prec_chol, axis1=1, axis2=2)).sum(axis=1)
-            factor = prec_chol
+            factor = prec_chol.transpose(0, 2, 1)
         with np.errstate(divide="ignore"):
             const = np.log(weights) + log_det - 0.5 * d * K.LOG_2PI
         return np.ascontiguousarray(means), np.ascontiguousarray(factor), const
