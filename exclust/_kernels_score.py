@@ -162,21 +162,25 @@ def bin_edge(lo, hi, n_bins, b):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _bin_of(x, lo, hi, n_bins):
-    w = (hi - lo) / n_bins
-    if w > 0.0:
-        b = np.int64((x - lo) / w)
-    else:
-        b = n_bins - 1
+def _add_to_hist(hist, edges, scale, g, j, x, n_bins):
+    """Count x into its bin of group g, feature j (bins as bin_edge draws them)."""
+    b = np.int64((x - edges[g, j, 0]) * scale[g, j])
     if b < 0:
         b = 0
     if b > n_bins - 1:
         b = n_bins - 1
-    while b > 0 and x < bin_edge(lo, hi, n_bins, b):
+    # The scaled guess can be one off at a bin edge; the edges themselves decide.
+    while b > 0 and x < edges[g, j, b]:
         b -= 1
-    while b < n_bins - 1 and x >= bin_edge(lo, hi, n_bins, b + 1):
+    while b < n_bins - 1 and x >= edges[g, j, b + 1]:
         b += 1
-    return b
+    cell = hist[g, j, b]
+    cell[0] += 1.0
+    cell[1] += x - edges[g, j, b]
+    if x < cell[2]:
+        cell[2] = x
+    if x > cell[3]:
+        cell[3] = x
 
 
 @numba.njit(cache=True, nogil=True)
@@ -185,13 +189,25 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
     """Histogram of the points inside each (group, feature) interval [lo, hi).
 
     Groups are the tree's clusters (0..Kt-1, a leaf's value) followed by the reference clusters
-    (Kt..Kt+Kr-1). Returns counts and, per bin, the sum of ``x - lower edge`` (non-negative and
-    small, so no precision is lost when bins are later combined). A NaN interval is skipped.
+    (Kt..Kt+Kr-1). Returns hist[group, feature, bin, :] = (count, sum of ``x - lower edge``
+    (non-negative and small, so no precision is lost when bins are later combined), smallest
+    point, largest point): the extremes let ties and gaps be seen exactly. A NaN interval is
+    skipped.
     """
     n, d = X.shape
     groups = lo.shape[0]
-    counts = np.zeros((groups, d, n_bins), np.int64)
-    offsets = np.zeros((groups, d, n_bins))
+    hist = np.zeros((groups, d, n_bins, 4))
+    hist[:, :, :, 2] = np.inf
+    hist[:, :, :, 3] = -np.inf
+    edges = np.empty((groups, d, n_bins + 1))
+    scale = np.zeros((groups, d))
+    for g in range(groups):
+        for j in range(d):
+            for b in range(n_bins + 1):
+                edges[g, j, b] = bin_edge(lo[g, j], hi[g, j], n_bins, b)
+            w = hi[g, j] - lo[g, j]
+            if w > 0.0:
+                scale[g, j] = n_bins / w
     for i in range(n):
         leaf = _leaf_of(X, i, kind, feature, threshold, center, left, right)
         r = _reference_of(X, i, ref, ref_mode, centers)
@@ -201,9 +217,7 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
         for j in range(d):
             x = X[i, j]
             if lo[c, j] <= x < hi[c, j]:
-                b = _bin_of(x, lo[c, j], hi[c, j], n_bins)
-                counts[c, j, b] += 1
-                offsets[c, j, b] += x - bin_edge(lo[c, j], hi[c, j], n_bins, b)
+                _add_to_hist(hist, edges, scale, c, j, x, n_bins)
         if r >= 0:
             g = n_tree + r
             if g >= groups:
@@ -211,7 +225,5 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
             for j in range(d):
                 x = X[i, j]
                 if lo[g, j] <= x < hi[g, j]:
-                    b = _bin_of(x, lo[g, j], hi[g, j], n_bins)
-                    counts[g, j, b] += 1
-                    offsets[g, j, b] += x - bin_edge(lo[g, j], hi[g, j], n_bins, b)
-    return counts, offsets
+                    _add_to_hist(hist, edges, scale, g, j, x, n_bins)
+    return hist

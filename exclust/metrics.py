@@ -206,18 +206,21 @@ def _merge_stats(parts: list[dict]) -> dict:
 
 
 def _hist_chunk(X, ref, truth, *, tree_arrays, value, ref_mode, centers, n_tree, lo, hi, n_bins):
-    """One k-medians pass on one chunk: per (group, feature) histogram inside [lo, hi)."""
+    """One k-medians pass on one chunk: per (group, feature) histogram inside [lo, hi).
+
+    Returns hist[group, feature, bin, (count, offset sum, smallest point, largest point)].
+    """
     X = np.asarray(X, dtype=np.float64)
     return median_hist_block(X, *tree_arrays, value, _label_chunk(ref), ref_mode, centers, n_tree, lo, hi, n_bins)
 
 
-def _merge_hist(parts: list) -> tuple[np.ndarray, np.ndarray]:
-    counts = parts[0][0].copy()
-    offsets = parts[0][1].copy()
-    for c, o in parts[1:]:
-        counts += c
-        offsets += o
-    return counts, offsets
+def _merge_hist(parts: list) -> np.ndarray:
+    out = parts[0].copy()
+    for h in parts[1:]:
+        out[..., :2] += h[..., :2]
+        np.minimum(out[..., 2], h[..., 2], out=out[..., 2])
+        np.maximum(out[..., 3], h[..., 3], out=out[..., 3])
+    return out
 
 
 def _map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
@@ -359,8 +362,9 @@ def _kmedians_bounds(state: dict) -> tuple[np.ndarray, np.ndarray]:
     return upper, np.minimum(lower, upper)
 
 
-def _refine(state: dict, active: np.ndarray, counts: np.ndarray, offsets: np.ndarray, n_bins: int) -> None:
-    """Narrow each active (group, feature) interval to the bin that holds its median."""
+def _refine(state: dict, active: np.ndarray, hist: np.ndarray, n_bins: int) -> None:
+    """Narrow each active (group, feature) interval to the points of the bin holding its median."""
+    counts, offsets, low, high = hist[..., 0], hist[..., 1], hist[..., 2], hist[..., 3]
     gi, fj = np.nonzero(active)
     c = counts[gi, fj].astype(np.float64)
     o = offsets[gi, fj]
@@ -377,7 +381,12 @@ def _refine(state: dict, active: np.ndarray, counts: np.ndarray, offsets: np.nda
     cum = n_below[:, None] + np.cumsum(c, axis=1)
     star = np.argmax(cum >= n_total[:, None] / 2.0, axis=1)
     rows = np.arange(star.shape[0])
-    new_lo, new_hi = edges[rows, star], edges[rows, star + 1]
+    # The next interval is the span of the points actually in the median bin: ties collapse it
+    # to one value at once (exact), and gaps in the data are skipped.
+    new_lo = low[gi, fj, star]
+    top = high[gi, fj, star]
+    new_hi = np.nextafter(top, np.inf)
+    in_offset = np.where(top == new_lo, 0.0, np.maximum(o[rows, star] - c[rows, star] * (new_lo - edges[rows, star]), 0.0))
     below = b[None, :] < star[:, None]
     above = b[None, :] > star[:, None]
     below_cost = state["below_cost"][gi, fj] + n_below * (new_lo - lo) + (
@@ -391,7 +400,7 @@ def _refine(state: dict, active: np.ndarray, counts: np.ndarray, offsets: np.nda
     state["n_below"][gi, fj] = n_below + (c * below).sum(axis=1)
     state["n_above"][gi, fj] = state["n_above"][gi, fj] + (c * above).sum(axis=1)
     state["n_in"][gi, fj] = c[rows, star]
-    state["in_offset"][gi, fj] = o[rows, star]
+    state["in_offset"][gi, fj] = in_offset
     state["lo"][gi, fj] = new_lo
     state["hi"][gi, fj] = new_hi
 
@@ -402,8 +411,8 @@ def _kmedians(X, ref, tree_arrays, value, ref_mode, centers, groups: dict, n_tre
     n = groups["n"].astype(np.float64)
     G, d = groups["lo"].shape
     if n_bins is None:
-        # Keep one chunk's histograms near 32 MB whatever K and d are.
-        n_bins = int(np.clip(2**21 // max(G * d, 1), 16, 1024))
+        # Keep one chunk's histograms (4 arrays of 8 bytes) near 32 MB whatever K and d are.
+        n_bins = int(np.clip(2**20 // max(G * d, 1), 16, 1024))
     lo = np.where(np.isfinite(groups["lo"]), groups["lo"], 0.0)
     top = np.where(np.isfinite(groups["hi"]), groups["hi"], 0.0)
     state = {
@@ -411,7 +420,7 @@ def _kmedians(X, ref, tree_arrays, value, ref_mode, centers, groups: dict, n_tre
         "lo": lo,
         "hi": np.nextafter(top, np.inf),  # half-open bins: the maximum must fall inside
         "n_in": np.repeat(n[:, None], d, axis=1),
-        "in_offset": np.maximum(n[:, None] * (groups["mean"] - lo), 0.0),
+        "in_offset": np.where(lo == top, 0.0, np.maximum(n[:, None] * (groups["mean"] - lo), 0.0)),
         "n_below": np.zeros((G, d)),
         "n_above": np.zeros((G, d)),
         "below_cost": np.zeros((G, d)),
@@ -430,12 +439,12 @@ def _kmedians(X, ref, tree_arrays, value, ref_mode, centers, groups: dict, n_tre
             break
         lo_arg = np.where(active, state["lo"], np.nan)
         hi_arg = np.where(active, state["hi"], np.nan)
-        counts, offsets = _map_reduce(
+        hist = _map_reduce(
             _hist_chunk, _merge_hist, X, ref, None, tree_arrays=tree_arrays, value=value, ref_mode=ref_mode,
             centers=centers, n_tree=n_tree, lo=lo_arg, hi=hi_arg, n_bins=n_bins,
         )
         passes += 1
-        _refine(state, active, counts, offsets, n_bins)
+        _refine(state, active, hist, n_bins)
     out = {"passes": passes, "n_bins": n_bins}
     for name, sl in sides.items():
         out[f"{name}_upper"] = float(upper[sl].sum())
