@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from exclust.data import InputError
+from exclust.data import Dataset, InputError, is_dask_array
 
 
 @dataclass
@@ -105,3 +105,155 @@ class MixtureSummary:
             covariances=None if self.covariances is None else self.covariances[idx],
             feature_names=self.feature_names,
         )
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_gmm(cls, gmm: Any, feature_names: Sequence[str] | None = None) -> "MixtureSummary":
+        """Summary of a fitted Gaussian mixture (exclust's or scikit-learn's, any covariance type).
+
+        Per-component sigma is the square root of the diagonal of each covariance; the per-axis
+        sigma pools them, sqrt(sum_k w_k var_kj); full covariances are kept for ``"full"`` and
+        ``"tied"`` mixtures.
+        """
+        if not hasattr(gmm, "means_"):
+            raise InputError("the Gaussian mixture is not fitted: call fit(X) before MixtureSummary.from_gmm")
+        means = np.asarray(gmm.means_, dtype=np.float64)
+        k, d = means.shape
+        kind = getattr(gmm, "covariance_type", "full")
+        cov = np.asarray(gmm.covariances_, dtype=np.float64)
+        full = None
+        if kind == "full":
+            full = cov.reshape(k, d, d)
+            var = np.diagonal(full, axis1=1, axis2=2).copy()
+        elif kind == "tied":
+            full = np.broadcast_to(cov.reshape(d, d), (k, d, d)).copy()
+            var = np.tile(np.diag(cov.reshape(d, d)), (k, 1))
+        elif kind == "diag":
+            var = cov.reshape(k, d)
+        elif kind == "spherical":
+            var = np.repeat(cov.reshape(k, 1), d, axis=1)
+        else:
+            raise InputError(f"unknown covariance_type {kind!r} on the mixture; expected full, tied, diag or spherical")
+        weights = np.asarray(gmm.weights_, dtype=np.float64)
+        names = feature_names if feature_names is not None else getattr(gmm, "feature_names_in_", None)
+        return cls(
+            means=means,
+            sigma=np.sqrt(weights @ var),
+            weights=weights,
+            sigma_per_component=np.sqrt(var),
+            covariances=full,
+            feature_names=None if names is None else [str(n) for n in names],
+            meta={"source": "gmm", "covariance_type": kind},
+        )
+
+    @classmethod
+    def from_kmeans(
+        cls, kmeans: Any, X: Any, feature_names: Sequence[str] | None = None, *, full_covariance: bool = True
+    ) -> "MixtureSummary":
+        """Summary of a fitted k-means (exclust's, scikit-learn's or dask-ml's) on X, in one statistics pass.
+
+        Every row of X goes to its nearest center (computed on the workers, fused with the
+        statistics pass); means, variances and weights are those of the points of each cluster.
+        """
+        if not hasattr(kmeans, "cluster_centers_"):
+            raise InputError("the k-means is not fitted: call fit(X) before MixtureSummary.from_kmeans")
+        from exclust.reference import KMeans
+
+        centers = np.ascontiguousarray(kmeans.cluster_centers_, dtype=np.float64)
+        X, names = _summary_input(X, feature_names)
+        if X.shape[1] != centers.shape[1]:
+            raise InputError(f"the k-means has {centers.shape[1]} features but X has {X.shape[1]} columns")
+        nearest = KMeans(centers.shape[0])
+        nearest.cluster_centers_, nearest.n_features_in_ = centers, centers.shape[1]
+        labels = nearest.predict(X)
+        summary = cls._from_statistics(X, labels, centers.shape[0], names, full_covariance, "k-means")
+        return summary
+
+    @classmethod
+    def from_labels(
+        cls, X: Any, labels: Any, feature_names: Sequence[str] | None = None, *, full_covariance: bool = True
+    ) -> "MixtureSummary":
+        """Summary of any labelling of X (DBSCAN, spectral, ground truth), in one statistics pass.
+
+        Label -1 marks noise and is left out. In-memory labels may be any values (components
+        follow their sorted order); dask labels must be small non-negative integers, and labels
+        with no points are skipped. ``meta["labels"]`` holds the label of each component. A
+        cluster with fewer than 2 points has no spread to summarize and is an error: relabel it
+        -1 (noise) or merge it. ``labels`` may name an extra column of an ``exclust.data.Dataset``.
+        """
+        if isinstance(labels, str):
+            if not isinstance(X, Dataset) or labels not in X.extra:
+                raise InputError(f"labels {labels!r} name no extra column of the data; pass the labels themselves")
+            labels = X.extra[labels]
+        X, names = _summary_input(X, feature_names)
+        if is_dask_array(labels):
+            if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+                raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
+            return cls._from_statistics(X, labels, None, names, full_covariance, "labels")
+        labels = np.asarray(labels).reshape(-1) if np.ndim(labels) else np.asarray(labels)
+        if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+            raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
+        noise = labels == -1 if labels.dtype.kind in "iuf" else np.zeros(labels.shape, dtype=bool)
+        if labels.dtype.kind == "f" and np.isnan(labels).any():
+            raise InputError("labels hold NaN: give every row a label, -1 for noise")
+        values, codes = np.unique(labels[~noise], return_inverse=True)
+        coded = np.full(labels.shape[0], -1, dtype=np.int64)
+        coded[~noise] = codes
+        summary = cls._from_statistics(X, coded, len(values), names, full_covariance, "labels")
+        summary.meta["labels"] = values.tolist()
+        return summary
+
+    @classmethod
+    def _from_statistics(cls, X, labels, n_clusters, names, full_covariance: bool, source: str) -> "MixtureSummary":
+        from exclust.stats import cluster_statistics
+
+        stats = cluster_statistics(X, labels, n_clusters, full_scatter=full_covariance)
+        if stats.total == 0:
+            raise InputError("no labelled points: every label is -1 (noise) or there are no rows")
+        if not (np.isfinite(stats.sums).all() and np.isfinite(stats.sums_sq).all()):
+            raise InputError("X holds NaN or infinite values: clean them (or load with nan_policy='drop')")
+        present = np.flatnonzero(stats.counts > 0)
+        if source == "k-means" and len(present) < stats.n_clusters:
+            empty = np.flatnonzero(stats.counts == 0).tolist()
+            raise InputError(f"k-means cluster(s) {empty} hold no points of X: refit with fewer clusters")
+        stats = stats.subset(present)
+        small = present[stats.counts < 2]
+        if len(small):
+            raise InputError(
+                f"cluster(s) {small.tolist()} hold fewer than 2 points, so they have no spread: "
+                "relabel them -1 (noise) or merge them into another cluster"
+            )
+        return cls(
+            means=stats.means,
+            sigma=np.sqrt(stats.pooled_variance),
+            weights=stats.weights,
+            sigma_per_component=np.sqrt(stats.variances),
+            covariances=stats.covariances if full_covariance else None,
+            feature_names=names,
+            counts=stats.counts,
+            meta={"source": source, "labels": present.tolist()},
+        )
+
+
+def _summary_input(X: Any, feature_names: Sequence[str] | None):
+    """(matrix, feature names): a Dataset's own names, else the given ones (or None).
+
+    Dask input is not validated here (that would be a second pass); NaN shows up in the
+    statistics and is reported then.
+    """
+    if isinstance(X, Dataset):
+        return X.X, list(feature_names) if feature_names is not None else list(X.feature_names)
+    if is_dask_array(X):
+        X = X.astype(np.float64)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+    else:
+        from exclust.data import as_matrix
+
+        data = as_matrix(X)
+        X = data.X
+        if feature_names is None:
+            feature_names = data.feature_names  # a DataFrame's columns, else x0, x1, ...
+    if X.ndim != 2:
+        raise InputError(f"X must be a 2-D matrix (rows x features), got shape {X.shape}")
+    return X, None if feature_names is None else [str(n) for n in feature_names]
