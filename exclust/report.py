@@ -30,6 +30,7 @@ __all__ = [
     "scatter_svg",
     "cost_curve_svg",
     "metrics_table_html",
+    "contingency_svg",
     "render_report",
 ]
 
@@ -146,6 +147,18 @@ def _text_width(s: str, size: float, bold: bool = False) -> float:
     return len(s) * size * (0.62 if bold else 0.58)
 
 
+def _scoped(css: str, scope: str) -> str:
+    """Prefix every selector with ``scope``: an inline SVG's <style> applies to the whole page otherwise."""
+    rules = []
+    for block in css.split("}"):
+        if "{" not in block:
+            continue
+        selectors, body = block.split("{", 1)
+        prefixed = ",".join(f"{scope} {sel.strip()}" for sel in selectors.split(","))
+        rules.append(f"{prefixed}{{{body}}}")
+    return "".join(rules)
+
+
 def _short(s: str, n: int = 24) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -215,8 +228,8 @@ def tree_svg(
         share = f" · {v / total:.1%}" if total else ""
         return f"{_fmt_value(v, integer_like=True)}{share}"
 
-    if orientation not in ("auto", "top-down", "left-right"):
-        raise ValueError(f"orientation must be 'auto', 'top-down' or 'left-right', got {orientation!r}")
+    if orientation not in ("auto", "top-down", "left-right", "outline"):
+        raise ValueError(f"orientation must be 'auto', 'top-down', 'left-right' or 'outline', got {orientation!r}")
 
     fs, fs_small = 13.0, 11.0
     pad_x, line_h = 10.0, 16.0
@@ -231,8 +244,8 @@ def tree_svg(
         for n in order if tree.kind[n] == LEAF
     )
     slot_w = max(leaf_w2 + 12.0, (int_w2 + leaf_w2) / 3.0 + 8.0, int_w2 / 2.0 + 6.0, 64.0)
-    if orientation == "auto":
-        orientation = "top-down" if n_leaves * slot_w <= 1240 else "left-right"
+    if orientation == "auto" and n_leaves * slot_w <= 1240:
+        orientation = "top-down"
     top_down = orientation == "top-down"
 
     has_counts = leaf_counts is not None and any(n in leaf_counts for n in order if tree.kind[n] == LEAF)
@@ -272,10 +285,31 @@ def tree_svg(
             col_x.append(col_x[-1] + col_w[d] + gap)
         width = col_x[-1] + col_w[-1] + margin
         height = 2 * margin + n_leaves * row_h
-        for n in order:
-            cy = margin + (slot[n] + 0.5) * row_h
-            w = widths[n]
-            boxes[n] = (col_x[depth[n]] + w / 2, cy, w, box_h, col_lines[n])
+        if orientation == "auto":
+            # a deep tree drawn left to right runs off the page: an indented outline always fits
+            orientation = "left-right" if width <= 1600 else "outline"
+        if orientation == "left-right":
+            for n in order:
+                cy = margin + (slot[n] + 0.5) * row_h
+                w = widths[n]
+                boxes[n] = (col_x[depth[n]] + w / 2, cy, w, box_h, col_lines[n])
+        else:
+            # one row per node in pre-order (yes branch first), indented by depth, like a file tree
+            indent, stub = 44.0, 12.0
+            preorder: list[int] = []
+            stack = [0]
+            while stack:
+                n = stack.pop()
+                preorder.append(n)
+                if tree.kind[n] != LEAF:
+                    stack.extend((int(tree.right[n]), int(tree.left[n])))
+            row_h = box_h + 6.0
+            for row, n in enumerate(preorder):
+                w = widths[n]
+                x0 = margin + depth[n] * indent
+                boxes[n] = (x0 + w / 2, margin + (row + 0.5) * row_h, w, box_h, col_lines[n])
+            width = max(bx + bw / 2 for bx, _, bw, _, _ in boxes.values()) + margin
+            height = 2 * margin + len(preorder) * row_h
 
     parts: list[str] = []
     edges: list[str] = []
@@ -286,6 +320,15 @@ def tree_svg(
         px, py, pw, ph, _ = boxes[n]
         for child, word in ((int(tree.left[n]), "yes"), (int(tree.right[n]), "no")):
             cx, cy, cw, chh, _ = boxes[child]
+            if orientation == "outline":
+                x1, y1, x2, y2 = px - pw / 2 + stub, py + ph / 2, cx - cw / 2, cy
+                d = f"M{x1:.1f},{y1:.1f} V{y2 - 4:.1f} Q{x1:.1f},{y2:.1f} {x1 + 4:.1f},{y2:.1f} H{x2:.1f}"
+                edges.append(f'<path class="edge edge-{word}" d="{d}"/>')
+                edge_labels.append(
+                    f'<text class="edge-label edge-label-{word}" x="{(x1 + x2) / 2 + 2:.1f}" y="{y2 + 3.5:.1f}" '
+                    f'text-anchor="middle">{word}</text>'
+                )
+                continue
             if top_down:
                 x1, y1, x2, y2 = px, py + ph / 2, cx, cy - chh / 2
                 ym = (y1 + y2) / 2
@@ -355,7 +398,7 @@ def tree_svg(
         f'aria-label="{_esc(label)}" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'width="{width:.0f}" height="{height:.0f}" preserveAspectRatio="xMidYMin meet" '
         f'style="display:block;margin:0 auto;width:100%;min-width:{min_w}px;max-width:{max_w}px;height:auto">'
-        f"<title>{_esc(label)}</title><style>{style}</style>"
+        f"<title>{_esc(label)}</title><style>{_scoped(style, 'svg.tree-svg')}</style>"
         f'<g class="edges">{"".join(edges)}</g><g class="nodes">{"".join(parts)}</g>'
         f'<g class="edge-labels">{"".join(edge_labels)}</g></svg>'
     )
@@ -456,7 +499,9 @@ def _svg_from_figure(fig, salt: str, css_class: str, label: str) -> str:
     head = svg[:head_end]
     head = re.sub(r'\s(width|height)="[^"]*"', "", head, count=2)
     head += f' class="{css_class}" role="img" aria-label="{_esc(label)}" style="width:100%;height:auto"'
-    return head + svg[head_end:]
+    body = re.sub(r"(<style[^>]*>)(.*?)(</style>)", lambda m: m.group(1) + _scoped(m.group(2), f"svg.{css_class}") + m.group(3),
+                  svg[head_end:], flags=re.S)
+    return head + body
 
 
 def scatter_svg(
@@ -719,6 +764,25 @@ _METRIC_INFO: dict[str, tuple[str, str, str]] = {
     "passes": ("passes over the data", "full reads of the data to build and score the tree; at scale each pass costs I/O", "cost"),
     "seconds": ("seconds per step", "wall-clock time of each step of the run", "cost"),
     "enr": ("ENR q", _ENR_DEFAULT, "theory"),
+    "n_features": ("features d", "number of features the tree may test", "run"),
+    "n_clusters_tree": ("tree clusters", "distinct clusters the tree's leaves can name", "tree"),
+    "n_reference_clusters": ("reference clusters", "clusters in the reference clustering", "run"),
+    "n_scored": ("points scored", "points with a reference label (noise points are left out of reference-relative numbers)", "run"),
+    "n_reference_noise": ("noise points", "points the reference marks as noise (label −1), left out of prices, error rate and ARI vs reference", "run"),
+    "n_truth_labelled": ("points with ground truth", "points whose ground-truth label is known", "run"),
+    "cluster_sizes_tree": ("cluster sizes, tree", "points per tree cluster", "tree"),
+    "cluster_sizes_reference": ("cluster sizes, reference", "points per reference cluster", "run"),
+    "surrogate_cost_tree": ("surrogate cost, tree", "each leaf's points charged to its best reference center (paper 003 Def. 1)", "cost"),
+    "surrogate_cost_tree_by_label": ("surrogate cost, by leaf label", "each leaf's points charged to the center its label names", "cost"),
+    "surrogate_cost_reference": ("surrogate cost, reference", "each point charged to its own reference center", "cost"),
+    "ari_reference_truth": ("ARI reference vs truth", "how well the reference clustering itself matches the ground truth: the ceiling for the tree's ARI vs truth", "faithfulness"),
+    "kmedians_cost_tree": ("k-medians cost, tree", "ℓ1 distance of the points to their tree cluster's median (an achievable value)", "cost"),
+    "kmedians_cost_tree_lower": ("k-medians cost, tree (lower)", "certified lower bound of the same", "cost"),
+    "kmedians_cost_reference": ("k-medians cost, reference", "ℓ1 distance of the points to their reference cluster's median", "cost"),
+    "kmedians_cost_reference_lower": ("k-medians cost, reference (lower)", "certified lower bound of the same", "cost"),
+    "kmedians_relative_gap": ("k-medians relative gap", "how far the reported k-medians costs may be above the true ones, relatively", "cost"),
+    "kmedians_passes": ("k-medians passes", "extra histogram passes spent finding the medians", "cost"),
+    "contingency_tree_reference": ("tree × reference table", "points per (tree cluster, reference cluster) pair: drawn below", "faithfulness"),
     "bounds": ("bounds of paper 002", "what the theorems guarantee for a mixture with this ENR", "theory"),
 }
 _GROUP_TITLES = {
@@ -729,7 +793,16 @@ _GROUP_TITLES = {
     "run": "The run",
     "other": "Other values",
 }
-_INTEGER_KEYS = {"n", "n_leaves", "depth", "k", "d", "passes"}
+_INTEGER_KEYS = {"n", "n_leaves", "depth", "k", "d", "passes", "n_features", "n_clusters_tree", "n_reference_clusters",
+                 "n_scored", "n_reference_noise", "n_truth_labelled", "kmedians_passes"}
+
+
+def _list_text(values: Sequence[Any], integer_like: bool = False, head: int = 8) -> str:
+    """A list in one short line: all of it when short, else its start and its length."""
+    if values and isinstance(values[0], (list, tuple)):
+        return f"{len(values)} × {len(values[0])} table"
+    shown = ", ".join(_fmt_value(v, integer_like=integer_like) for v in values[:head])
+    return shown if len(values) <= head else f"{shown}, … ({len(values)} values)"
 
 
 def _bound_explanation(key: str) -> str:
@@ -824,8 +897,9 @@ def _metric_value_html(key: str, value: Any) -> str:
         return "".join(
             f'<span class="kv"><span class="k">{_esc(a)}</span> {_esc(_fmt_value(b))}</span>' for a, b in value.items()
         )
-    if isinstance(value, (list, tuple)):
-        return _esc(", ".join(_fmt_value(v) for v in value))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return _esc(_list_text(list(np.asarray(value).tolist()) if isinstance(value, np.ndarray) else list(value),
+                               integer_like=key.startswith(("cluster_sizes", "closest"))))
     if key == "error_rate" and isinstance(value, (float, np.floating)) and np.isfinite(value):
         return f"{_esc(_fmt_value(value))} <span class='aside'>({float(value):.2%})</span>"
     return _esc(_fmt_value(value, integer_like=key in _INTEGER_KEYS))
@@ -836,6 +910,13 @@ def metrics_table_html(metrics: Mapping[str, Any]) -> str:
     rows_by_group: dict[str, list[str]] = {g: [] for g in _GROUP_TITLES}
     metrics = dict(metrics or {})
     convention = metrics.pop("enr_convention", None)
+    # the scoring function and the flow both report some numbers; show each once
+    if "d" in metrics and metrics.get("n_features") == metrics["d"]:
+        metrics.pop("n_features")
+    if metrics.get("n_scored") is not None and metrics.get("n_scored") == metrics.get("n"):
+        metrics.pop("n_scored")
+    if metrics.get("n_reference_noise") == 0:
+        metrics.pop("n_reference_noise")
     for key, value in metrics.items():
         if key == "bounds" and isinstance(value, Mapping):
             rows_by_group["theory"].extend(_bounds_rows(value))
@@ -936,12 +1017,18 @@ def _rule_conditions_html(rule: str) -> str:
 
 
 def _rules_table_html(tree: ThresholdTree, palette: Sequence[str], leaf_counts: Mapping[int, float] | None,
-                      cluster_names: Sequence[str] | None) -> str:
+                      cluster_names: Sequence[str] | None, cluster_sizes: Sequence[float] | None = None) -> str:
     by_cluster: dict[int, list[int]] = {c: [] for c in range(tree.n_clusters)}
     paths = tree.leaf_paths()
     for leaf in sorted(paths):
         by_cluster[int(tree.value[leaf])].append(leaf)
-    total = float(sum(leaf_counts.values())) if leaf_counts else 0.0
+    if cluster_sizes is not None and len(cluster_sizes) >= tree.n_clusters:
+        sizes = [float(v) for v in cluster_sizes]
+    elif leaf_counts:
+        sizes = [sum(float(leaf_counts.get(leaf, 0.0)) for leaf in by_cluster[c]) for c in range(tree.n_clusters)]
+    else:
+        sizes = None
+    total = float(sum(sizes)) if sizes else 0.0
     rows = []
     for c, leaves in by_cluster.items():
         name = cluster_names[c] if cluster_names is not None else f"cluster {c}"
@@ -952,15 +1039,15 @@ def _rules_table_html(tree: ThresholdTree, palette: Sequence[str], leaf_counts: 
         else:
             alts = '<span class="empty">no leaf: the tree never assigns this cluster</span>'
         share = ""
-        if leaf_counts:
-            cnt = sum(float(leaf_counts.get(leaf, 0.0)) for leaf in leaves)
+        if sizes:
+            cnt = sizes[c]
             share = f"{_fmt_value(cnt, integer_like=True)}" + (f" · {cnt / total:.1%}" if total else "")
         rows.append(
             f'<tr data-cluster="{c}"><td class="cluster"><span class="swatch" style="background:{palette[c % len(palette)]}"></span>'
-            f"{_esc(name)}</td><td>{alts}</td>" + (f'<td class="share">{_esc(share)}</td>' if leaf_counts else "") + "</tr>"
+            f"{_esc(name)}</td><td>{alts}</td>" + (f'<td class="share">{_esc(share)}</td>' if sizes else "") + "</tr>"
         )
     head = "<th scope='col'>cluster</th><th scope='col'>a point belongs to it when</th>" + (
-        "<th scope='col'>points</th>" if leaf_counts else ""
+        "<th scope='col'>points</th>" if sizes else ""
     )
     return f'<table class="rules"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -975,6 +1062,10 @@ _DIAG_HEADERS = {
     "cutoff_share": "cut-off share",
     "cut_off_share": "cut-off share",
     "n_means": "means at node",
+    "feature_name": "feature",
+    "components": "components at node",
+    "objective": "objective",
+    "at_edge": "cut at search edge",
 }
 
 
@@ -984,6 +1075,9 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
         for key in row:
             if key not in cols:
                 cols.append(str(key))
+    if "feature_name" in cols and "feature" in cols:
+        cols.remove("feature_name")  # the name says what the index says, readably
+        cols[cols.index("feature")] = "feature_name"
     head = "".join(f"<th scope='col'>{_esc(_DIAG_HEADERS.get(c, c.replace('_', ' ')))}</th>" for c in cols)
     body = []
     for row in diagnostics:
@@ -993,12 +1087,70 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
             if c == "axis" and isinstance(v, (int, np.integer)) and 0 <= int(v) < tree.n_features:
                 text = tree.feature_names[int(v)]
             elif isinstance(v, (list, tuple)):
-                text = ", ".join(_fmt_value(x) for x in v)
+                text = _list_text(list(v), integer_like=True, head=10)
+            elif c in ("threshold", "center") and isinstance(v, (float, np.floating)):
+                text = _fmt_num(float(v))  # as the tree drawing writes it
             else:
                 text = _fmt_value(v, integer_like=c in ("node", "n_means"))
             cells.append(f'<td class="{"num" if isinstance(v, (int, float, np.number)) else ""}">{_esc(text)}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f'<div class="scroll"><table class="diagnostics"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def contingency_svg(table, palette: Sequence[str], *, row_label: str = "tree cluster",
+                    col_label: str = "reference cluster") -> str:
+    """A heat map of a contingency table: one row per tree cluster, shaded by the share of that row."""
+    t = np.asarray(table, dtype=float)
+    if t.ndim != 2 or t.size == 0:
+        raise ValueError(f"a contingency table must be a non-empty 2-D array, got shape {t.shape}")
+    r, c = t.shape
+    cell = 34.0 if max(r, c) <= 12 else (22.0 if max(r, c) <= 25 else 14.0)
+    show_numbers = max(r, c) <= 12
+    left, top = 70.0, 46.0
+    width, height = left + c * cell + 10, top + r * cell + 10
+    row_sums = t.sum(axis=1, keepdims=True)
+    share = np.divide(t, row_sums, out=np.zeros_like(t), where=row_sums > 0)
+    parts = [
+        f'<text x="{left + c * cell / 2:.1f}" y="14" class="axis">{_esc(col_label)} →</text>',
+        f'<text x="12" y="{top + r * cell / 2:.1f}" class="axis" transform="rotate(-90 12 {top + r * cell / 2:.1f})">'
+        f"← {_esc(row_label)}</text>",
+    ]
+    for j in range(c):
+        parts.append(f'<text x="{left + (j + 0.5) * cell:.1f}" y="{top - 8:.1f}" class="tick">{j}</text>')
+    for i in range(r):
+        y = top + i * cell
+        parts.append(f'<rect x="{left - 26:.1f}" y="{y + cell / 2 - 6:.1f}" width="12" height="12" rx="3" '
+                     f'fill="{palette[i % len(palette)]}"/>')
+        parts.append(f'<text x="{left - 6:.1f}" y="{y + cell / 2 + 4:.1f}" class="tick" text-anchor="end">{i}</text>')
+        for j in range(c):
+            v = share[i, j]
+            fill = f"rgba(0,114,178,{0.06 + 0.94 * v:.3f})" if t[i, j] > 0 else "#f6f7f9"
+            parts.append(
+                f'<rect class="cell" x="{left + j * cell:.1f}" y="{y:.1f}" width="{cell - 2:.1f}" height="{cell - 2:.1f}" '
+                f'rx="3" fill="{fill}"><title>tree {i}, reference {j}: {int(t[i, j]):,} points ({v:.1%} of tree {i})</title></rect>'
+            )
+            if show_numbers and t[i, j] > 0:
+                ink = "#fff" if v > 0.55 else "#1d2630"
+                parts.append(f'<text x="{left + j * cell + cell / 2 - 1:.1f}" y="{y + cell / 2 + 3:.1f}" class="num" '
+                             f'fill="{ink}">{_esc(_compact_count(t[i, j]))}</text>')
+    style = (f"text{{font-family:{_FONT_STACK};text-anchor:middle}}.axis{{font-size:12px;fill:#5d6873}}"
+             ".tick{font-size:11px;fill:#5d6873}.num{font-size:10px}")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="contingency-svg" role="img" '
+        f'aria-label="tree clusters against reference clusters" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'style="display:block;width:100%;max-width:{width * 1.15:.0f}px;height:auto">'
+        f"<style>{_scoped(style, 'svg.contingency-svg')}</style>"
+        + "".join(parts) + "</svg>"
+    )
+
+
+def _compact_count(v: float) -> str:
+    v = float(v)
+    if v >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if v >= 1e4:
+        return f"{v / 1e3:.3g}k"
+    return f"{int(v)}"
 
 
 def _kpis_html(metrics: Mapping[str, Any]) -> str:
@@ -1074,6 +1226,7 @@ def render_report(
     palette = cluster_colors(tree.n_clusters)
     sample_arr = None if sample is None else np.asarray(sample, dtype=float)
     counts_note = ""
+    counts_from_user = leaf_counts is not None
     if leaf_counts is None and sample_arr is not None and len(sample_arr):
         leaves, cnt = np.unique(tree.apply(sample_arr), return_counts=True)
         leaf_counts = {int(a): int(b) for a, b in zip(leaves, cnt)}
@@ -1108,7 +1261,8 @@ def render_report(
         f'<b>yes</b> (solid edge) when the point satisfies it, <b>no</b> (dashed) otherwise. Every leaf names a cluster.'
         f'{_esc(counts_note)}</p><div class="scroll tree-box">{tree_drawing}</div></section>'
     ]
-    rules_html = _rules_table_html(tree, palette, leaf_counts, cluster_names)
+    sizes = metrics.get("cluster_sizes_tree") if not counts_from_user else None
+    rules_html = _rules_table_html(tree, palette, leaf_counts, cluster_names, sizes)
     sections.append(
         f'<section class="card" id="rules"><h2>Rules per cluster</h2><p class="lead">The same tree read leaf by leaf: '
         f'the conditions on each path, merged per feature.</p>{rules_html}'
@@ -1144,6 +1298,13 @@ def render_report(
         f'<section class="card" id="metrics"><h2>Measures</h2><p class="lead">What the numbers say, and what each one means.</p>'
         f'<div class="scroll">{metrics_table_html(metrics)}</div></section>'
     )
+    table = metrics.get("contingency_tree_reference")
+    if table is not None and np.asarray(table).ndim == 2 and np.asarray(table).size:
+        sections.append(
+            f'<section class="card" id="contingency"><h2>Tree clusters against reference clusters</h2><p class="lead">'
+            f'Each row is a tree cluster, shaded by where its points sit in the reference clustering; a faithful tree '
+            f'puts the dark cells on one cell per row.</p><div class="scroll">{contingency_svg(table, palette)}</div></section>'
+        )
     if diagnostics:
         sections.append(
             f'<section class="card" id="diagnostics"><h2>Per-node diagnostics</h2><p class="lead">For every cut: the axis, '

@@ -170,9 +170,33 @@ def test_tree_layout_centres_parents_over_children():
     assert np.allclose(np.diff(leaf_x), leaf_x[1] - leaf_x[0], atol=0.2)  # leaves evenly spaced
 
 
-def test_a_wide_tree_switches_to_left_to_right_and_a_small_one_stays_top_down():
-    assert "left-right" in tree_svg(balanced_tree(40)).split(">", 1)[0]
+def caterpillar_tree(n_leaves: int) -> ThresholdTree:
+    """The deepest tree with n_leaves leaves: every cut peels off one cluster (depth n_leaves - 1)."""
+    b = TreeBuilder(n_features=4)
+    node = b.add_node()
+    for c in range(n_leaves - 1):
+        left, node = b.split(node, feature=c % 4, threshold=float(c))
+        b.make_leaf(left, c)
+    b.make_leaf(node, n_leaves - 1)
+    return b.build(["alpha", "beta", "gamma", "delta"], n_leaves)
+
+
+def test_layout_follows_the_tree_shape():
     assert "top-down" in tree_svg(balanced_tree(5)).split(">", 1)[0]
+    assert "left-right" in tree_svg(balanced_tree(40)).split(">", 1)[0]  # wide but shallow
+    assert "outline" in tree_svg(caterpillar_tree(40)).split(">", 1)[0]  # deep: an indented list
+
+
+def test_outline_layout_of_a_deep_tree_keeps_boxes_apart_and_fits_the_page():
+    tree = caterpillar_tree(40)
+    root = parse_svg(tree_svg(tree, leaf_counts={int(v): 10 for v in tree.leaves}))
+    assert len(groups(root, "leaf")) == 40 and len(groups(root, "internal")) == 39
+    boxes = rects(root)
+    for (x1, y1, w1, h1), (x2, y2, w2, h2) in itertools.combinations(boxes, 2):
+        assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1, "two node boxes overlap"
+    assert float(root.get("viewBox").split()[2]) < 2200  # 39 levels deep, still about a page wide
+    labels = [t.text for t in root.iter(f"{SVG}text") if "edge-label" in t.get("class", "")]
+    assert labels.count("yes") == 39 and labels.count("no") == 39
 
 
 def test_one_leaf_tree_draws_a_single_box():
