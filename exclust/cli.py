@@ -1,0 +1,231 @@
+"""The ``exclust`` command: ``explain``, ``label`` and ``demo``.
+
+``explain`` and ``label`` call the library directly (no Prefect needed); ``demo`` writes a
+sample dataset and runs the Prefect ``explain`` flow in-process, with a temporary Prefect home
+unless a Prefect API is configured (``PREFECT_API_URL``), so it needs no server and no network.
+Exit status: 0 done, 2 bad input or options (the message says what to change), 1 anything else.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+ALGORITHMS = ("mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt")
+THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    return names or None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="exclust", description="Explain clusterings of large datasets with small axis-aligned decision trees."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{explain,label,demo}")
+
+    ex = sub.add_parser("explain", help="fit a reference clustering on Parquet data and explain it with a tree")
+    ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, or glob")
+    ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
+    ex.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
+    ex.add_argument("--k", type=_positive_int, required=True, help="number of clusters")
+    ex.add_argument("--threshold", default="midpoint", choices=THRESHOLDS, help="MMDT threshold variant")
+    ex.add_argument("--reference", default="gmm", help="gmm, kmeans, or labels:COLUMN (default gmm)")
+    ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
+    ex.add_argument("--leaves", type=_positive_int, help="leaf budget for exkmc, kdtree, cart (default k)")
+    ex.add_argument("--concepts", help="concept label columns for concept-mmdt, comma-separated")
+    ex.add_argument("--kernel", default="gaussian", choices=("gaussian", "laplace"), help="kernel of kernel-mmdt")
+    ex.add_argument("--bandwidth", type=float, help="kernel bandwidth of kernel-mmdt")
+    ex.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    ex.add_argument("--seed", type=int, default=0, help="random seed")
+    ex.add_argument("--drop-nan", action="store_true", help="drop rows with NaN/inf features instead of failing")
+    ex.add_argument("--out", required=True, help="output folder (replaced whole when the run succeeds)")
+    ex.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    lb = sub.add_parser("label", help="apply a saved tree.json to Parquet partitions")
+    lb.add_argument("--tree", required=True, help="tree.json written by explain")
+    lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, or glob")
+    lb.add_argument("--out", required=True, help="output folder for the labelled Parquet files")
+    lb.add_argument("--cluster-column", default="cluster")
+    lb.add_argument("--leaf-column", default="leaf")
+    lb.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    lb.add_argument("--quiet", action="store_true")
+
+    dm = sub.add_parser("demo", help="write a sample dataset and explain it through the Prefect flow")
+    dm.add_argument("--out", default="exclust-demo", help="output folder (default exclust-demo)")
+    dm.add_argument("--rows", type=_positive_int, default=300_000, help="rows of the sample dataset")
+    dm.add_argument("--k", type=_positive_int, default=5, help="components of the sample mixture")
+    dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
+    dm.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
+    dm.add_argument("--threshold", default="midpoint", choices=THRESHOLDS)
+    dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    dm.add_argument("--seed", type=int, default=0)
+    dm.add_argument("--no-prefect", action="store_true", help="run the steps directly, without the Prefect flow")
+    return parser
+
+
+def _log(quiet: bool):
+    if quiet:
+        return None
+    return lambda message: print(message, file=sys.stderr, flush=True)
+
+
+def cmd_explain(args) -> int:
+    from exclust.pipeline import ExplainConfig, run_explain
+
+    kind, column = ExplainConfig.parse_reference(args.reference)
+    config = ExplainConfig(
+        input=args.input, features=_names(args.features), algorithm=args.algorithm, k=args.k,
+        reference=kind, reference_column=column, threshold=args.threshold, truth=args.truth,
+        leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
+        random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise",
+    )
+    result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet))
+    _summary(result.metrics, result.rules, result.out)
+    return 0
+
+
+def cmd_label(args) -> int:
+    from exclust.labeling import label_parquet
+    from exclust.outputs import validate_input_path, validate_output_dir
+    from exclust.pipeline import dask_cluster
+    from exclust.progress import StepTimer
+
+    from exclust.data import parquet_files
+    from exclust.tree import ThresholdTree
+
+    validate_input_path(args.tree)
+    validate_input_path(args.input)
+    validate_output_dir(args.out)
+    tree = ThresholdTree.from_json(Path(args.tree))  # a bad tree file fails before any cluster starts
+    parquet_files(args.input)
+    timer = StepTimer(_log(args.quiet))
+    with dask_cluster(args.scheduler):
+        with timer.step("label", f"{args.input} -> {args.out}"):
+            result = label_parquet(
+                tree, args.input, args.out,
+                cluster_column=args.cluster_column, leaf_column=args.leaf_column,
+            )
+    print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
+    for c, n in sorted(result.counts.items()):
+        print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")
+    return 0
+
+
+def _summary(metrics: dict, rules: str, out) -> None:
+    keys = ("algorithm", "k", "d", "n", "n_leaves", "depth", "enr", "price", "surrogate_price",
+            "error_rate", "ari_reference", "ari_truth")
+    shown = {k: metrics[k] for k in keys if metrics.get(k) is not None}
+    for k, v in metrics.items():  # other scalar scores the scorer reports
+        if k not in shown and isinstance(v, (int, float)) and k not in ("n_dropped", "n_passes"):
+            shown[k] = v
+    print("rules:")
+    print("  " + rules.rstrip("\n").replace("\n", "\n  "))
+    print("metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
+    print(f"wrote {out}/tree.json, metrics.json, rules.txt, report.html")
+
+
+def _prefect_environment() -> tempfile.TemporaryDirectory | None:
+    """Run Prefect with no server configured: a temporary home, quiet logs, no telemetry."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_SERVER_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
+    if os.environ.get("PREFECT_API_URL"):
+        return None  # the user points at a real server: report the run there
+    home = tempfile.TemporaryDirectory(prefix="exclust-prefect-")
+    os.environ["PREFECT_HOME"] = home.name
+    os.environ["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "true"
+    return home
+
+
+def cmd_demo(args) -> int:
+    import json
+
+    from exclust.outputs import validate_output_dir
+    from exclust.synthetic import write_gmm_parquet
+
+    log = _log(False)
+    out = validate_output_dir(args.out)
+    data = out.with_name(out.name + "-data")
+    spec = {"rows": args.rows, "k": args.k, "d": args.d, "seed": args.seed}
+    stamp = data / "_demo.json"
+    t0 = time.perf_counter()
+    if data.exists() and stamp.exists() and json.loads(stamp.read_text()) == spec:
+        log(f"[{0.0:7.1f} s] reusing the sample dataset in {data}")
+    else:
+        if data.exists():
+            if not stamp.exists():
+                raise FileExistsError(f"{data} exists and was not written by exclust demo; remove it or choose another --out")
+            shutil.rmtree(data)
+        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.k}, d={args.d}) as Parquet partitions to {data}")
+        write_gmm_parquet(data, args.rows, args.k, args.d, rows_per_file=max(10_000, args.rows // 6), random_state=args.seed)
+        stamp.write_text(json.dumps(spec))
+    log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
+    features = [f"x{j}" for j in range(args.d)]
+    if args.no_prefect:
+        from exclust.pipeline import ExplainConfig, run_explain
+
+        config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
+                               threshold=args.threshold, truth="truth", random_state=args.seed)
+        result = run_explain(config, out, scheduler=args.scheduler, log=log)
+        _summary(result.metrics, result.rules, result.out)
+    else:
+        home = _prefect_environment()
+        try:
+            from flows.explain import explain
+            from flows.params import ExplainParams
+
+            params = ExplainParams(
+                input=str(data), output=str(out), columns=features, algorithm=args.algorithm,
+                n_clusters=args.k, threshold=args.threshold, truth_column="truth",
+                scheduler_address=args.scheduler, random_state=args.seed,
+            )
+            summary = explain(params)
+        finally:
+            if home is not None:
+                home.cleanup()
+        metrics = json.loads((out / "metrics.json").read_text())
+        _summary(metrics, (out / "rules.txt").read_text(), summary["output"])
+    print(f"demo done in {time.perf_counter() - t0:.1f} s; open {out / 'report.html'}")
+    print(f"label new data with: exclust label --tree {out / 'tree.json'} --input {data} --out {out}-labelled")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``exclust`` command."""
+    args = build_parser().parse_args(argv)
+    from exclust.data import InputError
+    from exclust.tree import TreeFormatError
+
+    commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
+    try:
+        return commands[args.command](args)
+    except (InputError, TreeFormatError, FileNotFoundError, FileExistsError) as exc:
+        print(f"exclust {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"exclust {args.command}: interrupted; no output folder was written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

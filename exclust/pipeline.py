@@ -1,0 +1,400 @@
+"""The explain job as plain library functions: load, fit reference, build tree, score, write.
+
+Each step is a function of small, explicit inputs, so the CLI calls them in a row and the
+Prefect flow wraps each in a task; neither holds any algorithm. Heavy work happens on the Dask
+client that is active when a step runs (``dask_cluster`` opens one: a remote scheduler by
+address, or a local cluster); in-memory inputs stay numpy and need none.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from exclust.data import Dataset, InputError, is_dask_array, load_dataset
+from exclust.outputs import atomic_output_dir, validate_input_path, validate_output_dir, write_json
+from exclust.progress import Log, StepTimer
+from exclust.tree import ThresholdTree
+
+ALGORITHMS = ("mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt")
+SUMMARY_ALGORITHMS = ("mmdt",)  # need only the mixture summary: no pass over the data
+DATA_ALGORITHMS = ("imm", "exkmc", "kdtree", "cart")  # data-driven: the report shows cost vs leaves
+THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
+REFERENCES = ("gmm", "kmeans", "labels")
+KERNELS = ("gaussian", "laplace")
+SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
+
+
+@dataclass
+class ExplainConfig:
+    """Everything one explain run needs; validated by ``check``."""
+
+    input: Any  # Parquet path/folder/glob, or an in-memory array/DataFrame
+    features: list[str] | None = None
+    algorithm: str = "mmdt"
+    k: int = 5
+    reference: str = "gmm"  # gmm | kmeans | labels (then reference_column names the label column)
+    reference_column: str | None = None
+    threshold: str = "midpoint"
+    truth: str | None = None
+    leaves: int | None = None  # ExKMC / KDTree / CART leaf budget (default k)
+    concepts: list[str] | None = None  # concept-mmdt: label columns, one per concept
+    kernel: str = "gaussian"
+    bandwidth: float | None = None
+    random_state: int = 0
+    nan_policy: str = "raise"
+    title: str | None = None
+
+    @classmethod
+    def parse_reference(cls, text: str) -> tuple[str, str | None]:
+        """``gmm`` / ``kmeans`` / ``labels:COL`` -> (kind, column)."""
+        kind, _, column = str(text).partition(":")
+        kind = kind.strip().lower()
+        if kind not in REFERENCES:
+            raise InputError(f"reference must be gmm, kmeans or labels:COLUMN, not {text!r}")
+        if kind == "labels" and not column.strip():
+            raise InputError("reference labels needs a column: labels:COLUMN")
+        if kind != "labels" and column:
+            raise InputError(f"reference {kind} takes no column (got {text!r})")
+        return kind, (column.strip() or None)
+
+    def check(self) -> "ExplainConfig":
+        """Validate the choices (not the data); return self."""
+        if self.algorithm not in ALGORITHMS:
+            raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {self.algorithm!r}")
+        if self.reference not in REFERENCES:
+            raise InputError(f"reference must be one of {', '.join(REFERENCES)}, not {self.reference!r}")
+        if self.reference == "labels" and not self.reference_column:
+            raise InputError("reference 'labels' needs the name of the label column")
+        if self.threshold not in THRESHOLDS:
+            raise InputError(f"threshold must be one of {', '.join(THRESHOLDS)}, not {self.threshold!r}")
+        if self.kernel not in KERNELS:
+            raise InputError(f"kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}")
+        if not isinstance(self.k, (int, np.integer)) or self.k < 2:
+            raise InputError(f"the number of clusters k must be an integer >= 2, got {self.k!r}")
+        if self.leaves is not None and self.leaves < self.k:
+            raise InputError(f"leaves ({self.leaves}) must be at least the number of clusters k ({self.k})")
+        if self.algorithm == "concept-mmdt" and not self.concepts:
+            raise InputError("concept-mmdt needs concept label columns (--concepts col1,col2)")
+        if self.bandwidth is not None and not self.bandwidth > 0:
+            raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
+        if isinstance(self.input, (str, os.PathLike)):
+            self.input = validate_input_path(self.input)
+        return self
+
+
+@dataclass
+class Reference:
+    """The clustering a tree explains: its summary, centers and (lazy) labels of every row."""
+
+    kind: str
+    summary: Any  # MixtureSummary
+    centers: np.ndarray
+    labels: Any  # numpy or dask array of ints
+    model: Any = None
+
+
+@dataclass
+class Built:
+    """A fitted tree and what its algorithm reports about itself."""
+
+    tree: ThresholdTree
+    estimator: Any
+    info: dict[str, Any] = field(default_factory=dict)
+    space: Any = None  # callable X -> coordinates the tree reads (concept projections), or None
+    reference_labels: Any = None  # labels of a base clustering the algorithm fitted itself
+
+
+@dataclass
+class ExplainResult:
+    """Everything an explain run produced (the written folder once ``write_outputs`` ran)."""
+
+    tree: ThresholdTree
+    metrics: dict[str, Any]
+    rules: str
+    report_html: str | None = None
+    out: Path | None = None
+
+
+# --------------------------------------------------------------------------- Dask
+@contextlib.contextmanager
+def dask_cluster(address: str | None = None, n_workers: int | None = None, threads_per_worker: int = 1) -> Iterator[Any]:
+    """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        client = Client(address, timeout="30s")
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    import logging
+
+    # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.http.proxy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    n_workers = n_workers or max(1, min(4, os.cpu_count() or 1))
+    # Worker processes read their log level from the environment at start; restore it afterwards.
+    saved = os.environ.get("DASK_LOGGING__DISTRIBUTED")
+    os.environ["DASK_LOGGING__DISTRIBUTED"] = saved or "warning"
+    try:
+        cluster = LocalCluster(
+            n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
+            host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.WARNING,
+        )
+    finally:
+        if saved is None:
+            os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+# --------------------------------------------------------------------------- steps
+def load(config: ExplainConfig) -> Dataset:
+    """Read and validate the input: features plus the truth, reference and concept columns."""
+    extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
+    extra = list(dict.fromkeys(extra))
+    return load_dataset(
+        config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
+    )
+
+
+def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
+    """Fit the reference clustering (GMM or k-means) or take given labels; summarize it."""
+    from exclust.mixture import MixtureSummary
+
+    names = data.feature_names
+    if config.reference == "gmm":
+        from exclust.reference import GaussianMixture
+
+        model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data.X)
+        summary = MixtureSummary.from_gmm(model, names)
+        return Reference("gmm", summary, np.asarray(model.means_), model.predict(data.X), model)
+    if config.reference == "kmeans":
+        from exclust.reference import KMeans
+
+        model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data.X)
+        summary = MixtureSummary.from_kmeans(model, data.X, names)
+        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), model.predict(data.X), model)
+    labels = data.extra[config.reference_column]
+    summary = MixtureSummary.from_labels(data.X, labels, names)
+    if summary.n_components != config.k:
+        raise InputError(
+            f"column '{config.reference_column}' holds {summary.n_components} clusters but k is {config.k}; "
+            f"pass --k {summary.n_components}"
+        )
+    return Reference(f"labels:{config.reference_column}", summary, np.asarray(summary.means), labels)
+
+
+def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
+    """Build the explaining tree with the chosen algorithm."""
+    import exclust
+
+    algo, k = config.algorithm, config.k
+    leaves = config.leaves or k
+    if algo == "mmdt":
+        est = exclust.MMDT(threshold=config.threshold, random_state=config.random_state).fit(ref.summary)
+        return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper002",
+                                       "diagnostics": est.node_diagnostics_, "n_passes": 0})
+    if algo == "concept-mmdt":
+        # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
+        cavs = exclust.fit_cavs(data.X, {c: data.extra[c] for c in config.concepts}, random_state=config.random_state)
+        est = exclust.ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
+                                  random_state=config.random_state).fit(data.X, None if ref is None else ref.labels)
+        return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
+                                       "diagnostics": est.node_diagnostics_},
+                     space=cavs.project, reference_labels=est.reference_labels_)
+    if algo == "kernel-mmdt":
+        options = {} if config.bandwidth is None else {"bandwidth": config.bandwidth}
+        est = exclust.KernelMMDT(n_clusters=k, kernel=config.kernel, random_state=config.random_state,
+                                 **options).fit(data.X, None if ref is None else ref.labels)
+        labels = ref.labels if ref is not None else getattr(est, "labels_", None)
+        return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
+                                       "kernel_price": _maybe_float(getattr(est, "kernel_price_", None))},
+                     reference_labels=labels)
+    if algo == "imm":
+        est = exclust.IMM(n_clusters=k, random_state=config.random_state).fit(data.X, ref.centers)
+    elif algo == "exkmc":
+        est = exclust.ExKMC(n_clusters=k, max_leaves=leaves, random_state=config.random_state).fit(data.X, ref.centers)
+    elif algo == "kdtree":
+        est = exclust.KDTree(max_leaves=leaves).fit(data.X, ref.centers)
+    elif algo == "cart":
+        est = exclust.CART(max_leaf_nodes=leaves).fit(data.X, ref.labels)
+    else:  # pragma: no cover - ExplainConfig.check rejects it first
+        raise InputError(f"unknown algorithm {algo!r}")
+    return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None)})
+
+
+def needs_reference_step(config: ExplainConfig) -> bool:
+    """False when the algorithm fits its own base clustering (concept and kernel MMDT with the default gmm)."""
+    return not (config.algorithm in ("concept-mmdt", "kernel-mmdt") and config.reference == "gmm")
+
+
+def score_tree(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig) -> dict[str, Any]:
+    """Score the tree against the reference (price, error rate, ARI) and the truth when given."""
+    import exclust
+
+    X = built.space(data.X) if built.space is not None else data.X
+    y_true = data.extra.get(config.truth) if config.truth else None
+    labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
+    # Centers live in feature space: they mean nothing to a tree over concept coordinates.
+    centers = None if ref is None or built.space is not None else ref.centers
+    return dict(exclust.score(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true))
+
+
+def enr_of(ref: Reference | None, built: Built) -> float | None:
+    """The explainability-to-noise ratio of the reference mixture (paper 002 convention unless the algorithm says)."""
+    if built.info.get("enr") is not None:
+        return built.info["enr"]
+    if ref is None:
+        return None
+    import exclust
+
+    return _maybe_float(exclust.explainability_to_noise_ratio(ref.summary, convention="paper002"))
+
+
+def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig) -> dict[str, Any] | None:
+    """Cost ratio versus number of leaves, for data-driven trees (the report's curve)."""
+    if config.algorithm not in DATA_ALGORITHMS or ref is None:
+        return None
+    from exclust.curves import cost_ratio_curve
+
+    top = max(config.leaves or config.k, 2 * config.k)
+    return cost_ratio_curve(data.X, ref.centers, list(range(config.k, top + 1)))
+
+
+def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:
+    """An evenly spread sample of rows for plots; one small array per chunk for dask input."""
+    n = int(X.shape[0])
+    if n <= max_rows:
+        return np.asarray(X.compute() if is_dask_array(X) else X)
+    if not is_dask_array(X):
+        idx = np.sort(np.random.default_rng(random_state).choice(n, max_rows, replace=False))
+        return np.asarray(X[idx])
+    step = max(1, n // max_rows)
+    return np.asarray(X[::step].compute())[:max_rows]
+
+
+# --------------------------------------------------------------------------- the whole job
+def explain(config: ExplainConfig, log: Log | None = None, timer: StepTimer | None = None) -> ExplainResult:
+    """Run load -> reference -> tree -> score on the active Dask client; return tree and metrics."""
+    config.check()
+    timer = timer or StepTimer(log)
+    with timer.step("load", str(config.input) if isinstance(config.input, (str, os.PathLike)) else ""):
+        data = load(config)
+    ref = None
+    if needs_reference_step(config):
+        with timer.step("fit reference", f"{config.reference}, k={config.k}"):
+            ref = fit_reference(data, config)
+    with timer.step("build tree", config.algorithm):
+        built = build_tree(data, ref, config)
+    with timer.step("score"):
+        scores = score_tree(data, ref, built, config)
+    curve = None
+    if config.algorithm in DATA_ALGORITHMS:
+        with timer.step("cost curve"):
+            curve = cost_curve(data, ref, config)
+    metrics = assemble_metrics(scores, data, ref, built, config, timer.seconds)
+    result = ExplainResult(built.tree, metrics, built.tree.rules_text())
+    with timer.step("report"):
+        result.report_html = render(result, data, built, curve, config)
+    return result
+
+
+def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds) -> dict[str, Any]:
+    """metrics.json: the score dict plus what was run and how long each step took."""
+    tree = built.tree
+    metrics = dict(scores)
+    metrics.update({
+        "algorithm": config.algorithm,
+        "k": int(config.k),
+        "d": int(data.n_features),
+        "n": int(data.n_rows),
+        "n_dropped": int(data.n_dropped),
+        "enr": enr_of(ref, built),
+        "enr_convention": built.info.get("enr_convention", "paper002"),
+        "reference": None if ref is None else ref.kind,
+        "threshold": config.threshold if "mmdt" in config.algorithm else None,
+        "n_leaves": int(tree.n_leaves),
+        "depth": int(tree.depth),
+        "features_used": tree.features_used,
+        "n_passes": built.info.get("n_passes"),
+        "seconds": dict(seconds),
+    })
+    if built.info.get("kernel_price") is not None:
+        metrics["kernel_price"] = built.info["kernel_price"]
+    return metrics
+
+
+def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig) -> str:
+    """The HTML report: metrics, rules, the tree drawn, a scatter plot with cuts, the curve."""
+    from exclust.report import render_report
+
+    sample = sample_rows(data.X, random_state=config.random_state)
+    coords = built.space(sample) if built.space is not None else sample
+    names = built.tree.feature_names
+    used = [names.index(n) for n in built.tree.features_used]
+    order = used + [j for j in range(len(names)) if j not in used]
+    scatter = (order[0], order[1]) if len(order) >= 2 else None
+    source = config.input if isinstance(config.input, (str, os.PathLike)) else type(config.input).__name__
+    return render_report(
+        tree=built.tree,
+        metrics=result.metrics,
+        title=config.title or f"exclust: {config.algorithm} explaining {result.metrics.get('reference') or 'the data'}",
+        sample=np.asarray(coords),
+        sample_labels=np.asarray(built.tree.predict(np.asarray(coords))),
+        scatter_features=scatter,
+        curve=curve,
+        diagnostics=built.info.get("diagnostics"),
+        dataset_info={"source": str(source), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
+    )
+
+
+def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.PathLike | None = None) -> Path:
+    """Write tree.json, metrics.json, rules.txt and report.html into ``out`` as one atomic folder."""
+    target = validate_output_dir(out, base)
+    with atomic_output_dir(target, base=base, info={"job": "explain", "algorithm": result.metrics.get("algorithm")}) as tmp:
+        result.tree.to_json(tmp / "tree.json")
+        write_json(tmp / "metrics.json", result.metrics)
+        (tmp / "rules.txt").write_text(result.rules)
+        if result.report_html is not None:
+            (tmp / "report.html").write_text(result.report_html)
+    result.out = target
+    return target
+
+
+def _maybe_float(v) -> float | None:
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def run_explain(
+    config: ExplainConfig, out: str | os.PathLike, *, scheduler: str | None = None,
+    log: Log | None = None, base: str | os.PathLike | None = None,
+) -> ExplainResult:
+    """The whole explain job: open the Dask client, run every step, write the output folder."""
+    validate_output_dir(out, base)  # fail before any work
+    timer = StepTimer(log)
+    t0 = time.perf_counter()
+    needs_cluster = isinstance(config.input, (str, os.PathLike))
+    with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):
+        result = explain(config, log=log, timer=timer)
+        with timer.step("write outputs", str(out)):
+            result.metrics["seconds"]["total"] = round(time.perf_counter() - t0, 3)
+            write_outputs(result, out, base)
+    return result

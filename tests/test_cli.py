@@ -1,0 +1,85 @@
+"""The exclust command: options, exit codes, messages, and the files it writes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from exclust.cli import build_parser, main
+from exclust.tree import TreeBuilder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree(path):
+    b = TreeBuilder(n_features=2)
+    root = b.add_node()
+    left, right = b.split(root, feature=0, threshold=0.0)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    b.build(feature_names=["a", "b"]).to_json(path)
+
+
+def _parts(folder, n_files=2, rows=500):
+    rng = np.random.default_rng(3)
+    folder.mkdir()
+    for i in range(n_files):
+        pq.write_table(pa.table({"a": rng.normal(size=rows), "b": rng.normal(size=rows)}), folder / f"p{i}.parquet")
+
+
+def test_parser_knows_the_issue_options():
+    args = build_parser().parse_args(
+        "explain --input d --features a,b --algorithm exkmc --k 4 --leaves 8 --reference labels:lab "
+        "--truth t --scheduler tcp://127.0.0.1:8786 --out o".split()
+    )
+    assert (args.algorithm, args.k, args.leaves, args.reference, args.scheduler) == ("exkmc", 4, 8, "labels:lab", "tcp://127.0.0.1:8786")
+    assert build_parser().parse_args(["demo"]).out == "exclust-demo"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args("explain --input d --k 4 --algorithm nope --out o".split())
+
+
+def test_label_command_writes_labelled_parquet(tmp_path, capsys):
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "in")
+    code = main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "in"),
+                 "--out", str(tmp_path / "lab"), "--scheduler", "", "--quiet"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "labelled 1000 rows in 2 file(s)" in out
+    t = pq.read_table(sorted((tmp_path / "lab").glob("*.parquet")))
+    np.testing.assert_array_equal(t.column("cluster").to_numpy(), (t.column("a").to_numpy() > 0).astype(int))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["label", "--tree", "{tmp}/nope.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "input not found: {tmp}/nope.json"),
+        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/none", "--out", "{tmp}/o"], "input not found: {tmp}/none"),
+        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "/"], "filesystem root"),
+        (["label", "--tree", "{tmp}/bad.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "not valid JSON"),
+        (["explain", "--input", "{tmp}/none", "--k", "3", "--out", "{tmp}/o"], "input not found"),
+        (["explain", "--input", "{tmp}/in", "--k", "3", "--reference", "dbscan", "--out", "{tmp}/o"], "gmm, kmeans or labels:COLUMN"),
+        (["explain", "--input", "{tmp}/in", "--k", "3", "--algorithm", "concept-mmdt", "--out", "{tmp}/o"], "--concepts"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
+    _tree(tmp_path / "tree.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    _parts(tmp_path / "in", n_files=1, rows=20)
+    code = main([a.format(tmp=tmp_path) for a in argv])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and err.startswith(f"exclust {argv[0]}: error:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_console_entry_point_runs():
+    proc = subprocess.run([sys.executable, "-m", "exclust.cli", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and "explain" in proc.stdout and "demo" in proc.stdout

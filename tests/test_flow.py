@@ -1,0 +1,123 @@
+"""The Prefect flows, run in-process against a temporary Prefect server (SQLite in a temp folder).
+
+These are real flow runs: real Prefect API, real local Dask cluster inside the flow, real
+Parquet files. Artifacts and final states are read back through the Prefect client.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("prefect")
+
+from pydantic import ValidationError  # noqa: E402
+
+from exclust.tree import TreeBuilder  # noqa: E402
+from flows.params import ExplainParams, LabelParams  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    """A temporary Prefect server for this module's flow runs (no configured server needed)."""
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=240):
+        yield
+
+
+def _artifacts(flow_run_id):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    return {a.key: a for a in found}
+
+
+def _tree(path):
+    b = TreeBuilder(n_features=2)
+    root = b.add_node()
+    left, right = b.split(root, feature=1, threshold=0.5)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    b.build(feature_names=["u", "v"]).to_json(path)
+
+
+def _parts(folder, n_files=2, rows=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    folder.mkdir()
+    for i in range(n_files):
+        pq.write_table(pa.table({"u": rng.normal(size=rows), "v": rng.uniform(size=rows)}), folder / f"p{i}.parquet")
+
+
+def test_parameter_models_render_as_forms():
+    from flows.explain import explain
+    from flows.label import label
+
+    schema = explain.parameters.model_dump()
+    defs = schema["definitions"]
+    assert set(defs["Algorithm"]["enum"]) == {"mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt"}
+    assert defs["ThresholdVariant"]["enum"][0] == "midpoint"
+    fields = defs["ExplainParams"]["properties"]
+    assert {"input", "output", "columns", "algorithm", "n_clusters", "reference", "threshold", "truth_column",
+            "scheduler_address"} <= set(fields)
+    assert all(f.get("description") for f in fields.values())
+    assert fields["n_clusters"]["default"] == 5
+    assert "tree" in label.parameters.model_dump()["definitions"]["LabelParams"]["properties"]
+
+
+def test_parameters_reject_bad_paths(tmp_path):
+    _parts(tmp_path / "in")
+    with pytest.raises(ValidationError, match="missing.parquet"):
+        ExplainParams(input=str(tmp_path / "missing.parquet"), output=str(tmp_path / "o"))
+    with pytest.raises(ValidationError, match="root"):
+        ExplainParams(input=str(tmp_path / "in"), output="/")
+    with pytest.raises(ValidationError, match="reference_column"):
+        ExplainParams(input=str(tmp_path / "in"), output=str(tmp_path / "o"), reference="labels")
+    p = ExplainParams(input=str(tmp_path / "in"), output=str(tmp_path / "o"), columns="u, v", scheduler_address="")
+    assert p.columns == ["u", "v"] and p.scheduler_address is None and p.algorithm == "mmdt"
+
+
+def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api):
+    from flows.label import label
+
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "in")
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out")),
+                  return_state=True)
+    assert state.is_completed(), state.message
+    result = state.result()
+    table = pq.read_table(sorted((tmp_path / "out").glob("*.parquet")))
+    assert table.num_rows == 4000 == result["n_rows"]
+    v, cluster = table.column("v").to_numpy(), table.column("cluster").to_numpy()
+    np.testing.assert_array_equal(cluster, (v > 0.5).astype(int))
+    art = _artifacts(state.state_details.flow_run_id)["label-counts"]
+    rows = json.loads(art.data)
+    assert {str(r["cluster"]): r["rows"] for r in rows}["total"] == 4000
+    assert sum(r["rows"] for r in rows if r["cluster"] != "total") == 4000
+
+
+def test_label_flow_on_corrupt_file_fails_naming_it_without_retrying(tmp_path, prefect_api):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
+
+    from flows.label import label
+
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "in")
+    (tmp_path / "in" / "p1.parquet").write_bytes(b"PAR1 garbage, not a footer")
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out")),
+                  return_state=True)
+    assert state.is_failed()
+    assert "p1.parquet" in state.message
+    assert not (tmp_path / "out").exists()
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    assert [r.run_count for r in runs] == [1]  # bad input is not retried
