@@ -40,6 +40,7 @@ below 1e-9 after 2 histogram passes).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 # Label ids become array indices; a larger id is almost always an un-encoded category.
 MAX_LABEL = 1_000_000
 _FAN_IN = 8
+# Below this many rows per slice, numpy input is not worth splitting across threads.
+_THREAD_MIN_ROWS = 250_000
 
 
 # --------------------------------------------------------------------------- ARI
@@ -223,10 +226,30 @@ def _merge_hist(parts: list) -> np.ndarray:
     return out
 
 
-def _map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
-    """func on every row chunk of (X, ref, truth) in one fused task, then a tree reduction."""
+def row_map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
+    """``func(X_chunk, ref_chunk, truth_chunk, **params)`` on every row chunk, merged up a tree.
+
+    Dask input: one fused task per chunk (the chunk's labels come from the same read as its
+    rows), then a tree reduction of fan-in 8; the label arrays must have X's row chunks, or as
+    many chunks as X (matched block by block); nothing row-sized reaches the driver unless
+    ``func`` returns it. Large numpy input is cut into one slice per core (the kernels release
+    the GIL); small numpy input is one call.
+    """
     if not is_dask_array(X):
-        return func(X, ref, truth, **params)
+        n = X.shape[0]
+        workers = min(os.cpu_count() or 1, max(1, n // _THREAD_MIN_ROWS))
+        if workers == 1:
+            return merge([func(X, ref, truth, **params)])
+        from concurrent.futures import ThreadPoolExecutor
+
+        bounds = np.linspace(0, n, workers + 1).astype(int)
+
+        def run(k):
+            sl = slice(bounds[k], bounds[k + 1])
+            return func(X[sl], None if ref is None else ref[sl], None if truth is None else truth[sl], **params)
+
+        with ThreadPoolExecutor(workers) as pool:
+            return merge(list(pool.map(run, range(workers))))
     import dask
     import dask.array as da
 
@@ -234,7 +257,8 @@ def _map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
     for labels in (ref, truth):
         args += [labels, "i"] if labels is not None else [None, None]
     parts = da.blockwise(
-        func, "i", *args, dtype=object, meta=np.empty((0,), dtype=object), concatenate=True, **params
+        func, "i", *args, dtype=object, meta=np.empty((0,), dtype=object), concatenate=True,
+        align_arrays=False, **params,
     )
     blocks = list(parts.to_delayed(optimize_graph=True).ravel())
     merge_task = dask.delayed(merge, pure=True)
@@ -439,7 +463,7 @@ def _kmedians(X, ref, tree_arrays, value, ref_mode, centers, groups: dict, n_tre
             break
         lo_arg = np.where(active, state["lo"], np.nan)
         hi_arg = np.where(active, state["hi"], np.nan)
-        hist = _map_reduce(
+        hist = row_map_reduce(
             _hist_chunk, _merge_hist, X, ref, None, tree_arrays=tree_arrays, value=value, ref_mode=ref_mode,
             centers=centers, n_tree=n_tree, lo=lo_arg, hi=hi_arg, n_bins=n_bins,
         )
@@ -495,7 +519,7 @@ def score(
     centers_arg = centers if centers is not None else np.zeros((0, d))
     tree_arrays = (tree.kind, tree.feature, tree.threshold, tree.center, tree.left, tree.right)
 
-    stats = _map_reduce(
+    stats = row_map_reduce(
         _stats_chunk, _merge_stats, X, ref, truth,
         tree_arrays=tree_arrays, ref_mode=ref_mode, centers=centers_arg, track_range=bool(kmedians),
     )

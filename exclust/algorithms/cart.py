@@ -1,0 +1,197 @@
+"""CART baseline (paper 003, Appendix B.1): scikit-learn's decision tree on the reference labels.
+
+Each point is labelled by the reference clustering; a ``DecisionTreeClassifier`` minimizing
+Gini impurity is grown best-first to ``max_leaf_nodes`` leaves (default: one per reference
+cluster), and converted into a ``ThresholdTree`` whose leaf values are the leaves' majority
+reference labels. scikit-learn needs the rows in memory, so data larger than
+``max_sample_rows`` is fitted on a uniform random sample drawn on the workers (only the sample
+travels); the estimator says so in ``sampled_``, ``n_fit_rows_``, ``tree_.meta`` and the log.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from exclust.data import InputError, as_matrix, is_dask_array
+from exclust.metrics import _prepare_labels, row_map_reduce
+from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
+
+log = logging.getLogger(__name__)
+
+
+def sklearn_threshold_as_float64(t: float) -> float:
+    """The float64 threshold t' with ``x <= t'`` exactly when ``float32(x) <= t``.
+
+    scikit-learn casts X to float32 before comparing with its (float64) thresholds, so a
+    float64 point within float32 rounding of a threshold can go the other way than ``x <= t``
+    says. The cut in float64 lies halfway between the largest float32 not above t and the next
+    float32, where rounding ties go to the float32 with an even mantissa.
+    """
+    low = np.float32(t)
+    if float(low) > t:
+        low = np.nextafter(low, np.float32(-np.inf))
+    high = np.nextafter(low, np.float32(np.inf))
+    if not np.isfinite(high):
+        return float(np.finfo(np.float64).max)
+    mid = (float(low) + float(high)) / 2.0  # exact: float32 values have spare float64 bits
+    ties_go_low = (int(np.array(low).view(np.int32)) & 1) == 0
+    return mid if ties_go_low else float(np.nextafter(mid, -np.inf))
+
+
+def sklearn_tree_to_threshold_tree(
+    model, n_features: int, feature_names=None, n_clusters: int | None = None, meta: dict | None = None
+) -> ThresholdTree:
+    """Convert a fitted ``DecisionTreeClassifier`` into a ``ThresholdTree`` (same routing)."""
+    t = model.tree_
+    m = t.node_count
+    is_leaf = t.children_left == -1
+    kind = np.where(is_leaf, LEAF, ONE_SIDED)
+    feature = np.where(is_leaf, -1, t.feature)
+    threshold = np.array(
+        [np.nan if is_leaf[i] else sklearn_threshold_as_float64(float(t.threshold[i])) for i in range(m)]
+    )
+    classes = np.asarray(model.classes_)
+    majority = classes[np.argmax(t.value[:, 0, :], axis=1)].astype(np.int64)
+    value = np.where(is_leaf, majority, -1)
+    left = np.where(is_leaf, -1, t.children_left)
+    right = np.where(is_leaf, -1, t.children_right)
+    return ThresholdTree(
+        kind, feature, threshold, left, right, value,
+        n_features=n_features, feature_names=feature_names, n_clusters=n_clusters, meta=meta,
+    )
+
+
+def _sample_block(X, labels, index, *, sizes, seeds):
+    """Rows of one chunk drawn uniformly without replacement; ``index`` holds the chunk's number."""
+    k = int(np.asarray(index).reshape(-1)[0])
+    m = int(sizes[k])
+    rng = np.random.default_rng(int(seeds[k]))
+    rows = np.sort(rng.choice(X.shape[0], size=m, replace=False)) if m < X.shape[0] else np.arange(X.shape[0])
+    return [(np.asarray(X[rows], dtype=np.float64), np.asarray(labels).reshape(-1)[rows])]
+
+
+def _concat(parts: list) -> list:
+    return [p for part in parts for p in part]
+
+
+def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(X_sample, labels_sample, sampled): a uniform sample of at most ``max_rows`` rows.
+
+    The sample size of each chunk is drawn on the driver from the multivariate hypergeometric
+    law (chunk sizes are known), so the union is a uniform sample of exactly ``max_rows`` rows;
+    each chunk then draws its own rows with its own seed. One pass on Dask, nothing but the
+    sample travels.
+    """
+    n = int(X.shape[0])
+    if n <= max_rows:
+        if is_dask_array(X):
+            import dask
+
+            Xn, ln = dask.compute(X, labels)
+            return np.asarray(Xn, dtype=np.float64), np.asarray(ln), False
+        return np.asarray(X, dtype=np.float64), np.asarray(labels), False
+    rng = np.random.default_rng(random_state)
+    if not is_dask_array(X):
+        rows = np.sort(rng.choice(n, size=max_rows, replace=False))
+        return np.asarray(X[rows], dtype=np.float64), np.asarray(labels)[rows], True
+    import dask.array as da
+
+    chunks = np.asarray(X.chunks[0], dtype=np.int64)
+    sizes = rng.multivariate_hypergeometric(chunks, max_rows)
+    seeds = rng.integers(0, 2**63 - 1, size=chunks.size)
+    index = da.arange(chunks.size, chunks=1)  # one number per chunk, matched block by block
+    parts = row_map_reduce(_sample_block, _concat, X, labels, index, sizes=sizes, seeds=seeds)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), True
+
+
+class CART:
+    """scikit-learn's CART on the reference labels, as a ThresholdTree (paper 003's baseline)."""
+
+    def __init__(self, max_leaf_nodes: int | None = None, max_sample_rows: int = 1_000_000, random_state: Any = None):
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_sample_rows = max_sample_rows
+        self.random_state = random_state
+
+    def fit(self, X, labels) -> "CART":
+        """Fit on X and the reference labels (ids 0..K-1; -1 marks noise and is left out)."""
+        from sklearn.tree import DecisionTreeClassifier
+
+        if labels is None:
+            raise InputError("CART needs the reference labels: fit(X, labels)")
+        for name in ("max_sample_rows",):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        ds = as_matrix(X)
+        labels = _prepare_labels(labels, ds.X, "labels")
+        Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
+        ys = np.asarray(ys)
+        if np.issubdtype(ys.dtype, np.floating):
+            bad = ~np.isnan(ys) & (ys != np.round(ys))
+            if bad.any():
+                raise InputError("labels must be integer cluster ids (-1 or NaN for noise)")
+            ys = np.where(np.isnan(ys), -1, ys)
+        ys = ys.astype(np.int64)
+        if (ys < -1).any():
+            raise InputError("labels must be cluster ids >= 0, or -1 for noise")
+        keep = ys >= 0
+        Xs, ys = Xs[keep], ys[keep]
+        if ys.size == 0:
+            raise InputError("every label is -1 (noise): there is nothing to fit")
+        n_clusters = int(ys.max()) + 1
+        n_found = int(np.unique(ys).size)
+        leaves = n_found if self.max_leaf_nodes is None else self.max_leaf_nodes
+        if isinstance(leaves, bool) or not isinstance(leaves, (int, np.integer)) or leaves < 1:
+            raise ValueError(f"max_leaf_nodes must be a positive integer, got {self.max_leaf_nodes!r}")
+        self.sampled_ = bool(sampled)
+        self.n_fit_rows_ = int(ys.size)
+        self.n_rows_ = int(ds.n_rows)
+        if sampled:
+            log.info(
+                "CART: %d rows exceed max_sample_rows=%d; fitted on a uniform random sample of %d rows",
+                self.n_rows_, self.max_sample_rows, self.n_fit_rows_,
+            )
+        meta = {
+            "algorithm": "cart",
+            "max_leaf_nodes": int(leaves),
+            "sampled": self.sampled_,
+            "n_fit_rows": self.n_fit_rows_,
+            "n_rows": self.n_rows_,
+            "criterion": "gini",
+        }
+        if leaves == 1 or n_found == 1:
+            # scikit-learn refuses max_leaf_nodes=1; one leaf holds the majority label.
+            majority = int(np.bincount(ys).argmax())
+            self.tree_ = ThresholdTree(
+                [LEAF], [-1], [np.nan], [-1], [-1], [majority],
+                n_features=ds.n_features, feature_names=ds.feature_names, n_clusters=n_clusters, meta=meta,
+            )
+            self.model_ = None
+        else:
+            model = DecisionTreeClassifier(max_leaf_nodes=int(leaves), random_state=self.random_state)
+            model.fit(Xs, ys)
+            self.model_ = model
+            self.tree_ = sklearn_tree_to_threshold_tree(
+                model, ds.n_features, ds.feature_names, n_clusters=n_clusters, meta=meta
+            )
+        self.n_clusters_ = n_clusters
+        self.feature_names_ = list(ds.feature_names)
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "tree_"):
+            raise RuntimeError("this CART is not fitted yet; call fit(X, labels) first")
+
+    def predict(self, X):
+        """Cluster of every row (numpy in, numpy out; dask in, dask out)."""
+        self._check_fitted()
+        return self.tree_.predict(X)
+
+    def fit_predict(self, X, labels):
+        """Fit, then the cluster of every row of X."""
+        return self.fit(X, labels).predict(X)
+
+    def __repr__(self) -> str:
+        return f"CART(max_leaf_nodes={self.max_leaf_nodes}, max_sample_rows={self.max_sample_rows}, random_state={self.random_state})"
