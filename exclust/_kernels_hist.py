@@ -106,16 +106,17 @@ def mistake_histograms(codes, labels, feature, split_bin, left, right, slot, cen
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, slot, n_slots, n_bins, nt):
-    """ExKMC: per (slot, feature, bin) the row count and, per center j, the sum of <x, mu_j>.
+    """ExKMC: per (slot, feature, bin) the row count, the sums of <x, mu_j>, and label counts.
 
-    Channel 0 holds the count, channel 1 + j the dot-product sum with center j. Also returns
-    per slot the count of rows of each reference cluster (whether a leaf holds points of
-    other centers than its own). ``nt`` blocks of rows, one private histogram each.
+    Returns ``sums`` (n_slots, d, n_bins, k + 1): channel 0 the count, channel 1 + j the sum of
+    dot products with center j; and ``label_counts`` (n_slots, d, n_bins, k): rows per
+    reference cluster, which tell which cuts isolate points of other centers than a leaf's.
+    ``nt`` blocks of rows, one private histogram each.
     """
     n, d = codes.shape
     k = dots.shape[1]
     parts = np.zeros((nt, n_slots, d, n_bins, k + 1), dtype=np.float64)
-    counts = np.zeros((nt, n_slots, k), dtype=np.int64)
+    counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int64)
     step = (n + nt - 1) // nt
     for t in numba.prange(nt):
         for i in range(t * step, min(n, (t + 1) * step)):
@@ -123,14 +124,15 @@ def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, s
             s = slot[node]
             if s < 0:
                 continue
-            counts[t, s, labels[i]] += 1
+            lab = labels[i]
             for f in range(d):
                 b = codes[i, f]
                 parts[t, s, f, b, 0] += 1.0
+                counts[t, s, f, b, lab] += 1
                 for j in range(k):
                     parts[t, s, f, b, 1 + j] += dots[i, j]
     out = np.zeros((n_slots, d, n_bins, k + 1), dtype=np.float64)
-    label_counts = np.zeros((n_slots, k), dtype=np.int64)
+    label_counts = np.zeros((n_slots, d, n_bins, k), dtype=np.int64)
     for t in range(nt):
         out += parts[t]
         label_counts += counts[t]

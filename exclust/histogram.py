@@ -204,8 +204,8 @@ class EncodedData:
         )
 
     def surrogate_histograms(self, tree: CodeTree, slot: np.ndarray, n_slots: int):
-        """ExKMC histograms (n_slots, d, n_bins, k + 1) of count and sums of <x, mu_j>, and
-        (n_slots, k) counts of rows per reference cluster."""
+        """ExKMC histograms: (n_slots, d, n_bins, k + 1) count and sums of <x, mu_j>, and
+        (n_slots, d, n_bins, k) rows per reference cluster."""
         self.n_passes += 1
         return self._reduce(_block_surrogate, tree.arrays(), slot, n_slots, self.n_bins)
 
@@ -248,12 +248,16 @@ def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray) -> np.nda
     return n[..., None] * center_sq - 2.0 * dots
 
 
-def best_surrogate_split(hist: np.ndarray, center_sq: np.ndarray, n_bins: np.ndarray):
+def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray, n_bins: np.ndarray, tol: float = 0.0):
     """ExKMC at one leaf: (feature, bin, split cost, left center, right center), costs less sum ||x||^2.
 
     Both sides of every threshold come from prefix sums of the (d, B, k + 1) histogram; each
-    side takes its cheapest center. Only cuts with rows on both sides count. Ties go to the
-    lowest feature, then the lowest bin. Returns None when no cut leaves rows on both sides.
+    side takes its cheapest center. Only cuts with rows on both sides count. Cuts within
+    ``tol`` of the cheapest are equally good; among them the one that leaves the fewest rows on
+    a side other than their own center's wins, then the one that carves off the largest side
+    holding only its own center's rows (so a zero-gain cut still isolates the points that a
+    later cut can fix), then the lowest feature and bin. ``labels`` (d, B, k) counts rows per
+    reference cluster. Returns None when no cut leaves rows on both sides.
     """
     d, B, _ = hist.shape
     pref = np.cumsum(hist, axis=1)
@@ -265,11 +269,23 @@ def best_surrogate_split(hist: np.ndarray, center_sq: np.ndarray, n_bins: np.nda
     jl, jr = cl.argmin(axis=2), cr.argmin(axis=2)
     cost = np.take_along_axis(cl, jl[..., None], 2)[..., 0] + np.take_along_axis(cr, jr[..., None], 2)[..., 0]
     bins = np.arange(B)
-    valid = (nl > 0.5) & (nr > 0.5) & (bins[None, :] < (n_bins[:, None] - 1))
+    # A cut must leave rows on both sides; of several edges giving the same partition (empty
+    # bins between two values, e.g. an edge at a center coordinate) only the last one counts.
+    next_bin_rows = np.concatenate([hist[:, 1:, 0], np.zeros((d, 1))], axis=1)
+    valid = (nl > 0.5) & (nr > 0.5) & (bins[None, :] < (n_bins[:, None] - 1)) & (next_bin_rows > 0.5)
     if not valid.any():
         return None
     cost = np.where(valid, cost, np.inf)
-    flat = int(np.argmin(cost))
+    near = cost <= cost.min() + tol
+    lab_l = np.cumsum(labels, axis=1)
+    lab_r = lab_l[:, -1:, :] - lab_l
+    own_l = np.take_along_axis(lab_l, jl[..., None], 2)[..., 0]
+    own_r = np.take_along_axis(lab_r, jr[..., None], 2)[..., 0]
+    wrong = (nl - own_l) + (nr - own_r)
+    pure = np.maximum(np.where(own_l == nl, nl, 0.0), np.where(own_r == nr, nr, 0.0))
+    wrong = np.where(near, wrong, np.inf)
+    pure = np.where(near & (wrong <= wrong.min()), pure, -1.0)
+    flat = int(np.argmax(pure))
     f, b = divmod(flat, B)
     return f, b, float(cost[f, b]), int(jl[f, b]), int(jr[f, b])
 

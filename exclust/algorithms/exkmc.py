@@ -30,6 +30,7 @@ from exclust.histogram import (
 from exclust.tree import ThresholdTree, TreeBuilder
 
 BASE_TREES = ("imm", "none")
+_GAIN_NOISE = 1e-9
 
 
 def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> dict:
@@ -44,29 +45,36 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     """
     center_sq = np.einsum("ij,ij->i", data.centers, data.centers)
     n_bins = data.mapper.n_bins
+    scale = data.sum_sq / max(data.n_rows, 1)  # mean ||x||^2
     leaves = tree.leaves()
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     for s, leaf in enumerate(leaves):
         slot[leaf] = s
     computed, label_counts = data.surrogate_histograms(tree, slot, len(leaves))
     hists = {leaf: (computed[s], label_counts[s]) for s, leaf in enumerate(leaves)}
+    del label_counts
     del computed
 
     cost = {}  # current surrogate cost (less ||x||^2) of each leaf with its label
-    best = {}  # leaf -> (gain, f, b, left center, right center)
+    best = {}  # leaf -> (gain, mistakes, f, b, left center, right center)
 
     def score(leaf: int) -> None:
-        h, counts = hists[leaf]
+        h, labels = hists[leaf]
         if tree.value[leaf] < 0:
             tree.value[leaf] = cheapest_center(h, center_sq)
         label = tree.value[leaf]
         cost[leaf] = leaf_surrogate_cost(h, center_sq, label)
-        if counts.sum() == counts[label]:
+        counts = labels[0].sum(axis=0)
+        mistakes = int(counts.sum() - counts[label])
+        if mistakes == 0:
             return
-        cut = best_surrogate_split(h, center_sq, n_bins)
+        # Cancellation leaves noise of a few ulps of the leaf's cost terms: below it, gains tie.
+        noise = _GAIN_NOISE * (scale * h[0, :, 0].sum() + abs(cost[leaf]))
+        cut = best_surrogate_split(h, labels, center_sq, n_bins, tol=noise)
         if cut is not None:
             f, b, split_cost, jl, jr = cut
-            best[leaf] = (cost[leaf] - split_cost, f, b, jl, jr)
+            gain = cost[leaf] - split_cost
+            best[leaf] = (gain if gain > noise else 0.0, mistakes, f, b, jl, jr)
 
     for leaf in leaves:
         score(leaf)
@@ -74,9 +82,10 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     costs = [data.sum_sq + sum(cost.values())]
     n_leaves = len(leaves)
     while n_leaves < max_leaves and best:
-        # Largest gain; equal gains go to the lowest node id (the oldest leaf).
-        leaf = max(best, key=lambda node: (best[node][0], -node))
-        gain, f, b, jl, jr = best.pop(leaf)
+        # Largest gain; among equal gains (zero, mostly) the leaf holding most points of other
+        # centers, where later cuts can gain; then the lowest node id (the oldest leaf).
+        leaf = max(best, key=lambda node: (best[node][0], best[node][1], -node))
+        gain, _, f, b, jl, jr = best.pop(leaf)
         left, right = tree.split(leaf, f, b)
         tree.value[left], tree.value[right] = jl, jr
         order.append(leaf)
