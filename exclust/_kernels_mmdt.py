@@ -22,6 +22,8 @@ CHEBYSHEV_BOUND = 1  # eq. 5, capped at 1
 EXACT_GAUSSIAN = 2  # eq. 4 with Gaussian components
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_TOL = 1e-12  # on log f: thresholds whose objectives agree to this relative precision tie
 _GOLDEN = 0.3819660112501051  # 2 - golden ratio
 
 
@@ -53,23 +55,58 @@ def separation_probability(kind, theta, means, weights, sigmas):
 
 
 @numba.njit(cache=True, nogil=True)
-def _objective(kind, theta, means, weights, sigmas):
-    """(f, tie-breaker): the uncapped Chebyshev sum orders thresholds where the capped one is flat."""
-    f = 0.0
-    g = 0.0
-    for k in range(means.shape[0]):
-        f += weights[k] * _term(kind, theta, means[k], sigmas[k], True)
-        if kind == CHEBYSHEV_BOUND:
-            g += weights[k] * _term(kind, theta, means[k], sigmas[k], False)
-    if kind != CHEBYSHEV_BOUND:
-        g = f
-    return f, g
+def _log_term(kind, theta, mu, sigma):
+    """log of one component's term; in logs so that far-apart means do not underflow to 0."""
+    dist = abs(theta - mu)
+    if sigma <= 0.0:
+        return 0.0 if dist == 0.0 else -math.inf
+    s = dist / sigma
+    if kind == GAUSSIAN_BOUND:
+        return -0.5 * s * s
+    if kind == CHEBYSHEV_BOUND:
+        return 0.0 if s <= 1.0 else -2.0 * math.log(s)
+    if s < 8.0:
+        return math.log(0.5 * math.erfc(s * _INV_SQRT2))
+    # log Phi(-s) by its asymptotic series; relative error below 1e-7 for s >= 8.
+    r = 1.0 / (s * s)
+    series = 1.0 - r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r * (1.0 - 9.0 * r))))
+    return -0.5 * s * s - math.log(s) - _HALF_LOG_2PI + math.log(series)
 
 
 @numba.njit(cache=True, nogil=True)
-def _better(f1, g1, f2, g2, rtol):
-    """Lexicographic 'strictly better': lower f, or f equal within rtol and lower tie-breaker."""
-    tol = rtol * max(abs(f1), abs(f2)) + 1e-300
+def _log_add(a, b):
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    if a < b:
+        a, b = b, a
+    return a + math.log1p(math.exp(b - a))
+
+
+@numba.njit(cache=True, nogil=True)
+def _objective(kind, theta, means, log_weights, sigmas):
+    """(log f, tie-breaker): the uncapped Chebyshev sum orders thresholds where the capped one is flat."""
+    top = -math.inf
+    for k in range(means.shape[0]):
+        v = log_weights[k] + _log_term(kind, theta, means[k], sigmas[k])
+        if v > top:
+            top = v
+    if top == -math.inf:
+        return top, 0.0
+    acc = 0.0
+    g = 0.0
+    for k in range(means.shape[0]):
+        acc += math.exp(log_weights[k] + _log_term(kind, theta, means[k], sigmas[k]) - top)
+        if kind == CHEBYSHEV_BOUND:
+            g += math.exp(log_weights[k]) * _term(kind, theta, means[k], sigmas[k], False)
+    f = top + math.log(acc)
+    return f, (g if kind == CHEBYSHEV_BOUND else f)
+
+
+@numba.njit(cache=True, nogil=True)
+def _better(f1, g1, f2, g2, tol):
+    """Lexicographic 'strictly better': lower log f, or log f equal within tol and lower tie-breaker."""
     if f1 < f2 - tol:
         return True
     if f1 > f2 + tol:
@@ -85,37 +122,38 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
     below by the terms of the means at a and b evaluated at the far end (every term is >= 0 and
     decreases with the distance to its mean); intervals whose lower bound exceeds the objective
     at the centre of one of the ``n_probe`` intervals of smallest lower bound cannot hold the
-    minimum and are skipped (their f is +inf in the result). The others are searched on a grid of ``n_grid`` points spanning
-    [a + margin*(b-a), b - margin*(b-a)], so a threshold is never a mean, and those whose grid
-    minimum is within ``refine_within`` (relative) of the best are refined by a golden-section
-    search between the neighbouring grid points. Returns (theta, f, tie_breaker) per interval.
+    minimum and are skipped (+inf in the result). The others are searched on a grid of
+    ``n_grid`` points spanning [a + margin*(b-a), b - margin*(b-a)], so a threshold is never a
+    mean, and those whose grid minimum is within a factor (1 + ``refine_within``) of the best
+    are refined by a golden-section search between the neighbouring grid points. The objective
+    is handled as log f throughout. Returns (theta, log f, tie_breaker) per interval.
     """
     m = cuts.shape[0] - 1
     n = means.shape[0]
+    log_w = np.empty(n)
+    for k in range(n):
+        log_w[k] = math.log(weights[k]) if weights[k] > 0 else -math.inf
     theta = np.empty(m)
     fval = np.full(m, math.inf)
     gval = np.full(m, math.inf)
     best_pos = np.zeros(m, dtype=np.int64)
-    # Lower bound per interval from the two neighbouring means alone (every term is >= 0 and
-    # decreases with distance, so a neighbour's term is at least its value at the far end).
-    lower = np.zeros(m)
+    lower = np.full(m, -math.inf)
     for k in range(n):
         i = np.searchsorted(cuts, means[k])
         if i < m:
-            lower[i] += weights[k] * _term(kind, cuts[i + 1], means[k], sigmas[k], True)
+            lower[i] = _log_add(lower[i], log_w[k] + _log_term(kind, cuts[i + 1], means[k], sigmas[k]))
         if i > 0:
-            lower[i - 1] += weights[k] * _term(kind, cuts[i - 1], means[k], sigmas[k], True)
-    # Upper bound: the objective at the centre of the few most promising intervals.
+            lower[i - 1] = _log_add(lower[i - 1], log_w[k] + _log_term(kind, cuts[i - 1], means[k], sigmas[k]))
     best_upper = math.inf
     order = np.argsort(lower)
     for r in range(min(m, n_probe)):
         a = order[r]
-        ub, _ = _objective(kind, 0.5 * (cuts[a] + cuts[a + 1]), means, weights, sigmas)
+        ub, _ = _objective(kind, 0.5 * (cuts[a] + cuts[a + 1]), means, log_w, sigmas)
         if ub < best_upper:
             best_upper = ub
     step = (1.0 - 2.0 * margin) / (n_grid - 1)
     for a in range(m):
-        if lower[a] > best_upper * (1.0 + 1e-9) + 1e-300:
+        if lower[a] > best_upper + 1e-9:
             continue
         lo = cuts[a]
         gap = cuts[a + 1] - lo
@@ -124,8 +162,8 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
         bi = 0
         for i in range(n_grid):
             t = lo + gap * (margin + step * i)
-            f, g = _objective(kind, t, means, weights, sigmas)
-            if i == 0 or _better(f, g, bf, bg, 1e-12):
+            f, g = _objective(kind, t, means, log_w, sigmas)
+            if i == 0 or _better(f, g, bf, bg, _TOL):
                 bf, bg, bi = f, g, i
         theta[a] = lo + gap * (margin + step * bi)
         fval[a] = bf
@@ -133,7 +171,7 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
         best_pos[a] = bi
     overall = fval.min()
     for a in range(m):
-        if fval[a] > overall * (1.0 + refine_within) + 1e-300:
+        if fval[a] > overall + math.log1p(refine_within):
             continue
         lo = cuts[a]
         gap = cuts[a + 1] - lo
@@ -142,20 +180,20 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
         x3 = lo + gap * (margin + step * min(i + 1, n_grid - 1))
         x1 = x0 + _GOLDEN * (x3 - x0)
         x2 = x3 - _GOLDEN * (x3 - x0)
-        f1, g1 = _objective(kind, x1, means, weights, sigmas)
-        f2, g2 = _objective(kind, x2, means, weights, sigmas)
+        f1, g1 = _objective(kind, x1, means, log_w, sigmas)
+        f2, g2 = _objective(kind, x2, means, log_w, sigmas)
         for _ in range(n_refine):
-            if _better(f1, g1, f2, g2, 1e-12):
+            if _better(f1, g1, f2, g2, _TOL):
                 x3, x2, f2, g2 = x2, x1, f1, g1
                 x1 = x0 + _GOLDEN * (x3 - x0)
-                f1, g1 = _objective(kind, x1, means, weights, sigmas)
+                f1, g1 = _objective(kind, x1, means, log_w, sigmas)
             else:
                 x0, x1, f1, g1 = x1, x2, f2, g2
                 x2 = x3 - _GOLDEN * (x3 - x0)
-                f2, g2 = _objective(kind, x2, means, weights, sigmas)
-        if _better(f1, g1, fval[a], gval[a], 1e-12):
+                f2, g2 = _objective(kind, x2, means, log_w, sigmas)
+        if _better(f1, g1, fval[a], gval[a], _TOL):
             theta[a], fval[a], gval[a] = x1, f1, g1
-        if _better(f2, g2, fval[a], gval[a], 1e-12):
+        if _better(f2, g2, fval[a], gval[a], _TOL):
             theta[a], fval[a], gval[a] = x2, f2, g2
     return theta, fval, gval
 
@@ -227,19 +265,27 @@ def largest_gaps(means_t, order_t, inv_sigma, rtol):
 
 @numba.njit(cache=True, nogil=True)
 def split_orders(order_t, goes_left, n_left):
-    """Per-axis sorted component lists of the two children, filtered from the parent's."""
+    """Per-axis sorted component lists of the two children, filtered from the parent's.
+
+    A child with one component is a leaf and needs no lists: it gets an empty array.
+    """
     d, n = order_t.shape
-    left = np.empty((d, n_left), dtype=order_t.dtype)
-    right = np.empty((d, n - n_left), dtype=order_t.dtype)
+    n_right = n - n_left
+    keep_left = n_left > 1
+    keep_right = n_right > 1
+    left = np.empty((d if keep_left else 0, n_left), dtype=np.int64)
+    right = np.empty((d if keep_right else 0, n_right), dtype=np.int64)
     for j in range(d):
         a = 0
         b = 0
         for i in range(n):
             k = order_t[j, i]
             if goes_left[k]:
-                left[j, a] = k
+                if keep_left:
+                    left[j, a] = k
                 a += 1
             else:
-                right[j, b] = k
+                if keep_right:
+                    right[j, b] = k
                 b += 1
     return left, right

@@ -140,7 +140,7 @@ class MMDT:
             # Paper 000 sorts the node's means on every axis; sorting once at the root and
             # filtering the sorted lists down the tree gives every node its order in O(K d).
             self._means_t = np.ascontiguousarray(means.T)
-            root_order = np.ascontiguousarray(np.argsort(means, axis=0, kind="stable").T)
+            root_order = np.argsort(self._means_t, axis=1, kind="stable").astype(np.int64, copy=False)
         goes_left = np.zeros(K, dtype=np.bool_)
         stack = [(builder.add_node(), np.arange(K), root_order if midpoint else None)]
         while stack:
@@ -273,8 +273,8 @@ class MMDT:
             _KERNEL_KIND[self.threshold], np.ascontiguousarray(values), w, np.ascontiguousarray(sig),
             cuts, _GRID, _EDGE_MARGIN, _REFINE_WITHIN, _REFINE_STEPS, _PROBES,
         )
-        best = f.min()
-        tied = _ties(f, best, False)
+        # f holds log objectives: an absolute tolerance on them is a relative one on the objective.
+        tied = np.flatnonzero(f <= f.min() + _TIE_RTOL)
         if tied.size > 1:  # break by the tie-breaker (uncapped Chebyshev), then at random
             tied = tied[_ties(g[tied], g[tied].min(), False)]
         a = int(self._rng.choice(tied))
@@ -284,7 +284,7 @@ class MMDT:
             theta = float(0.5 * (lo + hi)) if lo < 0.5 * (lo + hi) < hi else float(lo)
         gap = hi - lo
         at_edge = min(theta - lo, hi - theta) <= 1.5 * _EDGE_MARGIN * gap
-        return theta, float(f[a]), bool(at_edge)
+        return theta, float(np.exp(f[a])), bool(at_edge)
 
     # ------------------------------------------------------------------ using the tree
     def _check_fitted(self) -> None:
