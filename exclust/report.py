@@ -1079,6 +1079,8 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
         cols.remove("feature_name")  # the name says what the index says, readably
         cols[cols.index("feature")] = "feature_name"
     head = "".join(f"<th scope='col'>{_esc(_DIAG_HEADERS.get(c, c.replace('_', ' ')))}</th>" for c in cols)
+    if all(isinstance(row.get("node"), (int, np.integer)) for row in diagnostics):
+        diagnostics = sorted(diagnostics, key=lambda row: int(row["node"]))
     body = []
     for row in diagnostics:
         cells = []
@@ -1087,7 +1089,7 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
             if c == "axis" and isinstance(v, (int, np.integer)) and 0 <= int(v) < tree.n_features:
                 text = tree.feature_names[int(v)]
             elif isinstance(v, (list, tuple)):
-                text = _list_text(list(v), integer_like=True, head=10)
+                text = _list_text(list(v), integer_like=True, head=6)
             elif c in ("threshold", "center") and isinstance(v, (float, np.floating)):
                 text = _fmt_num(float(v))  # as the tree drawing writes it
             else:
@@ -1109,25 +1111,35 @@ def contingency_svg(table, palette: Sequence[str], *, row_label: str = "tree clu
     left, top = 70.0, 46.0
     width, height = left + c * cell + 10, top + r * cell + 10
     row_sums = t.sum(axis=1, keepdims=True)
+    grid = "".join(
+        f'<rect x="{left + j * cell:.1f}" y="{top + i * cell:.1f}" width="{cell - 2:.1f}" height="{cell - 2:.1f}" rx="3"/>'
+        for i in range(r) for j in range(c)
+    ) if r * c <= 400 else ""
+    parts_bg = (f'<g fill="#f1f3f5">{grid}</g>' if grid else
+                f'<rect x="{left:.1f}" y="{top:.1f}" width="{c * cell - 2:.1f}" height="{r * cell - 2:.1f}" fill="#f6f7f9"/>')
     share = np.divide(t, row_sums, out=np.zeros_like(t), where=row_sums > 0)
     parts = [
+        parts_bg,
         f'<text x="{left + c * cell / 2:.1f}" y="14" class="axis">{_esc(col_label)} →</text>',
         f'<text x="12" y="{top + r * cell / 2:.1f}" class="axis" transform="rotate(-90 12 {top + r * cell / 2:.1f})">'
         f"← {_esc(row_label)}</text>",
     ]
-    for j in range(c):
+    every = 1 if cell >= 20 else 5  # two-digit ids do not fit over narrow cells
+    for j in range(0, c, every):
         parts.append(f'<text x="{left + (j + 0.5) * cell:.1f}" y="{top - 8:.1f}" class="tick">{j}</text>')
     for i in range(r):
         y = top + i * cell
         parts.append(f'<rect x="{left - 26:.1f}" y="{y + cell / 2 - 6:.1f}" width="12" height="12" rx="3" '
                      f'fill="{palette[i % len(palette)]}"/>')
-        parts.append(f'<text x="{left - 6:.1f}" y="{y + cell / 2 + 4:.1f}" class="tick" text-anchor="end">{i}</text>')
+        if i % every == 0:
+            parts.append(f'<text x="{left - 6:.1f}" y="{y + cell / 2 + 4:.1f}" class="tick" text-anchor="end">{i}</text>')
         for j in range(c):
             v = share[i, j]
-            fill = f"rgba(0,114,178,{0.06 + 0.94 * v:.3f})" if t[i, j] > 0 else "#f6f7f9"
+            if t[i, j] <= 0:
+                continue  # the grid behind shows through: big tables stay small files
             parts.append(
                 f'<rect class="cell" x="{left + j * cell:.1f}" y="{y:.1f}" width="{cell - 2:.1f}" height="{cell - 2:.1f}" '
-                f'rx="3" fill="{fill}"><title>tree {i}, reference {j}: {int(t[i, j]):,} points ({v:.1%} of tree {i})</title></rect>'
+                f'rx="3" fill="rgba(0,114,178,{0.06 + 0.94 * v:.3f})"><title>tree {i} · ref {j}: {int(t[i, j]):,} ({v:.1%})</title></rect>'
             )
             if show_numbers and t[i, j] > 0:
                 ink = "#fff" if v > 0.55 else "#1d2630"

@@ -408,3 +408,30 @@ def test_report_for_forty_leaves_with_sample(rng):
     assert html.count('class="node leaf"') == 40
     assert html.count("<tr data-cluster=") == 20
     assert len(html) < 1_000_000
+
+
+def test_report_of_a_real_mmdt_run_with_score_output(rng):
+    """The page takes score()'s dict and MMDT's diagnostics as they come: tables, lists and None alike."""
+    from exclust.algorithms.mmdt import MMDT
+    from exclust.bounds import mmdt_bounds
+    from exclust.metrics import score
+
+    means = np.array([[0.0, 0.0, 0.0], [8.0, 0.0, 1.0], [0.0, 9.0, -1.0], [8.0, 9.0, 0.0]])
+    y = rng.integers(0, 4, 2000)
+    X = means[y] + rng.normal(size=(2000, 3))
+    summary = MixtureSummary(means=means, sigma=np.ones(3), weights=np.full(4, 0.25), feature_names=["u", "v", "w"])
+    model = MMDT(threshold="gaussian", random_state=0).fit(summary)
+    metrics = score(model.tree_, X, reference_labels=y, centers=means, y_true=y)
+    metrics.update(algorithm="MMDT", k=4, d=3, enr=model.enr_, bounds=mmdt_bounds(summary),
+                   seconds={"tree": 0.001, "score": 0.2})
+    html = render_report(tree=model.tree_, metrics=metrics, sample=X[:500], diagnostics=model.node_diagnostics_)
+    _assert_self_contained(html)
+    assert 'id="contingency"' in html and "4 × 4 table" in html
+    sizes = metrics["cluster_sizes_tree"]
+    for c, size in enumerate(sizes):  # the rules table counts the full data, not the plotted sample
+        row = re.search(rf'<tr data-cluster="{c}">.*?</tr>', html).group(0)
+        assert f"{size:,}" in row
+    diag = re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)
+    for d in model.node_diagnostics_:
+        assert f">{d['feature_name']}<" in diag
+        assert f"{d['threshold']:.6g}" in diag  # thresholds written as in the tree drawing
