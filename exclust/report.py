@@ -632,7 +632,7 @@ def scatter_svg(
         m = labels == c
         color = palette[int(c) % k] if c >= 0 else "#9aa3ad"
         ax.scatter(xs[m], ys[m], s=size, c=color, alpha=0.75, linewidths=0, rasterized=True, zorder=2,
-                   label=f"cluster {int(c)}" if c >= 0 else "unassigned")
+                   label=f"cluster {int(c)}" if c >= 0 else "noise (−1)")
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.set_xlabel(names[fx])
@@ -1217,6 +1217,9 @@ def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_i
     return s
 
 
+_MAX_SAMPLE_ROWS = 200_000
+
+
 def render_report(
     *,
     tree: ThresholdTree,
@@ -1236,6 +1239,12 @@ def render_report(
 
     metrics = dict(metrics or {})
     palette = cluster_colors(tree.n_clusters)
+    if sample is not None and hasattr(sample, "dask") and len(sample) > _MAX_SAMPLE_ROWS:
+        # a report is drawn on the driver: never pull a whole distributed dataset there
+        raise ValueError(
+            f"sample has {len(sample):,} rows; the report plots a sample of at most {_MAX_SAMPLE_ROWS:,} "
+            "(take one first, e.g. X[::step].compute() or a random subset)"
+        )
     sample_arr = None if sample is None else np.asarray(sample, dtype=float)
     counts_note = ""
     counts_from_user = leaf_counts is not None

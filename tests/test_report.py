@@ -435,3 +435,14 @@ def test_report_of_a_real_mmdt_run_with_score_output(rng):
     for d in model.node_diagnostics_:
         assert f">{d['feature_name']}<" in diag
         assert f"{d['threshold']:.6g}" in diag  # thresholds written as in the tree drawing
+
+
+def test_report_refuses_a_whole_distributed_dataset_as_sample():
+    import dask.array as da
+
+    tree = balanced_tree(4, n_features=2)
+    big = da.zeros((300_000, 2), chunks=(50_000, 2))
+    with pytest.raises(ValueError, match="take one first"):
+        render_report(tree=tree, metrics={}, sample=big)
+    small = da.random.random((2000, 2), chunks=(500, 2)) * 100
+    assert 'id="scatter"' in render_report(tree=tree, metrics={}, sample=small)
