@@ -207,8 +207,15 @@ def tree_svg(
     *,
     cluster_names: Sequence[str] | None = None,
     orientation: str = "auto",
+    shares_only: bool = False,
 ) -> str:
-    """The tree as an inline SVG drawing: tests in the internal nodes, yes/no edges, coloured leaves."""
+    """The tree as an inline SVG drawing: tests in the internal nodes, yes/no edges, coloured leaves.
+
+    ``leaf_counts`` maps leaf node ids to point counts (shown with their share; only the share
+    when ``shares_only``). ``orientation``: "top-down" (a classic tree, for up to ~12 leaves),
+    "left-right" (one row per leaf, for wide shallow trees), "outline" (one indented row per
+    node, for deep trees) or "auto", which picks the first that fits a page.
+    """
     palette = _palette_for(tree, cluster_colors)
     slot, depth, order = _tree_layout(tree)
     n_leaves = tree.n_leaves
@@ -225,6 +232,8 @@ def tree_svg(
         if not leaf_counts or node not in leaf_counts:
             return None
         v = float(leaf_counts[node])
+        if shares_only and total:
+            return f"≈ {v / total:.1%}"
         share = f" · {v / total:.1%}" if total else ""
         return f"{_fmt_value(v, integer_like=True)}{share}"
 
@@ -350,7 +359,10 @@ def tree_svg(
             c = int(tree.value[n])
             fill = palette[c % len(palette)]
             ink = _text_color_on(fill)
-            title = f"leaf {n}: {leaf_label(n)}" + (f" ({leaf_count_text(n)} points)" if leaf_count_text(n) else "")
+            count_text = leaf_count_text(n)
+            title = f"leaf {n}: {leaf_label(n)}" + (
+                "" if not count_text else f" ({count_text} of the sample)" if shares_only else f" ({count_text} points)"
+            )
             texts = []
             if top_down and len(lines) == 2:
                 texts.append(f'<text x="{cx:.1f}" y="{cy - 3:.1f}" class="leaf-label" fill="{ink}">{_esc(lines[0])}</text>')
@@ -1248,12 +1260,20 @@ def render_report(
     sample_arr = None if sample is None else np.asarray(sample, dtype=float)
     counts_note = ""
     counts_from_user = leaf_counts is not None
-    if leaf_counts is None and sample_arr is not None and len(sample_arr):
+    shares_only = False
+    sizes = metrics.get("cluster_sizes_tree")
+    one_leaf_each = np.bincount(tree.value[tree.leaves], minlength=tree.n_clusters).max(initial=0) <= 1
+    if leaf_counts is not None:
+        counts_note = " Each leaf shows its number of points and their share."
+    elif sizes is not None and len(sizes) >= tree.n_clusters and one_leaf_each:
+        # one leaf per cluster: the scored cluster sizes are the exact leaf counts over all the data
+        leaf_counts = {int(leaf): float(sizes[int(tree.value[leaf])]) for leaf in tree.leaves}
+        counts_note = " Each leaf shows its number of points and their share."
+    elif sample_arr is not None and len(sample_arr):
         leaves, cnt = np.unique(tree.apply(sample_arr), return_counts=True)
         leaf_counts = {int(a): int(b) for a, b in zip(leaves, cnt)}
-        counts_note = " Leaf counts are those of the plotted sample."
-    elif leaf_counts is not None:
-        counts_note = " Each leaf shows its number of points and their share."
+        shares_only = True
+        counts_note = " Leaf shares are estimated from the plotted sample."
     leaf_counts = {int(a): float(b) for a, b in leaf_counts.items()} if leaf_counts else None
 
     algo = metrics.get("algorithm") or tree.meta.get("algorithm")
@@ -1272,7 +1292,7 @@ def render_report(
     if dataset_info and dataset_info.get("source"):
         chips.append(f"<li>data <b>{_esc(_short(str(dataset_info['source']), 60))}</b></li>")
 
-    tree_drawing = tree_svg(tree, palette, leaf_counts, cluster_names=cluster_names)
+    tree_drawing = tree_svg(tree, palette, leaf_counts, cluster_names=cluster_names, shares_only=shares_only)
     natural = float(re.search(r'viewBox="0 0 ([0-9.]+)', tree_drawing).group(1))
     # a wide tree gets the whole window (still scrolling if even that is too narrow)
     bleed = (f' bleed" style="width:min(calc(100vw - 24px), {natural + 44:.0f}px)' if natural > 1140 else "")
@@ -1282,7 +1302,8 @@ def render_report(
         f'<b>yes</b> (solid edge) when the point satisfies it, <b>no</b> (dashed) otherwise. Every leaf names a cluster.'
         f'{_esc(counts_note)}</p><div class="scroll tree-box">{tree_drawing}</div></section>'
     ]
-    sizes = metrics.get("cluster_sizes_tree") if not counts_from_user else None
+    if counts_from_user:
+        sizes = None  # the caller's leaf counts are the numbers to show
     rules_html = _rules_table_html(tree, palette, leaf_counts, cluster_names, sizes)
     sections.append(
         f'<section class="card" id="rules"><h2>Rules per cluster</h2><p class="lead">The same tree read leaf by leaf: '

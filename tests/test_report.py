@@ -407,6 +407,10 @@ def test_report_for_forty_leaves_with_sample(rng):
     _assert_self_contained(html)
     assert html.count('class="node leaf"') == 40
     assert html.count("<tr data-cluster=") == 20
+    # two leaves per cluster: leaf boxes can only show the sample's shares, and say so
+    leaf_boxes = re.findall(r'<g class="node leaf".*?</g>', html)
+    assert len(leaf_boxes) == 40 and all("≈ " in g for g in leaf_boxes)
+    assert "estimated from the plotted sample" in html
     assert len(html) < 1_000_000
 
 
@@ -428,9 +432,11 @@ def test_report_of_a_real_mmdt_run_with_score_output(rng):
     _assert_self_contained(html)
     assert 'id="contingency"' in html and "4 × 4 table" in html
     sizes = metrics["cluster_sizes_tree"]
-    for c, size in enumerate(sizes):  # the rules table counts the full data, not the plotted sample
+    for c, size in enumerate(sizes):  # rules table and leaf boxes count the full data, not the plotted sample
         row = re.search(rf'<tr data-cluster="{c}">.*?</tr>', html).group(0)
         assert f"{size:,}" in row
+        leaf_box = re.search(rf'<g class="node leaf" data-node="\d+" data-cluster="{c}">.*?</g>', html).group(0)
+        assert f">{size:,} · " in leaf_box
     diag = re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)
     for d in model.node_diagnostics_:
         assert f">{d['feature_name']}<" in diag
