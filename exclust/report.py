@@ -1270,8 +1270,8 @@ def render_report(
         leaf_counts = {int(leaf): float(sizes[int(tree.value[leaf])]) for leaf in tree.leaves}
         counts_note = " Each leaf shows its number of points and their share."
     elif sample_arr is not None and len(sample_arr):
-        leaves, cnt = np.unique(tree.apply(sample_arr), return_counts=True)
-        leaf_counts = {int(a): int(b) for a, b in zip(leaves, cnt)}
+        per_node = np.bincount(tree.apply(sample_arr), minlength=tree.node_count)
+        leaf_counts = {int(leaf): int(per_node[leaf]) for leaf in tree.leaves}  # empty leaves show 0%
         shares_only = True
         counts_note = " Leaf shares are estimated from the plotted sample."
     leaf_counts = {int(a): float(b) for a, b in leaf_counts.items()} if leaf_counts else None
