@@ -32,6 +32,7 @@ __all__ = [
     "metrics_table_html",
     "contingency_svg",
     "render_report",
+    "summary_markdown",
 ]
 
 # ---------------------------------------------------------------------------- colours
@@ -1209,12 +1210,23 @@ def _kpis_html(metrics: Mapping[str, Any]) -> str:
     return f'<div class="kpis">{"".join(cards)}</div>' if cards else ""
 
 
+def _article(word: str) -> str:
+    """'a' or 'an' by sound: acronyms by their first letter's name (an MMDT, an IMM, a CART)."""
+    w = str(word).strip()
+    if not w:
+        return "a"
+    first = w.split()[0]
+    if first.isupper() and len(first) > 1:
+        return "an" if first[0] in "AEFHILMNORSX" else "a"
+    return "an" if first[0].lower() in "aeiou" else "a"
+
+
 def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_info: Mapping[str, Any] | None) -> str:
     algo = metrics.get("algorithm") or tree.meta.get("algorithm") or "decision"
     k = metrics.get("k") or tree.n_clusters
     n = metrics.get("n") or (dataset_info or {}).get("n")
     d = metrics.get("d") or tree.n_features
-    s = (f"A {algo} tree with {tree.n_leaves} leaves and depth {tree.depth} explains {k} clusters"
+    s = (f"{_article(algo).capitalize()} {algo} tree with {tree.n_leaves} leaves and depth {tree.depth} explains {k} clusters"
          + (f" of {_fmt_value(n, integer_like=True)} points" if n else "")
          + f" in {d} features, using {len(tree.features_used)} of them.")
     extras = []
@@ -1372,3 +1384,29 @@ def render_report(
         f"<footer>made by exclust {__version__} · one self-contained file: no scripts, no fonts or images fetched</footer>"
         "</body></html>\n"
     )
+
+
+_MARKDOWN_KEYS = ("price_kmeans", "surrogate_price", "price_kmedians", "error_rate", "ari_reference", "ari_truth",
+                  "enr", "n", "n_leaves", "depth", "passes")
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(tree: ThresholdTree, metrics: Mapping[str, Any] | None = None,
+                     title: str = "exclust report") -> str:
+    """A short Markdown digest (summary, rules per cluster, headline metrics), e.g. for a Prefect artifact."""
+    metrics = dict(metrics or {})
+    lines = [f"# {title}", "", _summary_sentence(tree, metrics, None), "", "| cluster | rule |", "| --- | --- |"]
+    for c, rule in tree.rules().items():
+        lines.append(f"| {c} | {_md_cell(rule)} |")
+    rows = []
+    for key in _MARKDOWN_KEYS:
+        if key in metrics and not isinstance(metrics[key], (Mapping, list, tuple)):
+            label, expl, _ = _METRIC_INFO.get(key, (key, "", ""))
+            rows.append(f"| {_md_cell(label)} | {_md_cell(_fmt_value(metrics[key], integer_like=key in _INTEGER_KEYS))} "
+                        f"| {_md_cell(expl)} |")
+    if rows:
+        lines += ["", "| measure | value | what it means |", "| --- | --- | --- |", *rows]
+    return "\n".join(lines) + "\n"

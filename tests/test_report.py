@@ -452,3 +452,22 @@ def test_report_refuses_a_whole_distributed_dataset_as_sample():
         render_report(tree=tree, metrics={}, sample=big)
     small = da.random.random((2000, 2), chunks=(500, 2)) * 100
     assert 'id="scatter"' in render_report(tree=tree, metrics={}, sample=small)
+
+
+def test_summary_markdown_lists_rules_and_headline_metrics():
+    from exclust.report import summary_markdown
+
+    tree = interval_tree()
+    md = summary_markdown(tree, {"price_kmeans": 1.0421, "error_rate": 0.05, "n": 150000, "seconds": {"a": 1}}, "iris")
+    assert md.startswith("# iris\n")
+    for c, rule in tree.rules().items():
+        assert f"| {c} | {rule} |" in md
+    assert "| price of explainability (k-means) | 1.042 |" in md and "| points n | 150,000 |" in md
+    assert "95.0%" in md and "seconds" not in md
+
+
+@pytest.mark.parametrize("algo,article", [("MMDT", "An"), ("IMM", "An"), ("CART", "A"), ("KDTree", "A"),
+                                          ("ExKMC", "An"), ("kernel MMDT", "A")])
+def test_summary_sentence_reads_naturally(algo, article):
+    html = render_report(tree=interval_tree(), metrics={"algorithm": algo})
+    assert f"{article} {algo} tree with 3 leaves" in html
