@@ -1,7 +1,7 @@
 """MMDT versus paper 000, Table 1: ARI of the base clustering, MMDT and CART against ground truth.
 
     .venv/bin/python bench/paper_mmdt.py [--seeds 5] [--synthetic-rows 5000000] [--appendix-g-runs 5]
-                                         [--skip-synthetic] [--json results.json]
+                                         [--skip-synthetic] [--json results.json] [--build-times-only]
 
 Rows (paper 000, Table 1; base / MMDT / CART ARI as printed there):
   Synthetic GMM (Appendix G, 5,000,000 points, d=2, K=5)   0.94 / 0.91 / 0.92
@@ -153,6 +153,41 @@ def summary_enr(summary):
     return explainability_to_noise_ratio(summary, "paper002")
 
 
+# --------------------------------------------------------------------------- build time
+def build_times(repeat: int = 15):
+    """Seconds to grow MMDT from a summary alone (the issue's target: < 10 ms for K <= 100, d <= 1000)."""
+    rng = np.random.default_rng(0)
+    print("\nMMDT build time from a MixtureSummary (no data involved), best and median of "
+          f"{repeat} fits, ms. 'random' means: isotropic N(0, 10^2) means, which give chain-like "
+          "trees (depth ~ K); 'clustered': means around K/10 centres, balanced trees.")
+    print(f"{'K':>4s} {'d':>5s} {'layout':9s} " + " ".join(f"{t:>17s}" for t in THRESHOLDS))
+    for K, d in ((5, 2), (10, 10), (100, 1000)):
+        centres = rng.normal(size=(max(2, K // 10), d)) * 30
+        layouts = {
+            "random": rng.normal(size=(K, d)) * 10,
+            "clustered": centres[rng.integers(0, len(centres), K)] + rng.normal(size=(K, d)) * 5,
+        }
+        for name, means in layouts.items():
+            summary = MixtureSummary(means=means, sigma_per_component=rng.uniform(0.5, 2, size=(K, d)),
+                                     weights=rng.uniform(1, 2, K))
+            cells = []
+            for threshold in THRESHOLDS:
+                MMDT(threshold, random_state=0).fit(summary)  # compiled kernels loaded
+                times = []
+                for r in range(repeat):
+                    t0 = time.perf_counter()
+                    MMDT(threshold, random_state=r).fit(summary)
+                    times.append(time.perf_counter() - t0)
+                cells.append(f"{min(times) * 1e3:7.2f} / {np.median(times) * 1e3:7.2f}")
+            print(f"{K:4d} {d:5d} {name:9s} " + " ".join(f"{c:>17s}" for c in cells))
+    try:
+        import os
+
+        print(f"(load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    except OSError:
+        pass
+
+
 # --------------------------------------------------------------------------- printing
 def print_table(rows):
     cols = ["base"] + list(THRESHOLDS) + ["cart"]
@@ -197,7 +232,11 @@ def main(argv=None):
     parser.add_argument("--appendix-g-runs", type=int, default=5, help="extra Appendix G mixtures at ~375k rows")
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write all measurements here")
+    parser.add_argument("--build-times-only", action="store_true", help="only the MMDT build-time table")
     args = parser.parse_args(argv)
+    if args.build_times_only:
+        build_times()
+        return
     if not SHARED_DATA.exists():
         sys.exit(f"{SHARED_DATA} is absent: the benchmark reads the shared datasets there")
     seeds = list(range(args.seeds))
@@ -232,6 +271,7 @@ def main(argv=None):
         if runs:
             rows.insert(1, {"name": "Synthetic (App. G runs)", "base": f"GMM, {len(runs)} mixtures of ~375k rows", "n": n, "d": 2, "K": 5, "runs": runs})
     print_table(rows)
+    build_times()
     print(f"\ntotal {time.perf_counter() - t_start:.0f}s")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, default=float))

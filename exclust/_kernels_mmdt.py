@@ -23,6 +23,7 @@ EXACT_GAUSSIAN = 2  # eq. 4 with Gaussian components
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_NEGLIGIBLE = 40.0  # log terms this far below the largest add less than e^-40 each
 _TOL = 1e-12  # on log f: thresholds whose objectives agree to this relative precision tie
 _GOLDEN = 0.3819660112501051  # 2 - golden ratio
 
@@ -85,23 +86,68 @@ def _log_add(a, b):
 
 
 @numba.njit(cache=True, nogil=True)
-def _objective(kind, theta, means, log_weights, sigmas):
-    """(log f, tie-breaker): the uncapped Chebyshev sum orders thresholds where the capped one is flat."""
+def _objective(kind, theta, means, log_weights, sigmas, scratch):
+    """(log f, tie-breaker): the uncapped Chebyshev sum orders thresholds where the capped one is flat
+    (for the other objectives the tie-breaker is log f itself).
+
+    ``scratch`` (one float per component) holds the log terms between the two passes of the
+    log-sum-exp, so each term's transcendental functions are evaluated once. For the exact tail,
+    a component whose Chernoff bound log w - s^2/2 lies more than ``_NEGLIGIBLE`` below one
+    exactly evaluated term cannot change f beyond rounding, and its erfc is skipped.
+    """
     top = -math.inf
-    for k in range(means.shape[0]):
-        v = log_weights[k] + _log_term(kind, theta, means[k], sigmas[k])
-        if v > top:
-            top = v
+    n = means.shape[0]
+    if kind == CHEBYSHEV_BOUND:
+        # A power law does not underflow: sum in linear space, capped and uncapped in one pass.
+        f = 0.0
+        g = 0.0
+        for k in range(n):
+            sig = sigmas[k]
+            dist = abs(theta - means[k])
+            w = math.exp(log_weights[k])
+            if sig <= 0.0:
+                t = 1.0 if dist == 0.0 else 0.0
+                f += w * t
+                g += w * t
+            elif dist <= sig:
+                f += w
+                g += w * (sig / dist) ** 2 if dist > 0.0 else math.inf
+            else:
+                u = (sig / dist) ** 2
+                f += w * u
+                g += w * u
+        return (math.log(f) if f > 0.0 else -math.inf), g
+    if kind == EXACT_GAUSSIAN:
+        best_bound = -math.inf
+        kbest = 0
+        for k in range(n):
+            v = log_weights[k] + _log_term(GAUSSIAN_BOUND, theta, means[k], sigmas[k])
+            scratch[k] = v
+            if v > best_bound:
+                best_bound = v
+                kbest = k
+        floor = log_weights[kbest] + _log_term(kind, theta, means[kbest], sigmas[kbest]) - _NEGLIGIBLE
+        for k in range(n):
+            if scratch[k] < floor:
+                scratch[k] = -math.inf
+            else:
+                scratch[k] = log_weights[k] + _log_term(kind, theta, means[k], sigmas[k])
+                if scratch[k] > top:
+                    top = scratch[k]
+    else:
+        for k in range(n):
+            v = log_weights[k] + _log_term(kind, theta, means[k], sigmas[k])
+            scratch[k] = v
+            if v > top:
+                top = v
     if top == -math.inf:
         return top, 0.0
     acc = 0.0
-    g = 0.0
-    for k in range(means.shape[0]):
-        acc += math.exp(log_weights[k] + _log_term(kind, theta, means[k], sigmas[k]) - top)
-        if kind == CHEBYSHEV_BOUND:
-            g += math.exp(log_weights[k]) * _term(kind, theta, means[k], sigmas[k], False)
+    for k in range(n):
+        if scratch[k] > top - _NEGLIGIBLE:
+            acc += math.exp(scratch[k] - top)
     f = top + math.log(acc)
-    return f, (g if kind == CHEBYSHEV_BOUND else f)
+    return f, f
 
 
 @numba.njit(cache=True, nogil=True)
@@ -131,6 +177,7 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
     m = cuts.shape[0] - 1
     n = means.shape[0]
     log_w = np.empty(n)
+    scratch = np.empty(n)
     for k in range(n):
         log_w[k] = math.log(weights[k]) if weights[k] > 0 else -math.inf
     theta = np.empty(m)
@@ -148,7 +195,7 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
     order = np.argsort(lower)
     for r in range(min(m, n_probe)):
         a = order[r]
-        ub, _ = _objective(kind, 0.5 * (cuts[a] + cuts[a + 1]), means, log_w, sigmas)
+        ub, _ = _objective(kind, 0.5 * (cuts[a] + cuts[a + 1]), means, log_w, sigmas, scratch)
         if ub < best_upper:
             best_upper = ub
     step = (1.0 - 2.0 * margin) / (n_grid - 1)
@@ -162,7 +209,7 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
         bi = 0
         for i in range(n_grid):
             t = lo + gap * (margin + step * i)
-            f, g = _objective(kind, t, means, log_w, sigmas)
+            f, g = _objective(kind, t, means, log_w, sigmas, scratch)
             if i == 0 or _better(f, g, bf, bg, _TOL):
                 bf, bg, bi = f, g, i
         theta[a] = lo + gap * (margin + step * bi)
@@ -180,17 +227,17 @@ def interval_minima(kind, means, weights, sigmas, cuts, n_grid, margin, refine_w
         x3 = lo + gap * (margin + step * min(i + 1, n_grid - 1))
         x1 = x0 + _GOLDEN * (x3 - x0)
         x2 = x3 - _GOLDEN * (x3 - x0)
-        f1, g1 = _objective(kind, x1, means, log_w, sigmas)
-        f2, g2 = _objective(kind, x2, means, log_w, sigmas)
+        f1, g1 = _objective(kind, x1, means, log_w, sigmas, scratch)
+        f2, g2 = _objective(kind, x2, means, log_w, sigmas, scratch)
         for _ in range(n_refine):
             if _better(f1, g1, f2, g2, _TOL):
                 x3, x2, f2, g2 = x2, x1, f1, g1
                 x1 = x0 + _GOLDEN * (x3 - x0)
-                f1, g1 = _objective(kind, x1, means, log_w, sigmas)
+                f1, g1 = _objective(kind, x1, means, log_w, sigmas, scratch)
             else:
                 x0, x1, f1, g1 = x1, x2, f2, g2
                 x2 = x3 - _GOLDEN * (x3 - x0)
-                f2, g2 = _objective(kind, x2, means, log_w, sigmas)
+                f2, g2 = _objective(kind, x2, means, log_w, sigmas, scratch)
         if _better(f1, g1, fval[a], gval[a], _TOL):
             theta[a], fval[a], gval[a] = x1, f1, g1
         if _better(f2, g2, fval[a], gval[a], _TOL):
@@ -267,25 +314,24 @@ def largest_gaps(means_t, order_t, inv_sigma, rtol):
 def split_orders(order_t, goes_left, n_left):
     """Per-axis sorted component lists of the two children, filtered from the parent's.
 
-    A child with one component is a leaf and needs no lists: it gets an empty array.
+    ``goes_left`` is 1/0 per component id. Branch-free: every id is written to both children
+    and only the cursor of its own side advances (one slack column absorbs the other write).
     """
     d, n = order_t.shape
     n_right = n - n_left
-    keep_left = n_left > 1
-    keep_right = n_right > 1
-    left = np.empty((d if keep_left else 0, n_left), dtype=np.int64)
-    right = np.empty((d if keep_right else 0, n_right), dtype=np.int64)
+    left = np.empty((d, n_left + 1), dtype=np.int64)
+    right = np.empty((d, n_right + 1), dtype=np.int64)
     for j in range(d):
         a = 0
         b = 0
+        lrow = left[j]
+        rrow = right[j]
+        orow = order_t[j]
         for i in range(n):
-            k = order_t[j, i]
-            if goes_left[k]:
-                if keep_left:
-                    left[j, a] = k
-                a += 1
-            else:
-                if keep_right:
-                    right[j, b] = k
-                b += 1
-    return left, right
+            k = orow[i]
+            g = goes_left[k]
+            lrow[a] = k
+            rrow[b] = k
+            a += g
+            b += 1 - g
+    return left[:, :n_left], right[:, :n_right]

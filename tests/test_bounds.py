@@ -60,7 +60,7 @@ def test_mmdt_enr_attribute_uses_paper002():
     summary = MixtureSummary(means=[[0.0, 0.0], [3.0, 1.0], [0.0, 4.0]], sigma=[1.0, 2.0])
     model = MMDT(random_state=0).fit(summary)
     assert model.enr_ == pytest.approx(4.0)
-    assert model.tree_.meta["enr_paper000"] == pytest.approx(2.0)
+    assert model.enr_ / 2 == pytest.approx(explainability_to_noise_ratio(summary, "paper000"))
 
 
 def test_alpha_from_the_weights():

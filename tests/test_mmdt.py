@@ -63,6 +63,15 @@ def test_unequal_weights_move_the_cut_toward_the_lighter_mean(threshold):
     assert t_left - 3.0 == pytest.approx(3.0 - t_right, rel=1e-6)  # mirror images
 
 
+@pytest.mark.parametrize("threshold", OPTIMIZED)
+def test_far_apart_means_do_not_underflow(threshold):
+    # 50 sigmas from each mean the tails are ~1e-545: the objective is minimized in logs.
+    equal = MixtureSummary(means=[[0.0], [100.0]], sigma=[1.0])
+    assert MMDT(threshold).fit(equal).tree_.threshold[0] == pytest.approx(50.0, abs=1e-5)
+    light_right = MixtureSummary(means=[[0.0], [100.0]], sigma=[1.0], weights=[0.9, 0.1])
+    assert 50.0 < MMDT(threshold).fit(light_right).tree_.threshold[0] < 100.0
+
+
 def test_exact_moves_the_cut_toward_the_narrower_component():
     summary = MixtureSummary(means=[[0.0], [6.0]], sigma_per_component=[[2.0], [0.5]])
     theta = MMDT("exact", random_state=0).fit(summary).tree_.threshold[0]

@@ -57,10 +57,10 @@ _OBJECTIVE_NAME = {
 # objective's infimum lies at a mean (the bounds are loose next to a mean, and very unequal
 # weights push the cut toward the light mean) no minimizer exists on the open interval of eq. 4,
 # and the cut is placed this fraction of the gap away from the mean instead.
-_GRID = 33
+_GRID = 17
 _EDGE_MARGIN = 1e-3
 _REFINE_WITHIN = 0.05
-_REFINE_STEPS = 48
+_REFINE_STEPS = 36
 _PROBES = 4
 _TIE_RTOL = 1e-9
 
@@ -111,8 +111,6 @@ class MMDT:
         (the value of the criterion that chose the cut; NaN for ``"random"``) and
         ``at_edge`` (True when the cut sits at the search margin next to a mean).
         """
-        from exclust.bounds import explainability_to_noise_ratio
-
         if self.threshold not in THRESHOLDS:
             raise ValueError(f"threshold={self.threshold!r} is not known; choose one of {', '.join(THRESHOLDS)}")
         if not isinstance(summary, MixtureSummary):
@@ -140,8 +138,8 @@ class MMDT:
             # Paper 000 sorts the node's means on every axis; sorting once at the root and
             # filtering the sorted lists down the tree gives every node its order in O(K d).
             self._means_t = np.ascontiguousarray(means.T)
-            root_order = np.argsort(self._means_t, axis=1, kind="stable").astype(np.int64, copy=False)
-        goes_left = np.zeros(K, dtype=np.bool_)
+            root_order = np.argsort(self._means_t, axis=1).astype(np.int64, copy=False)
+        goes_left = np.zeros(K, dtype=np.int64)
         stack = [(builder.add_node(), np.arange(K), root_order if midpoint else None)]
         while stack:
             node, comps, order = stack.pop()
@@ -161,7 +159,6 @@ class MMDT:
             stack.append((right, comps[~left_mask], right_order))
             stack.append((left, comps[left_mask], left_order))
 
-        self.enr_ = float(explainability_to_noise_ratio(summary, convention="paper002"))
         meta = {
             "algorithm": "mmdt",
             "threshold": self.threshold,
@@ -169,8 +166,6 @@ class MMDT:
             "reference": "paper 000 Alg. 1" if self.threshold == "midpoint"
             else "paper 000 App. B" if self.threshold == "random" else "paper 002 Alg. 1",
             "random_state": self.random_state if isinstance(self.random_state, (int, type(None))) else "generator",
-            "enr_paper002": self.enr_,
-            "enr_paper000": self.enr_ / 2.0,
             "weights": summary.weights.tolist(),
         }
         tree = builder.build(feature_names=summary.feature_names, n_clusters=K, meta=meta)
@@ -181,6 +176,7 @@ class MMDT:
         self.tree_ = tree
         self.node_diagnostics_ = diagnostics
         self.summary_ = summary
+        self._enr = None
         self.n_features_in_ = d
         self.feature_names_in_ = list(summary.feature_names)
         for name in ("_means", "_means_t", "_weights", "_sigma", "_sigma_k", "_inv_sigma", "_names"):
@@ -216,20 +212,17 @@ class MMDT:
             j, theta, separation, objective = self._midpoint_cut(order)
             at_edge = False
         else:
-            j = int(self._rng.choice(_ties(R, best, True)))
+            j = self._pick(_ties(R, best, True))
             separation = float(best)
-            values = np.ascontiguousarray(self._means[comps, j])
-            if self.threshold == "random":
-                theta = self._random_threshold(values)
-                objective, at_edge = math.nan, False
-            else:
-                theta, objective, at_edge = self._optimal_threshold(comps, j, values)
+        values = self._means[comps, j]
         w = self._weights[comps]
         w = w / w.sum()
-        cut_off = separation_probability(
-            EXACT_GAUSSIAN, float(theta), np.ascontiguousarray(self._means[comps, j]), w,
-            np.ascontiguousarray(self._sigma_k[comps, j]),
-        )
+        if self.threshold == "random":
+            theta = self._random_threshold(values)
+            objective, at_edge = math.nan, False
+        elif self.threshold != "midpoint":
+            theta, objective, at_edge = self._optimal_threshold(comps, j, values, w)
+        cut_off = separation_probability(EXACT_GAUSSIAN, float(theta), values, w, self._sigma_k[comps, j])
         return {
             "components": comps.tolist(),
             "feature": int(j),
@@ -244,7 +237,7 @@ class MMDT:
     def _midpoint_cut(self, order: np.ndarray):
         """Paper 000, Algorithm 1: largest normalized gap between neighbouring means, cut halfway."""
         best, axes, lows, highs = largest_gaps(self._means_t, order, self._inv_sigma, _TIE_RTOL)
-        pick = int(self._rng.integers(axes.size))
+        pick = self._pick(np.arange(axes.size))
         lo, hi = lows[pick], highs[pick]
         theta = 0.5 * (lo + hi)
         if not lo < theta < hi:  # neighbours one float apart: the cut x <= lo still separates them
@@ -260,24 +253,26 @@ class MMDT:
                 return float(theta)
         return float(0.5 * (lo + hi)) if not (values == 0.5 * (lo + hi)).any() else float(lo)
 
-    def _optimal_threshold(self, comps: np.ndarray, j: int, values: np.ndarray):
+    def _pick(self, candidates: np.ndarray) -> int:
+        """One of the tied candidates, at random (the papers: 'one is chosen randomly')."""
+        return int(candidates[0] if candidates.size == 1 else self._rng.choice(candidates))
+
+    def _optimal_threshold(self, comps: np.ndarray, j: int, values: np.ndarray, w: np.ndarray):
         """Paper 002, eq. 4-6: minimize the weighted separation probability over (min, max)."""
-        w = self._weights[comps]
-        w = w / w.sum()
         if self.threshold == "exact":
             sig = self._sigma_k[comps, j]
         else:
             sig = np.full(comps.size, self._sigma[j])
         cuts = np.unique(values)
         thetas, f, g = interval_minima(
-            _KERNEL_KIND[self.threshold], np.ascontiguousarray(values), w, np.ascontiguousarray(sig),
+            _KERNEL_KIND[self.threshold], values, w, sig,
             cuts, _GRID, _EDGE_MARGIN, _REFINE_WITHIN, _REFINE_STEPS, _PROBES,
         )
         # f holds log objectives: an absolute tolerance on them is a relative one on the objective.
         tied = np.flatnonzero(f <= f.min() + _TIE_RTOL)
         if tied.size > 1:  # break by the tie-breaker (uncapped Chebyshev), then at random
             tied = tied[_ties(g[tied], g[tied].min(), False)]
-        a = int(self._rng.choice(tied))
+        a = self._pick(tied)
         theta = float(thetas[a])
         lo, hi = cuts[a], cuts[a + 1]
         if not lo < theta < hi:
@@ -287,6 +282,19 @@ class MMDT:
         return theta, float(np.exp(f[a])), bool(at_edge)
 
     # ------------------------------------------------------------------ using the tree
+    @property
+    def enr_(self) -> float:
+        """Explainability-to-noise ratio of the fitted mixture (paper 002, Definition 2; paper 000's q is half).
+
+        Computed on first use: it costs O(K^2 d), more than growing the tree.
+        """
+        self._check_fitted()
+        if self._enr is None:
+            from exclust.bounds import explainability_to_noise_ratio
+
+            self._enr = float(explainability_to_noise_ratio(self.summary_, convention="paper002"))
+        return self._enr
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "tree_"):
             from sklearn.exceptions import NotFittedError
