@@ -80,16 +80,20 @@ def line_lengths(images, *, max_value: float = 16.0, level: float = 0.5) -> tupl
     return horizontal, vertical
 
 
-def curvature(images, *, max_value: float = 16.0, upsample: int = 4, scale: float = 1.5) -> np.ndarray:
+def curvature(
+    images, *, max_value: float = 16.0, upsample: int = 4, smooth: float = 3.0, scale: float = 3.0
+) -> np.ndarray:
     """1 - local coherence of edge orientation, averaged over edges weighted by edge strength.
 
-    The structure tensor of the upsampled image, smoothed at ``scale``, has coherence 1 where all
-    nearby edges point one way (a straight stroke) and less where their direction turns (a curve).
+    The structure tensor of the upsampled image, smoothed at ``scale`` (upsampled pixels), has
+    coherence 1 where all nearby edges point one way (a straight stroke) and less where their
+    direction turns (a curve; also a stroke's end). The image is blurred by ``smooth`` first so
+    that the pixel staircase of a thin diagonal stroke does not count as turning.
     """
     images = _as_images(images, max_value)
     out = np.zeros(images.shape[0])
     for i, image in enumerate(images):
-        big = ndi.zoom(image, upsample, order=1)
+        big = ndi.gaussian_filter(ndi.zoom(image, upsample, order=1), smooth)
         gx, gy = ndi.sobel(big, axis=1), ndi.sobel(big, axis=0)
         jxx = ndi.gaussian_filter(gx * gx, scale)
         jyy = ndi.gaussian_filter(gy * gy, scale)
