@@ -511,7 +511,10 @@ def _svg_from_figure(fig, salt: str, css_class: str, label: str) -> str:
     head_end = svg.index(">")
     head = svg[:head_end]
     head = re.sub(r'\s(width|height)="[^"]*"', "", head, count=2)
-    head += f' class="{css_class}" role="img" aria-label="{_esc(label)}" style="width:100%;height:auto"'
+    vb = re.search(r'viewBox="[-0-9.]+ [-0-9.]+ ([0-9.]+)', head)
+    # never blow a figure up much beyond its drawn size: its text would grow with it
+    cap = f";max-width:{float(vb.group(1)) * 96 / 72 * 1.2:.0f}px;display:block;margin:0 auto" if vb else ""
+    head += f' class="{css_class}" role="img" aria-label="{_esc(label)}" style="width:100%;height:auto{cap}"'
     body = re.sub(r"(<style[^>]*>)(.*?)(</style>)", lambda m: m.group(1) + _scoped(m.group(2), f"svg.{css_class}") + m.group(3),
                   svg[head_end:], flags=re.S)
     return head + body
@@ -1210,6 +1213,21 @@ def _kpis_html(metrics: Mapping[str, Any]) -> str:
     return f'<div class="kpis">{"".join(cards)}</div>' if cards else ""
 
 
+_ALGORITHM_NAMES = {
+    "mmdt": "MMDT", "imm": "IMM", "exkmc": "ExKMC", "cart": "CART", "kdtree": "KDTree",
+    "kernel_mmdt": "kernel MMDT", "kernelmmdt": "kernel MMDT", "concept_mmdt": "Concept-MMDT",
+    "conceptmmdt": "Concept-MMDT", "concept_cart": "Concept-CART", "conceptcart": "Concept-CART",
+}
+
+
+def _algorithm_name(name: Any) -> str | None:
+    """The papers' spelling of an algorithm name given in any case (``mmdt`` -> ``MMDT``)."""
+    if name is None:
+        return None
+    key = str(name).strip().lower().replace("-", "_").replace(" ", "_")
+    return _ALGORITHM_NAMES.get(key, str(name))
+
+
 def _article(word: str) -> str:
     """'a' or 'an' by sound: acronyms by their first letter's name (an MMDT, an IMM, a CART)."""
     w = str(word).strip()
@@ -1222,13 +1240,19 @@ def _article(word: str) -> str:
 
 
 def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_info: Mapping[str, Any] | None) -> str:
-    algo = metrics.get("algorithm") or tree.meta.get("algorithm") or "decision"
+    algo = _algorithm_name(metrics.get("algorithm") or tree.meta.get("algorithm")) or "decision"
     k = metrics.get("k") or tree.n_clusters
     n = metrics.get("n") or (dataset_info or {}).get("n")
     d = metrics.get("d") or tree.n_features
-    s = (f"{_article(algo).capitalize()} {algo} tree with {tree.n_leaves} leaves and depth {tree.depth} explains {k} clusters"
-         + (f" of {_fmt_value(n, integer_like=True)} points" if n else "")
-         + f" in {d} features, using {len(tree.features_used)} of them.")
+    def count(v: Any, word: str) -> str:
+        return f"{_fmt_value(v, integer_like=True)} {word}{'' if v == 1 else 's'}"
+
+    used = len(tree.features_used)
+    s = (f"{_article(algo).capitalize()} {algo} tree with {count(tree.n_leaves, 'leaf').replace('leafs', 'leaves')} "
+         f"and depth {tree.depth} explains {count(k, 'cluster')}"
+         + (f" of {count(n, 'point')}" if n else "")
+         + f" in {count(d, 'feature')}"
+         + (f", using {used} of them." if d != 1 and used else "."))
     extras = []
     err = metrics.get("error_rate")
     if isinstance(err, (int, float, np.number)) and math.isfinite(float(err)):
@@ -1288,7 +1312,7 @@ def render_report(
         counts_note = " Leaf shares are estimated from the plotted sample."
     leaf_counts = {int(a): float(b) for a, b in leaf_counts.items()} if leaf_counts else None
 
-    algo = metrics.get("algorithm") or tree.meta.get("algorithm")
+    algo = _algorithm_name(metrics.get("algorithm") or tree.meta.get("algorithm"))
     chips = []
     for label, value in (
         ("algorithm", algo),

@@ -471,3 +471,34 @@ def test_summary_markdown_lists_rules_and_headline_metrics():
 def test_summary_sentence_reads_naturally(algo, article):
     html = render_report(tree=interval_tree(), metrics={"algorithm": algo})
     assert f"{article} {algo} tree with 3 leaves" in html
+
+
+def test_one_feature_data_gets_a_strip_plot_with_its_cuts(rng):
+    b = TreeBuilder(n_features=1)
+    left, right = b.split(b.add_node(), 0, 0.0)
+    b.make_leaf(left, 0)
+    inside, outside = b.split_interval(right, 0, center=3.0, half_width=1.0)
+    b.make_leaf(inside, 1)
+    b.make_leaf(outside, 2)
+    tree = b.build(["score"], 3)
+    X = rng.normal(2.0, 2.0, size=(500, 1))
+    assert choose_scatter_features(tree, X) == (0, 0)
+    html = render_report(tree=tree, metrics={}, sample=X)
+    _assert_self_contained(html)
+    svg = re.search(r'<svg[^>]*class="scatter-svg.*?</svg>', html, flags=re.S).group(0)
+    ids = {el.get("id") for el in parse_svg(svg).iter() if el.get("id")}
+    assert {"cut-node-0", "interval-band-node-2"} <= ids
+
+
+def test_summary_sentence_counts_in_singular_and_plural():
+    html = render_report(tree=one_leaf_tree(), metrics={"algorithm": "IMM", "n": 1, "d": 1, "k": 1})
+    assert "An IMM tree with 1 leaf and depth 0 explains 1 cluster of 1 point in 1 feature." in html
+    html = render_report(tree=interval_tree(), metrics={"n": 1500})
+    assert "with 3 leaves and depth 2 explains 3 clusters of 1,500 points in 4 features, using 2 of them." in html
+
+
+def test_algorithm_names_are_spelled_as_in_the_papers():
+    tree = interval_tree()
+    tree.meta["algorithm"] = "mmdt"
+    assert "An MMDT tree" in render_report(tree=tree, metrics={})
+    assert "A kernel MMDT tree" in render_report(tree=tree, metrics={"algorithm": "kernel_mmdt"})
