@@ -131,13 +131,12 @@ def cmd_label(args) -> int:
     return 0
 
 
+SUMMARY_KEYS = ("algorithm", "reference", "k", "d", "n", "n_leaves", "depth", "enr", "price_kmeans",
+                "surrogate_price", "price_kmedians", "kernel_price", "error_rate", "ari_reference", "ari_truth")
+
+
 def _summary(metrics: dict, rules: str, out) -> None:
-    keys = ("algorithm", "k", "d", "n", "n_leaves", "depth", "enr", "price", "surrogate_price",
-            "error_rate", "ari_reference", "ari_truth")
-    shown = {k: metrics[k] for k in keys if metrics.get(k) is not None}
-    for k, v in metrics.items():  # other scalar scores the scorer reports
-        if k not in shown and isinstance(v, (int, float)) and k not in ("n_dropped", "n_passes"):
-            shown[k] = v
+    shown = {k: metrics[k] for k in SUMMARY_KEYS if metrics.get(k) is not None}
     print("rules:")
     print("  " + rules.rstrip("\n").replace("\n", "\n  "))
     print("metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
@@ -149,6 +148,8 @@ def _prefect_environment() -> tempfile.TemporaryDirectory | None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_SERVER_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
+    # A loaded laptop can take longer than Prefect's default 20 s to start the temporary server.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     if os.environ.get("PREFECT_API_URL"):
         return None  # the user points at a real server: report the run there
     home = tempfile.TemporaryDirectory(prefix="exclust-prefect-")

@@ -65,6 +65,12 @@ class ExplainConfig:
 
     def check(self) -> "ExplainConfig":
         """Validate the choices (not the data); return self."""
+        from enum import Enum
+
+        for name in ("algorithm", "reference", "threshold", "kernel", "nan_policy"):
+            value = getattr(self, name)
+            if isinstance(value, Enum):  # parameter models hand over enum members
+                setattr(self, name, value.value)
         if self.algorithm not in ALGORITHMS:
             raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {self.algorithm!r}")
         if self.reference not in REFERENCES:
@@ -156,6 +162,8 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         yield client
     finally:
         client.close()
+        # Slow worker exits are killed by their nanny; that is the intended end, not news.
+        logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
         cluster.close()
 
 
@@ -198,38 +206,50 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
 def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
     """Build the explaining tree with the chosen algorithm."""
-    import exclust
-
     algo, k = config.algorithm, config.k
     leaves = config.leaves or k
     if algo == "mmdt":
-        est = exclust.MMDT(threshold=config.threshold, random_state=config.random_state).fit(ref.summary)
+        from exclust.algorithms.mmdt import MMDT
+
+        est = MMDT(threshold=config.threshold, random_state=config.random_state).fit(ref.summary)
         return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper002",
                                        "diagnostics": est.node_diagnostics_, "n_passes": 0})
     if algo == "concept-mmdt":
+        from exclust.algorithms.concept import ConceptMMDT, fit_cavs
+
         # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
-        cavs = exclust.fit_cavs(data.X, {c: data.extra[c] for c in config.concepts}, random_state=config.random_state)
-        est = exclust.ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
+        cavs = fit_cavs(data.X, {c: data.extra[c] for c in config.concepts}, random_state=config.random_state)
+        est = ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
                                   random_state=config.random_state).fit(data.X, None if ref is None else ref.labels)
         return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
                                        "diagnostics": est.node_diagnostics_},
                      space=cavs.project, reference_labels=est.reference_labels_)
     if algo == "kernel-mmdt":
+        from exclust.algorithms.kernel_mmdt import KernelMMDT
+
         options = {} if config.bandwidth is None else {"bandwidth": config.bandwidth}
-        est = exclust.KernelMMDT(n_clusters=k, kernel=config.kernel, random_state=config.random_state,
+        est = KernelMMDT(n_clusters=k, kernel=config.kernel, random_state=config.random_state,
                                  **options).fit(data.X, None if ref is None else ref.labels)
         labels = ref.labels if ref is not None else getattr(est, "labels_", None)
         return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
                                        "kernel_price": _maybe_float(getattr(est, "kernel_price_", None))},
                      reference_labels=labels)
     if algo == "imm":
-        est = exclust.IMM(n_clusters=k, random_state=config.random_state).fit(data.X, ref.centers)
+        from exclust.algorithms.imm import IMM
+
+        est = IMM(n_clusters=k, random_state=config.random_state).fit(data.X, ref.centers)
     elif algo == "exkmc":
-        est = exclust.ExKMC(n_clusters=k, max_leaves=leaves, random_state=config.random_state).fit(data.X, ref.centers)
+        from exclust.algorithms.exkmc import ExKMC
+
+        est = ExKMC(n_clusters=k, max_leaves=leaves, random_state=config.random_state).fit(data.X, ref.centers)
     elif algo == "kdtree":
-        est = exclust.KDTree(max_leaves=leaves).fit(data.X, ref.centers)
+        from exclust.algorithms.kdtree import KDTree
+
+        est = KDTree(max_leaves=leaves).fit(data.X, ref.centers)
     elif algo == "cart":
-        est = exclust.CART(max_leaf_nodes=leaves).fit(data.X, ref.labels)
+        from exclust.algorithms.cart import CART
+
+        est = CART(max_leaf_nodes=leaves).fit(data.X, ref.labels)
     else:  # pragma: no cover - ExplainConfig.check rejects it first
         raise InputError(f"unknown algorithm {algo!r}")
     return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None)})
@@ -242,14 +262,14 @@ def needs_reference_step(config: ExplainConfig) -> bool:
 
 def score_tree(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig) -> dict[str, Any]:
     """Score the tree against the reference (price, error rate, ARI) and the truth when given."""
-    import exclust
+    from exclust.metrics import score
 
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
     # Centers live in feature space: they mean nothing to a tree over concept coordinates.
     centers = None if ref is None or built.space is not None else ref.centers
-    return dict(exclust.score(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true))
+    return dict(score(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true))
 
 
 def enr_of(ref: Reference | None, built: Built) -> float | None:
@@ -258,9 +278,9 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
         return built.info["enr"]
     if ref is None:
         return None
-    import exclust
+    from exclust.bounds import explainability_to_noise_ratio
 
-    return _maybe_float(exclust.explainability_to_noise_ratio(ref.summary, convention="paper002"))
+    return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
 
 
 def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig) -> dict[str, Any] | None:

@@ -71,7 +71,7 @@ def _text_list(value):
 class ExplainParams(BaseModel):
     """Parameters of the ``explain`` flow."""
 
-    model_config = ConfigDict(extra="forbid", use_enum_values=True)
+    model_config = ConfigDict(extra="forbid", use_enum_values=True, validate_default=True)
 
     input: str = Field(
         description="Parquet input: a file, a folder of Parquet files, or a glob (seen from the machine that runs the flow)."
