@@ -24,12 +24,13 @@ of Theorem 12 (eq. 32) are evaluated from the same samples. The kernel price of 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
 
 from exclust._kernels_kernel import axis_similarity_moments, self_similarity, smallest_keys_per_cluster
-from exclust.data import InputError, as_matrix, is_dask_array
+from exclust.data import Dataset, InputError, as_matrix, is_dask_array
 from exclust.kernels import (
     RandomFourierFeatures,
     check_bandwidth,
@@ -245,7 +246,8 @@ class KernelMMDT:
     (the k-means on features), ``rff_``, ``xi_`` (d, K, K), ``xi_variance_``, ``tau_``,
     ``sigma2_`` (per cluster), ``theorem12_`` (dict), ``theorem12_bound_``, ``kernel_price_``,
     ``cluster_sizes_``, ``samples_`` (K, s, d), ``samples_taken_``, ``decisions_`` (per internal
-    node: axis, pair, theta, prototype), ``n_passes_``, ``feature_names_in_``, ``n_features_in_``.
+    node: axis, pair, theta, prototype), ``n_passes_``, ``timings_`` (seconds per step: validate,
+    base, sample, tree, price), ``feature_names_in_``, ``n_features_in_``.
     """
 
     def __init__(self, n_clusters: int = 8, *, kernel: str = "gaussian", bandwidth: Any = 1.0,
@@ -304,10 +306,18 @@ class KernelMMDT:
         """Fit the base clustering (unless ``labels`` are given), sample per cluster, grow the tree, score it."""
         self._check_params()
         K = int(self.n_clusters)
-        from exclust.data import Dataset
+        clock = time.perf_counter()
+        timings: dict[str, float] = {}
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timings[name] = now - clock
+            clock = now
 
         passes = 0 if isinstance(X, Dataset) else 1  # as_matrix checks finiteness in one pass
         ds = as_matrix(X, n_clusters=K)
+        lap("validate")
         X = ds.X
         n, d = X.shape
         h = check_bandwidth(self.bandwidth, d)
@@ -330,11 +340,13 @@ class KernelMMDT:
         else:
             base_labels = self._check_labels(labels, n)
             self.base_ = None
+        lap("base")
 
         samples, taken, sizes, n_outside = sample_per_cluster(
             X, base_labels, K, int(self.samples_per_cluster), sample_seed
         )
         passes += 1
+        lap("sample")
         if n_outside:
             raise InputError(f"{n_outside} label(s) lie outside 0..{K - 1} for n_clusters={K}")
         small = np.flatnonzero(sizes < 2)
@@ -357,6 +369,7 @@ class KernelMMDT:
         # needs xi(i, k, k) >= sigma^2 for the chosen k) and the largest variance.
         self.theorem12_ = theorem12_bound(tau, float(sigma2.min()), float(var.max()), float(K * weights.max()), K)
         self.theorem12_bound_ = self.theorem12_["price_bound"]
+        lap("tree")  # driver only: similarity moments, tree, Theorem 12 (independent of n)
 
         tree.meta.update({
             "algorithm": "kernel_mmdt", "kernel": str(self.kernel).lower(), "bandwidth": h.tolist(),
@@ -384,7 +397,9 @@ class KernelMMDT:
             self.kernel_price_ = (
                 self.tree_kernel_cost_ / self.base_kernel_cost_ if self.base_kernel_cost_ > 0 else float("nan")
             )
+            lap("price")
         self.n_passes_ = passes
+        self.timings_ = timings
         return self
 
     def predict(self, X: Any):
