@@ -197,10 +197,28 @@ def test_numpy_and_dask_give_the_same_cavs_and_tree(latent, cavs, dask_client):
     assert isinstance(pred, da.Array)
     assert adjusted_rand_score(y, pred.compute()) > 0.95
 
-    # The flow's path: the mixture fitted on the dask array, the tree scored on cavs.project(X).
-    fitted = exclust.ConceptMMDT(cavs_d, n_components=3, random_state=0).fit(Xd)
-    leaves = fitted.tree_.predict(cavs_d.project(Xd)).compute()
+
+
+def test_flow_path_from_parquet_concept_columns(latent, cavs, dask_client, tmp_path):
+    """The flow's path: concept labels are Parquet columns (NaN = unlabelled), X a dask array."""
+    import pandas as pd
+
+    X, y, concepts, *_ = latent
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
+    frame["alpha"], frame["beta"] = concepts["alpha"], concepts["beta"]
+    frame.loc[::3, "beta"] = np.nan
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[part].to_parquet(tmp_path / f"part{i}.parquet")
+    ds = exclust.load_dataset(str(tmp_path), features=[f"x{j}" for j in range(D)], extra_columns=["alpha", "beta"])
+    assert ds.is_distributed
+    cavs_d = exclust.fit_cavs(ds.X, {name: ds.extra[name] for name in ("alpha", "beta")}, random_state=0)
+    assert cavs_d.n_train[1] + cavs_d.n_test[1] == 2000
+    np.testing.assert_allclose(cavs_d.matrix[0], cavs.matrix[0], atol=1e-9)  # alpha: the same rows
+    assert cavs_d.matrix[1] @ cavs.matrix[1] > 0.999
+    fitted = exclust.ConceptMMDT(cavs_d, n_components=3, random_state=0).fit(ds.X)
+    leaves = fitted.tree_.predict(cavs_d.project(ds.X)).compute()
     assert adjusted_rand_score(y, leaves) > 0.95
+    assert adjusted_rand_score(y, fitted.reference_labels_.compute()) > 0.95
 
 
 def test_sampled_logistic_cavs_agree_between_numpy_and_dask(latent, dask_client):

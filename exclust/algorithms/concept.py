@@ -353,10 +353,6 @@ def _concept_pass_block(
 # --------------------------------------------------------------------------- fitting the CAVs
 def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str], Any]:
     """The concept labels as one (n x M) float matrix, numpy or dask aligned with X's rows."""
-    if not isinstance(concepts, Mapping):
-        raise InputError(f"concepts must map concept names to one label per row, got {type(concepts).__name__}")
-    if len(concepts) == 0:
-        raise InputError("no concepts given: pass a dict {concept name: one label per row (0/1 or a number, NaN = unlabelled)}")
     names = [str(k) for k in concepts]
     if len(set(names)) != len(names):
         raise InputError(f"concept names must be distinct, got {names}")
@@ -513,6 +509,7 @@ def fit_cavs(
         raise InputError(f"max_sample_rows ({max_sample_rows}) must be at least twice min_rows ({min_rows})")
     if not logistic_C > 0:
         raise InputError(f"logistic_C must be positive, got {logistic_C}")
+    # Checked before as_matrix, which costs a pass over a dask array.
     if not isinstance(concepts, Mapping):
         raise InputError(f"concepts must map concept names to one label per row, got {type(concepts).__name__}")
     if len(concepts) == 0:
