@@ -81,7 +81,10 @@ class MMDT:
     threshold : {"exact", "gaussian", "chebyshev", "midpoint", "random"}
         How a node's cut is placed (see the module docstring). ``"exact"`` uses each component's
         own per-axis standard deviation (``summary.sigma_per_component``); the other variants
-        use the coordinate-wise sigma_j (``summary.sigma``).
+        use the coordinate-wise sigma_j (``summary.sigma``: the within-component standard
+        deviation pooled over components, paper 002's sigma_j). Axis choice always normalizes by
+        ``summary.sigma``; paper 000's analysis takes sigma_j as a bound over components (its
+        Assumption 1: max_k), which a caller can pass as ``MixtureSummary(sigma=...)``.
     random_state : None, int or numpy Generator
         Breaks ties and draws the thresholds of ``"random"``; the same seed gives the same tree.
 
@@ -134,13 +137,14 @@ class MMDT:
         builder = TreeBuilder(n_features=d)
         diagnostics: list[dict[str, Any]] = []
         midpoint = self.threshold == "midpoint"
+        root_order = None
         if midpoint:
             # Paper 000 sorts the node's means on every axis; sorting once at the root and
             # filtering the sorted lists down the tree gives every node its order in O(K d).
             self._means_t = np.ascontiguousarray(means.T)
             root_order = np.argsort(self._means_t, axis=1).astype(np.int64, copy=False)
         goes_left = np.zeros(K, dtype=np.int64)
-        stack = [(builder.add_node(), np.arange(K), root_order if midpoint else None)]
+        stack = [(builder.add_node(), np.arange(K), root_order)]
         while stack:
             node, comps, order = stack.pop()
             if comps.size == 1:
@@ -179,7 +183,7 @@ class MMDT:
         self._enr = None
         self.n_features_in_ = d
         self.feature_names_in_ = list(summary.feature_names)
-        for name in ("_means", "_means_t", "_weights", "_sigma", "_sigma_k", "_inv_sigma", "_names"):
+        for name in ("_rng", "_means", "_means_t", "_weights", "_sigma", "_sigma_k", "_inv_sigma", "_names"):
             self.__dict__.pop(name, None)
         return self
 
