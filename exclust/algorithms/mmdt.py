@@ -41,7 +41,7 @@ from exclust._kernels_mmdt import (
 )
 from exclust.data import InputError, check_spread
 from exclust.mixture import MixtureSummary
-from exclust.tree import ThresholdTree, TreeBuilder
+from exclust.tree import TreeBuilder
 
 THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
 _KERNEL_KIND = {"gaussian": GAUSSIAN_BOUND, "chebyshev": CHEBYSHEV_BOUND, "exact": EXACT_GAUSSIAN}
