@@ -15,15 +15,30 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_rows(X, edges, n_edges, codes):
-    """Write into ``codes`` the bin of every value: the number of edges strictly below it."""
+def encode_rows(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, codes):
+    """Write into ``codes`` the bin of every value: the number of edges strictly below it.
+
+    A uniform grid over each feature's edge range narrows the search first: ``cell_lo`` and
+    ``cell_hi`` bound the answer for every value in a grid cell (with a cell of slack either
+    side, against rounding), so the binary search that follows is exact and usually has at most
+    one or two edges left to look at.
+    """
     n, d = X.shape
+    g = cell_lo.shape[1]
     for i in numba.prange(n):
         for f in range(d):
             v = X[i, f]
-            lo = 0
-            hi = n_edges[f]
-            # Smallest index whose edge is >= v, i.e. the count of edges < v.
+            ne = n_edges[f]
+            if ne == 0 or v <= edges[f, 0]:
+                codes[i, f] = 0
+                continue
+            if v > edges[f, ne - 1]:
+                codes[i, f] = ne
+                continue
+            c = int((v - origin[f]) * inv_width[f])
+            c = min(max(c, 0), g - 1)
+            lo = cell_lo[f, c]
+            hi = cell_hi[f, c]
             while lo < hi:
                 mid = (lo + hi) >> 1
                 if edges[f, mid] < v:
@@ -33,21 +48,16 @@ def encode_rows(X, edges, n_edges, codes):
             codes[i, f] = lo
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def nearest_centers(X, centers, center_sq, labels, dots):
-    """Per row: dot products with every center and the index of the nearest center."""
-    n, d = X.shape
-    k = centers.shape[0]
-    for i in numba.prange(n):
+@numba.njit(cache=True, nogil=True)
+def nearest_labels(dots, center_sq, labels):
+    """Index of the nearest center of every row, from its dot products with the centers."""
+    n, k = dots.shape
+    for i in range(n):
         best = np.inf
         arg = 0
         for j in range(k):
-            s = 0.0
-            for f in range(d):
-                s += X[i, f] * centers[j, f]
-            dots[i, j] = s
-            # ||x - mu||^2 up to the ||x||^2 every center shares.
-            c = center_sq[j] - 2.0 * s
+            # ||x - mu_j||^2 up to the ||x||^2 every center shares.
+            c = center_sq[j] - 2.0 * dots[i, j]
             if c < best:
                 best = c
                 arg = j
@@ -84,15 +94,15 @@ def mistake_histograms(codes, labels, feature, split_bin, left, right, slot, cen
     ``center_ok[s, j]`` says whether a row of reference cluster j counts for slot s, which is
     how rows cut off from their center by an earlier split are left out.
     """
-    n, d = codes.shape
+    d = codes.shape[1]
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
+    m = order.shape[0]
     parts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int64)
-    step = (n + nt - 1) // nt
+    step = (m + nt - 1) // nt
     for t in numba.prange(nt):
-        for i in range(t * step, min(n, (t + 1) * step)):
-            node = route_codes(codes, i, feature, split_bin, left, right)
-            s = slot[node]
-            if s < 0:
-                continue
+        for r in range(t * step, min(m, (t + 1) * step)):
+            i = order[r]
+            s = row_slot[i]
             j = labels[i]
             if not center_ok[s, j]:
                 continue
@@ -104,6 +114,33 @@ def mistake_histograms(codes, labels, feature, split_bin, left, right, slot, cen
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots):
+    """Indices of the rows that reach a requested leaf, grouped by slot (a counting sort).
+
+    Visiting rows slot by slot keeps one slot's histogram hot in cache at a time; in data
+    order, the rows of several leaves interleave and every row would touch a cold histogram.
+    """
+    n = codes.shape[0]
+    row_slot = np.empty(n, dtype=np.int32)
+    start = np.zeros(n_slots + 1, dtype=np.int64)
+    for i in range(n):
+        s = slot[route_codes(codes, i, feature, split_bin, left, right)]
+        row_slot[i] = s
+        if s >= 0:
+            start[s + 1] += 1
+    for s in range(n_slots):
+        start[s + 1] += start[s]
+    order = np.empty(start[n_slots], dtype=np.int64)
+    fill = start[:n_slots].copy()
+    for i in range(n):
+        s = row_slot[i]
+        if s >= 0:
+            order[fill[s]] = i
+            fill[s] += 1
+    return order, row_slot
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, slot, n_slots, n_bins, nt):
     """ExKMC: per (slot, feature, bin) the row count, the sums of <x, mu_j>, and label counts.
@@ -111,19 +148,19 @@ def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, s
     Returns ``sums`` (n_slots, d, n_bins, k + 1): channel 0 the count, channel 1 + j the sum of
     dot products with center j; and ``label_counts`` (n_slots, d, n_bins, k): rows per
     reference cluster, which tell which cuts isolate points of other centers than a leaf's.
-    ``nt`` blocks of rows, one private histogram each.
+    The requested rows, grouped by slot, are cut into ``nt`` blocks with a private histogram each.
     """
-    n, d = codes.shape
+    d = codes.shape[1]
     k = dots.shape[1]
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
+    m = order.shape[0]
     parts = np.zeros((nt, n_slots, d, n_bins, k + 1), dtype=np.float64)
-    counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int64)
-    step = (n + nt - 1) // nt
+    counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int32)
+    step = (m + nt - 1) // nt
     for t in numba.prange(nt):
-        for i in range(t * step, min(n, (t + 1) * step)):
-            node = route_codes(codes, i, feature, split_bin, left, right)
-            s = slot[node]
-            if s < 0:
-                continue
+        for r in range(t * step, min(m, (t + 1) * step)):
+            i = order[r]
+            s = row_slot[i]
             lab = labels[i]
             for f in range(d):
                 b = codes[i, f]

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust._kernels_hist import mistake_histograms, nearest_centers, surrogate_histograms
+from exclust._kernels_hist import mistake_histograms, nearest_labels, surrogate_histograms
 from exclust.binning import BinMapper
 from exclust.tree import ThresholdTree, TreeBuilder
 
@@ -100,12 +100,11 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
     """Pass 2 on one partition: codes, nearest-center labels, dot products, sum of ||x||^2."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     codes = mapper.transform(X)
-    n, k = X.shape[0], centers.shape[0]
-    labels = np.empty(n, dtype=np.int32)
-    dots = np.empty((n, k), dtype=np.float64)
-    nearest_centers(X, centers, np.einsum("ij,ij->i", centers, centers), labels, dots)
+    dots = X @ centers.T
+    labels = np.empty(X.shape[0], dtype=np.int32)
+    nearest_labels(dots, np.einsum("ij,ij->i", centers, centers), labels)
     sq = float(np.einsum("ij,ij->", X, X))
-    return {"codes": codes, "labels": labels, "dots": dots.astype(dots_dtype, copy=False), "sq": sq, "n": n}
+    return {"codes": codes, "labels": labels, "dots": dots.astype(dots_dtype, copy=False), "sq": sq, "n": X.shape[0]}
 
 
 def _threads() -> int:
