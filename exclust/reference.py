@@ -112,12 +112,66 @@ def _predict_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return K.nearest_center(np.ascontiguousarray(X, dtype=np.float64), centers)[0]
 
 
+def _sample_block(index: int, X: np.ndarray, candidates: np.ndarray, scale: float, seed: tuple) -> tuple:
+    """k-means|| round on a chunk: (rows drawn with probability scale * d^2, cost of the chunk)."""
+    _, d2 = K.nearest_center(np.ascontiguousarray(X, dtype=np.float64), candidates)
+    if scale > 0:
+        u = np.random.default_rng([*seed, index]).random(X.shape[0])
+        return np.asarray(X)[u < scale * d2], float(d2.sum())
+    return np.empty((0, X.shape[1])), float(d2.sum())
+
+
+def _concat_sample(a: tuple, b: tuple) -> tuple:
+    return np.concatenate([a[0], b[0]]), a[1] + b[1]
+
+
+def kmeans_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, oversampling: float = 2.0):
+    """k-means|| seeding (Bahmani et al. 2012) in ``rounds + 2`` passes; returns (centers, passes).
+
+    One random first center; a pass for its cost; then each round draws every row with
+    probability ``oversampling * k * d^2 / cost`` (the cost of the previous round, so that drawing
+    and costing share one pass); a last pass weights each candidate by the rows nearest to it,
+    and weighted k-means++ / Lloyd on the few candidates, in memory, gives the k centers.
+    """
+    from sklearn.cluster import KMeans as SKKMeans
+
+    rs = random_state if isinstance(random_state, np.random.RandomState) else np.random.RandomState(random_state)
+    n = X.shape[0]
+    first = int(rs.randint(n))
+    row = X[first : first + 1]
+    candidates = np.ascontiguousarray(row.compute() if is_dask_array(row) else row, dtype=np.float64)
+    seed = _seed(rs)
+    ell = oversampling * n_clusters
+    scale, passes = 0.0, 0
+    for r in range(rounds + 1 + 10):
+        drawn, cost = map_reduce(_sample_block, [X], (candidates, scale, (seed, r)), _concat_sample, pass_index=True)
+        passes += 1
+        candidates = np.ascontiguousarray(np.vstack([candidates, drawn]))
+        if cost == 0:
+            break
+        if r >= rounds and len(candidates) >= n_clusters:
+            break
+        # Past the planned rounds only when too few candidates were drawn: draw more boldly.
+        scale = ell / cost * (1.0 if r < rounds else 2.0 ** (r - rounds + 1))
+    stats, _ = map_reduce(_lloyd_block, [X], (candidates,), add_tuples)
+    passes += 1
+    keep = stats.counts > 0
+    if keep.sum() < n_clusters:
+        raise InputError(
+            f"the data hold fewer than {n_clusters} distinct points; ask for fewer clusters"
+        )
+    km = SKKMeans(n_clusters, n_init=1, random_state=_seed(rs))
+    km.fit(candidates[keep], sample_weight=stats.counts[keep].astype(np.float64))
+    return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
+
+
 class KMeans:
     """k-means reference clustering: scikit-learn in memory, distributed Lloyd on a dask array.
 
     ``backend="auto"`` picks, by measurement (``bench/bench_kmeans.py``; figures to follow),
     so in-memory numpy data go to scikit-learn (``"sklearn"``) and dask arrays to ``"lloyd"``:
-    dask-ml's k-means|| initialization (a few rounds, ``init_rounds``) followed by Lloyd
+    k-means|| seeding (``kmeans_parallel_init``: ``init_rounds`` rounds, each one pass, with the
+    candidates weighted before reclustering, as the paper asks and dask-ml skips) followed by Lloyd
     iterations, each one numba pass over the chunks returning per-center counts, sums and the
     inertia, with the center update on the driver. ``"dask-ml"`` runs dask-ml's own KMeans.
     Convergence follows scikit-learn: stop when the squared center shift is at most
@@ -215,20 +269,15 @@ class KMeans:
         self.cluster_centers_ = np.asarray(best.cluster_centers_)
         labels = best.labels_.astype(np.int64)
         self.labels_ = labels if is_dask_array(X) else np.asarray(labels.compute() if is_dask_array(labels) else labels)
-        self.inertia_ = float(best.inertia_)
+        # dask-ml's inertia_ is not the sum of squared distances; score its centers like the others.
         self.n_iter_ = int(best.n_iter_)
-        self.n_passes_ = int(best.n_iter_)
+        self.inertia_ = float(map_reduce(_lloyd_block, [X], (self.cluster_centers_,), add_tuples)[1])
+        self.n_passes_ = int(best.n_iter_) + 1
 
     def _initial_centers(self, X, k, rs) -> tuple[np.ndarray, int]:
         """(centers, passes): k-means|| on a dask array, k-means++ in memory."""
         if is_dask_array(X):
-            import dask.array as da
-            from dask_ml.cluster.k_means import init_scalable
-
-            # k-means|| draws about 2k candidates per round; a few rounds suffice (Bahmani et al.
-            # 2012) and cap the passes, where dask-ml's default runs log(initial cost) rounds.
-            centers = init_scalable(X, k, random_state=da.random.RandomState(_seed(rs)), max_iter=self.init_rounds)
-            return np.ascontiguousarray(centers, dtype=np.float64), 1 + 2 * self.init_rounds
+            return kmeans_parallel_init(X, k, rs, rounds=self.init_rounds)
         from sklearn.cluster import kmeans_plusplus
 
         centers, _ = kmeans_plusplus(X, k, random_state=rs)

@@ -64,26 +64,31 @@ def map_reduce(
     *,
     split_every: int = 8,
     compute: bool = True,
+    pass_index: bool = False,
 ):
     """Apply ``func(*row_blocks, *args)`` to every row chunk and combine the results up a tree.
 
     ``arrays`` share their rows (numpy or dask; the first one's row chunks are used for all).
     ``func`` must return something small that ``combine`` merges (arrays, a dataclass with
-    ``+``). With ``compute=False`` and dask input, returns a ``Delayed`` so that several passes
-    can be computed together.
+    ``+``). With ``pass_index`` it is called as ``func(chunk_number, *row_blocks, *args)`` (to
+    seed random draws per chunk). With ``compute=False`` and dask input, returns a ``Delayed``
+    so that several passes can be computed together.
     """
     if not any(is_dask_array(a) for a in arrays):
         n = np.shape(arrays[0])[0]
         workers = os.cpu_count() or 1
         if n < _THREAD_MIN_ROWS or workers == 1:
-            return func(*arrays, *args)
+            return func(0, *arrays, *args) if pass_index else func(*arrays, *args)
         from concurrent.futures import ThreadPoolExecutor
 
         bounds = np.linspace(0, n, workers + 1).astype(int)
+
+        def run(i):
+            blocks = [a[bounds[i] : bounds[i + 1]] for a in arrays]
+            return func(i, *blocks, *args) if pass_index else func(*blocks, *args)
+
         with ThreadPoolExecutor(workers) as pool:
-            parts = list(
-                pool.map(lambda ab: func(*(a[ab[0] : ab[1]] for a in arrays), *args), zip(bounds[:-1], bounds[1:]))
-            )
+            parts = list(pool.map(run, range(workers)))
         return _sum_all(combine, *parts)
 
     import dask
@@ -92,7 +97,7 @@ def map_reduce(
         raise InputError("put the dask array first when mixing numpy and dask inputs")
     blocks = _aligned_blocks(arrays)
     task = dask.delayed(func, pure=True)
-    level = [task(*chunk, *args) for chunk in zip(*blocks)]
+    level = [task(*((i,) if pass_index else ()), *chunk, *args) for i, chunk in enumerate(zip(*blocks))]
     merge = dask.delayed(_sum_all, pure=True)
     while len(level) > 1:
         level = [merge(combine, *level[i : i + split_every]) for i in range(0, len(level), split_every)]
