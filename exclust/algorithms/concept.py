@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from exclust._kernels_concept import accumulate_concept_grams
 from exclust.data import Dataset, InputError, as_matrix, is_dask_array
 from exclust.stats import map_reduce
 
@@ -302,7 +303,7 @@ def _label_scan_block(Y: np.ndarray) -> _LabelScan:
 class _ConceptPass:
     """Gram matrices of [x, 1, y] per continuous concept and fold, and the sample for binary ones."""
 
-    grams: np.ndarray  # (n_continuous, 2, d + 2, d + 2); fold 0 = fit, 1 = held out
+    grams: np.ndarray  # (n_continuous, 2, d + 2, d + 2), upper triangles; fold 0 = fit, 1 = held out
     sample_X: np.ndarray  # (s, d)
     sample_Y: np.ndarray  # (s, n_binary), NaN where the row is not in that concept's sample
     sample_test: np.ndarray  # (s,) bool
@@ -330,16 +331,7 @@ def _concept_pass_block(
     Y = np.asarray(Y, dtype=np.float64)
     n, d = X.shape
     test = _row_uniform(rows, seed, 0) < test_fraction
-    grams = np.zeros((continuous.size, 2, d + 2, d + 2))
-    Z = np.empty((n, d + 2))
-    Z[:, :d] = X
-    Z[:, d] = 1.0
-    for i, m in enumerate(continuous):
-        Z[:, d + 1] = Y[:, m]
-        valid = np.isfinite(Y[:, m])
-        for fold, in_fold in enumerate((valid & ~test, valid & test)):
-            part = Z[in_fold]
-            grams[i, fold] = part.T @ part
+    grams = accumulate_concept_grams(np.ascontiguousarray(X), np.ascontiguousarray(Y), test, continuous)
     if binary.size:
         u = _row_uniform(rows, seed, 1)
         Yb = Y[:, binary]
@@ -545,8 +537,9 @@ def fit_cavs(
     n_train = np.zeros(M, dtype=np.int64)
     n_test = np.zeros(M, dtype=np.int64)
     solver: dict[str, str] = {}
+    grams = result.grams + np.swapaxes(np.triu(result.grams, 1), -1, -2)  # mirror the upper triangles
     for i, m in enumerate(continuous):
-        W[m], intercepts[m], scores[m], n_train[m], n_test[m] = _fit_continuous(names[m], result.grams[i], d, min_rows)
+        W[m], intercepts[m], scores[m], n_train[m], n_test[m] = _fit_continuous(names[m], grams[i], d, min_rows)
         solver[names[m]] = "least squares, normal equations summed over all chunks (exact)"
     for i, m in enumerate(binary):
         labelled = np.isfinite(result.sample_Y[:, i])
