@@ -266,15 +266,14 @@ def normalized_ranges(means, comps, inv_sigma):
 
 
 @numba.njit(cache=True, nogil=True)
-def largest_gaps(means_t, order_t, inv_sigma, rtol):
-    """Paper 000 Alg. 1 at one node: every (axis, lo, hi) whose normalized gap ties the largest.
+def axis_gaps(means_t, order_t, inv_sigma):
+    """Largest gap between neighbouring means on every axis, divided by sigma_j (paper 000 Alg. 1).
 
     ``means_t`` is the d x K transposed means; ``order_t[j]`` lists the node's components sorted
-    by their mean on axis j (kept sorted from the root down, so no node sorts). Returns
-    (best gap, axes, lower means, upper means) of the gaps within ``rtol`` of the largest.
+    by their mean on axis j.
     """
     d, n = order_t.shape
-    per_axis = np.zeros(d)
+    out = np.zeros(d)
     for j in range(d):
         row = means_t[j]
         g = 0.0
@@ -284,7 +283,18 @@ def largest_gaps(means_t, order_t, inv_sigma, rtol):
             if cur - prev > g:
                 g = cur - prev
             prev = cur
-        per_axis[j] = g * inv_sigma[j]
+        out[j] = g * inv_sigma[j]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def tied_gaps(means_t, order_t, inv_sigma, per_axis, rtol):
+    """Every (axis, lower mean, upper mean) whose normalized gap is within rtol of the largest.
+
+    Only the axes whose largest gap ties the best (``per_axis``, from ``axis_gaps``) are
+    scanned again. Returns (best gap, axes, lower means, upper means).
+    """
+    d, n = order_t.shape
     best = per_axis.max()
     floor = best * (1.0 - rtol)
     count = 0
@@ -312,7 +322,7 @@ def largest_gaps(means_t, order_t, inv_sigma, rtol):
 
 @numba.njit(cache=True, nogil=True)
 def split_orders(order_t, goes_left, n_left):
-    """Per-axis sorted component lists of the two children, filtered from the parent's.
+    """The children's per-axis sorted component lists, filtered from the parent's.
 
     ``goes_left`` is 1/0 per component id. Branch-free: every id is written to both children
     and only the cursor of its own side advances (one slack column absorbs the other write).

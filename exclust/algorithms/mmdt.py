@@ -33,11 +33,12 @@ from exclust._kernels_mmdt import (
     CHEBYSHEV_BOUND,
     EXACT_GAUSSIAN,
     GAUSSIAN_BOUND,
+    axis_gaps,
     interval_minima,
-    largest_gaps,
     normalized_ranges,
     separation_probability,
     split_orders,
+    tied_gaps,
 )
 from exclust.data import InputError, check_spread
 from exclust.mixture import MixtureSummary
@@ -198,7 +199,10 @@ class MMDT:
             raise InputError("sigma_per_component must be finite for threshold='exact'")
 
     def _split(self, comps: np.ndarray, order: np.ndarray | None) -> dict[str, Any]:
-        """Axis, threshold and diagnostics of the cut at a node holding components ``comps``."""
+        """Axis, threshold and diagnostics of the cut at a node holding components ``comps``.
+
+        ``order`` (midpoint only): the node's per-axis sorted component lists (d x K_node).
+        """
         if order is not None:  # the node's sorted lists give each axis' range in O(d)
             lo_k, hi_k = order[:, 0], order[:, -1]
             cols = np.arange(order.shape[0])
@@ -240,7 +244,8 @@ class MMDT:
 
     def _midpoint_cut(self, order: np.ndarray):
         """Paper 000, Algorithm 1: largest normalized gap between neighbouring means, cut halfway."""
-        best, axes, lows, highs = largest_gaps(self._means_t, order, self._inv_sigma, _TIE_RTOL)
+        gaps = axis_gaps(self._means_t, order, self._inv_sigma)
+        best, axes, lows, highs = tied_gaps(self._means_t, order, self._inv_sigma, gaps, _TIE_RTOL)
         pick = self._pick(np.arange(axes.size))
         lo, hi = lows[pick], highs[pick]
         theta = 0.5 * (lo + hi)
