@@ -206,6 +206,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
 def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
     """Build the explaining tree with the chosen algorithm."""
+    # Estimators take the Dataset itself, so their trees carry the input's feature names.
     algo, k = config.algorithm, config.k
     leaves = config.leaves or k
     if algo == "mmdt":
@@ -229,7 +230,7 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
 
         options = {} if config.bandwidth is None else {"bandwidth": config.bandwidth}
         est = KernelMMDT(n_clusters=k, kernel=config.kernel, random_state=config.random_state,
-                                 **options).fit(data.X, None if ref is None else ref.labels)
+                                 **options).fit(data, None if ref is None else ref.labels)
         labels = ref.labels if ref is not None else getattr(est, "labels_", None)
         return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
                                        "kernel_price": _maybe_float(getattr(est, "kernel_price_", None))},
@@ -237,19 +238,19 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
     if algo == "imm":
         from exclust.algorithms.imm import IMM
 
-        est = IMM(n_clusters=k, random_state=config.random_state).fit(data.X, ref.centers)
+        est = IMM(n_clusters=k, random_state=config.random_state).fit(data, ref.centers)
     elif algo == "exkmc":
         from exclust.algorithms.exkmc import ExKMC
 
-        est = ExKMC(n_clusters=k, max_leaves=leaves, random_state=config.random_state).fit(data.X, ref.centers)
+        est = ExKMC(n_clusters=k, max_leaves=leaves, random_state=config.random_state).fit(data, ref.centers)
     elif algo == "kdtree":
         from exclust.algorithms.kdtree import KDTree
 
-        est = KDTree(max_leaves=leaves).fit(data.X, ref.centers)
+        est = KDTree(max_leaves=leaves).fit(data, ref.centers)
     elif algo == "cart":
         from exclust.algorithms.cart import CART
 
-        est = CART(max_leaf_nodes=leaves).fit(data.X, ref.labels)
+        est = CART(max_leaf_nodes=leaves).fit(data, ref.labels)
     else:  # pragma: no cover - ExplainConfig.check rejects it first
         raise InputError(f"unknown algorithm {algo!r}")
     return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None)})
@@ -286,6 +287,10 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
 def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig) -> dict[str, Any] | None:
     """Cost ratio versus number of leaves, for data-driven trees (the report's curve)."""
     if config.algorithm not in DATA_ALGORITHMS or ref is None:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("exclust.curves") is None:  # optional part: the report then has no curve
         return None
     from exclust.curves import cost_ratio_curve
 

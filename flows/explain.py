@@ -61,8 +61,12 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     rows = [{"metric": k, "value": v} for k, v in result.metrics.items() if not isinstance(v, (dict, list))]
     rows += [{"metric": f"seconds.{k}", "value": v} for k, v in result.metrics.get("seconds", {}).items()]
     create_table_artifact(rows, key="explain-metrics", description="exclust explain: metrics of the tree")
+    from exclust.report import summary_markdown
+
+    digest = summary_markdown(result.tree, result.metrics, title="exclust explain")
     create_markdown_artifact(
-        "### Rules\n\n```\n" + result.rules + "```\n", key="explain-rules", description="exclust explain: one rule per cluster"
+        digest + "\n### Rules\n\n```\n" + result.rules + "```\n", key="explain-rules",
+        description="exclust explain: one rule per cluster and the headline metrics",
     )
     report = (result.out / "report.html").resolve()
     create_link_artifact(report.as_uri(), link_text=str(report), key="explain-report", description="exclust explain: HTML report")

@@ -162,8 +162,8 @@ def test_e2e_explain_then_label_through_deployments(stack):
     from exclust.tree import ThresholdTree
 
     data = stack["data"]
-    write_gmm_parquet(data / "input", 24_000, n_components=4, n_features=2, rows_per_file=6_000, random_state=1)
-    write_gmm_parquet(data / "incoming", 9_000, n_components=4, n_features=2, rows_per_file=3_000, random_state=1)
+    write_gmm_parquet(data / "input", 24_000, n_components=4, n_features=2, rows_per_file=6_000, random_state=1, noise_scale=3.0)
+    write_gmm_parquet(data / "incoming", 9_000, n_components=4, n_features=2, rows_per_file=3_000, random_state=1, noise_scale=3.0)
     timings = {"setup": stack["setup_seconds"]}
 
     t0 = time.monotonic()
@@ -180,7 +180,9 @@ def test_e2e_explain_then_label_through_deployments(stack):
     tree = ThresholdTree.from_json(out / "tree.json")
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["algorithm"] == "mmdt" and metrics["k"] == 4 and metrics["d"] == 2 and metrics["n"] == 24_000
-    assert metrics["ari_truth"] > 0.8 and metrics["enr"] > 0
+    # the tree agrees with the reference mixture it explains (the mixture itself overlaps: truth ARI is lower)
+    assert metrics["ari_reference"] > 0.9 and metrics["error_rate"] < 0.05 and metrics["enr"] > 0
+    assert metrics["ari_truth"] is not None
     assert set(metrics["seconds"]) >= {"load", "fit reference", "build tree", "score"}
     assert tree.n_leaves == 4 and (out / "rules.txt").read_text().count("cluster") == 4
     assert "<svg" in (out / "report.html").read_text()

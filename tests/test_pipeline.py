@@ -1,0 +1,113 @@
+"""The explain job as library steps: in-memory and Parquet inputs, every reference kind, outputs."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from exclust.data import InputError
+from exclust.pipeline import ExplainConfig, explain, run_explain, sample_rows, write_outputs
+from exclust.synthetic import make_gmm_dataset, write_gmm_parquet
+from exclust.tree import ThresholdTree
+
+
+@pytest.fixture(scope="module")
+def frame():
+    X, y, _ = make_gmm_dataset(6000, n_components=4, n_features=3, random_state=2, noise_scale=3.0)
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    df["truth"] = y
+    return df
+
+
+def test_mmdt_on_a_frame_explains_the_mixture(frame):
+    lines = []
+    result = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, truth="truth", threshold="gaussian"),
+                     log=lines.append)
+    m = result.metrics
+    assert result.tree.n_leaves == 4 and result.tree.feature_names == ["a", "b", "c"]
+    assert (m["algorithm"], m["k"], m["d"], m["n"], m["reference"]) == ("mmdt", 4, 3, 6000, "gmm")
+    assert m["ari_truth"] > 0.9 and m["error_rate"] < 0.05 and m["enr"] > 1
+    assert {"load", "fit reference", "build tree", "score"} <= set(m["seconds"])
+    assert any("fit reference done in" in line for line in lines)
+    assert result.rules.count("\n") == 4
+    assert "<svg" in result.report_html
+
+
+def test_label_and_kmeans_references(frame):
+    by_labels = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, reference="labels",
+                                      reference_column="truth", truth="truth"))
+    assert by_labels.metrics["reference"] == "labels:truth"
+    assert by_labels.metrics["ari_reference_truth"] == pytest.approx(1.0)
+    by_kmeans = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, reference="kmeans"))
+    assert by_kmeans.metrics["reference"] == "kmeans" and by_kmeans.tree.n_leaves == 4
+    with pytest.raises(InputError, match="pass --k 4"):
+        explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=3, reference="labels", reference_column="truth"))
+
+
+@pytest.mark.parametrize("algorithm, module", [
+    ("imm", "exclust.algorithms.imm"), ("exkmc", "exclust.algorithms.exkmc"), ("cart", "exclust.algorithms.cart"),
+    ("kdtree", "exclust.algorithms.kdtree"), ("kernel-mmdt", "exclust.algorithms.kernel_mmdt"),
+])
+def test_other_algorithms_run_through_the_same_steps(frame, algorithm, module):
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not in this checkout yet")
+    config = ExplainConfig(input=frame, features=["a", "b", "c"], k=4, algorithm=algorithm, truth="truth",
+                           leaves=6 if algorithm in ("exkmc", "kdtree", "cart") else None)
+    result = explain(config)
+    budget = 6 if algorithm in ("exkmc", "kdtree", "cart") else 4
+    assert 4 <= result.tree.n_leaves <= budget and result.metrics["algorithm"] == algorithm
+    assert set(result.tree.features_used) <= {"a", "b", "c"}
+    assert result.metrics["ari_truth"] > 0.5
+
+
+def test_parquet_run_writes_the_four_files(tmp_path, dask_client):
+    write_gmm_parquet(tmp_path / "data", 12_000, n_components=3, n_features=2, rows_per_file=3000, random_state=4,
+                      noise_scale=3.0)
+    result = run_explain(
+        ExplainConfig(input=str(tmp_path / "data"), features=["x0", "x1"], k=3, truth="truth"),
+        tmp_path / "out", scheduler=dask_client.scheduler.address,
+    )
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [".exclust-output", "metrics.json", "report.html", "rules.txt", "tree.json"]
+    assert ThresholdTree.from_json(out / "tree.json") == result.tree
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["n"] == 12_000 and metrics["ari_truth"] > 0.95 and metrics["seconds"]["total"] > 0
+    assert (out / "rules.txt").read_text() == result.tree.rules_text()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] in ([], [".out.lock"])
+
+
+def test_failed_step_leaves_no_output_folder(tmp_path, frame):
+    result = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4))
+    result.report_html = None
+    result.metrics["bad"] = object()  # written as its str(): metrics must never break the write
+    write_outputs(result, tmp_path / "ok")
+    assert json.loads((tmp_path / "ok" / "metrics.json").read_text())["bad"].startswith("<object")
+    result.tree = "not a tree"  # tree.json cannot be written: the whole folder must not appear
+    with pytest.raises(AttributeError):
+        write_outputs(result, tmp_path / "broken")
+    assert not (tmp_path / "broken").exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_config_checks_choices_before_any_work(tmp_path):
+    with pytest.raises(InputError, match="algorithm must be one of"):
+        ExplainConfig(input=np.zeros((5, 2)), algorithm="xgboost").check()
+    with pytest.raises(InputError, match="at least the number of clusters"):
+        ExplainConfig(input=np.zeros((5, 2)), k=5, leaves=3).check()
+    with pytest.raises(InputError, match="input not found"):
+        ExplainConfig(input=str(tmp_path / "nope")).check()
+    assert ExplainConfig.parse_reference("labels:seg") == ("labels", "seg")
+    with pytest.raises(InputError):
+        ExplainConfig.parse_reference("labels:")
+
+
+def test_sample_rows_spreads_over_chunks():
+    import dask.array as da
+
+    X = np.arange(20_000, dtype=float).reshape(-1, 2)
+    s = sample_rows(da.from_array(X, chunks=(1000, 2)), max_rows=500)
+    assert s.shape == (500, 2) and s[:, 0].max() > 15_000  # later chunks are represented
+    assert sample_rows(X, max_rows=100).shape == (100, 2)
