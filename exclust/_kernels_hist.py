@@ -177,17 +177,19 @@ def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, s
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_cost_sums(leaves, labels_by_leaf, X, centers, n_nodes):
-    """Per leaf: count, sum of x and sum of ||x||^2 (for k-means cost of tree clusters)."""
+def box_statistics(X, codes, feature, split_bin, left, right, slot, n_slots, n_bins):
+    """KDTree: per slot, counts per (feature, bin) and per-feature sums of x and x^2."""
     n, d = X.shape
-    cnt = np.zeros(n_nodes, dtype=np.float64)
-    sx = np.zeros((n_nodes, d), dtype=np.float64)
-    sq = np.zeros(n_nodes, dtype=np.float64)
+    counts = np.zeros((n_slots, d, n_bins), dtype=np.int64)
+    sums = np.zeros((n_slots, d), dtype=np.float64)
+    sq = np.zeros((n_slots, d), dtype=np.float64)
     for i in range(n):
-        node = leaves[i]
-        cnt[node] += 1.0
+        s = slot[route_codes(codes, i, feature, split_bin, left, right)]
+        if s < 0:
+            continue
         for f in range(d):
             v = X[i, f]
-            sx[node, f] += v
-            sq[node] += v * v
-    return cnt, sx, sq
+            counts[s, f, codes[i, f]] += 1
+            sums[s, f] += v
+            sq[s, f] += v * v
+    return counts, sums, sq

@@ -153,6 +153,18 @@ def _add_all(*arrays):
     return out
 
 
+def map_reduce_blocks(X, fn, *args):
+    """``fn(block, *args)`` summed over the row blocks of X (numpy: one block; Dask: tree reduction)."""
+    from exclust.data import is_dask_array
+
+    if not is_dask_array(X):
+        return fn(np.asarray(X), *args)
+    import dask
+
+    func = dask.delayed(fn, pure=True)
+    return _tree_sum([func(b, *args) for b in X.to_delayed().ravel()]).compute()
+
+
 class EncodedData:
     """The per-row state of IMM / ExKMC (codes, labels, dot products) kept where it was made.
 

@@ -129,3 +129,69 @@ def write_gmm_parquet(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return spec
+
+
+def make_synthetic_i(
+    n: int = 5000,
+    d: int = 1000,
+    n_flipped: int = 100,
+    outlier: float = 1000.0,
+    random_state: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Paper 003, Appendix B.2, "Synthetic I": two far outliers that make CART's clusters costly.
+
+    Two points ``(outlier, 1, ..., 1)`` and ``(outlier, 0, ..., 0)`` (label 2); half of the
+    others have 0 in the first feature and in ``n_flipped`` random further features and 1
+    elsewhere (label 0); the rest have 0 in the first feature, 1 in ``n_flipped`` random
+    further features and 0 elsewhere (label 1). Returns (X, y) with n rows and d columns.
+    """
+    if n < 4 or d < 2:
+        raise ValueError(f"make_synthetic_i needs n >= 4 and d >= 2, got n={n}, d={d}")
+    if not 0 <= n_flipped <= d - 1:
+        raise ValueError(f"n_flipped must lie in [0, d - 1] = [0, {d - 1}], got {n_flipped}")
+    rng = np.random.default_rng(random_state)
+    rest = n - 2
+    n_ones = rest // 2
+    X = np.zeros((n, d))
+    y = np.empty(n, dtype=np.int64)
+    X[0, 0], X[0, 1:] = outlier, 1.0
+    X[1, 0] = outlier
+    y[:2] = 2
+    # Each row flips its own random set of n_flipped features (columns 1..d-1).
+    flips = np.argsort(rng.random((rest, d - 1)), axis=1)[:, :n_flipped] + 1
+    body = np.zeros((rest, d))
+    body[:n_ones, 1:] = 1.0
+    rows = np.repeat(np.arange(rest), n_flipped)
+    body[rows, flips.ravel()] = np.where(rows < n_ones, 0.0, 1.0)
+    X[2:] = body
+    y[2 : 2 + n_ones] = 0
+    y[2 + n_ones :] = 1
+    order = rng.permutation(n)
+    return X[order], y[order]
+
+
+def make_synthetic_ii(
+    n: int = 30000,
+    d: int = 1000,
+    n_clusters: int = 30,
+    random_state: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Paper 003, Section 3.4, "Synthetic II": the hard case for trees with exactly k leaves.
+
+    ``n_clusters`` random codewords in {-1, 1}^d; each cluster holds copies of its codeword
+    with one coordinate set to 0, a different coordinate per point while there are fewer
+    points than coordinates (the paper takes n = k * d: every coordinate once). Returns (X, y)
+    with y the codeword each point comes from; the codewords are the optimal k-means centers.
+    """
+    if n_clusters < 1 or d < 1 or n < n_clusters:
+        raise ValueError(f"make_synthetic_ii needs n >= n_clusters >= 1 and d >= 1, got n={n}, d={d}, n_clusters={n_clusters}")
+    rng = np.random.default_rng(random_state)
+    codewords = rng.choice(np.array([-1.0, 1.0]), size=(n_clusters, d))
+    y = np.repeat(np.arange(n_clusters), [len(a) for a in np.array_split(np.arange(n), n_clusters)])
+    X = codewords[y]
+    for c in range(n_clusters):
+        rows = np.flatnonzero(y == c)
+        # A fresh permutation of the coordinates for every d points of the cluster.
+        zeroed = np.concatenate([rng.permutation(d) for _ in range(-(-rows.size // d))])[: rows.size]
+        X[rows, zeroed] = 0.0
+    return X, y

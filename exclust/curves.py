@@ -1,0 +1,105 @@
+"""Cost ratio against the number of leaves: ExKMC, CART and KDTree side by side (paper 003, Figure 2).
+
+For each leaf count L the k-means cost of a tree's clusters, each scored by its own mean, is
+divided by the reference cost (every point to its nearest reference center). ExKMC is greedy
+and a split never changes the gain of another leaf, so one expansion to ``max(leaves)`` holds
+every smaller tree as a prefix (``ExKMC.tree_at``). All trees are then scored in one pass.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from exclust.algorithms.cart import CART
+from exclust.algorithms.exkmc import ExKMC
+from exclust.algorithms.kdtree import KDTree
+from exclust.data import as_matrix, is_dask_array
+from exclust.histogram import map_reduce_blocks
+from exclust.tree import ThresholdTree
+
+
+def _block_cluster_moments(X, trees: list[ThresholdTree], k: int) -> np.ndarray:
+    """Per tree and cluster: count, sum of x, sum of ||x||^2 -> (n_trees, k, d + 2)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    d = X.shape[1]
+    out = np.zeros((len(trees), k, d + 2))
+    sq = np.einsum("ij,ij->i", X, X)
+    for t, tree in enumerate(trees):
+        c = tree.predict(X)
+        out[t, :, 0] = np.bincount(c, minlength=k)
+        for f in range(d):
+            out[t, :, 1 + f] = np.bincount(c, weights=X[:, f], minlength=k)
+        out[t, :, d + 1] = np.bincount(c, weights=sq, minlength=k)
+    return out
+
+
+def _block_reference_cost(X, centers: np.ndarray) -> np.ndarray:
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    dist = np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ centers.T + np.einsum("ij,ij->i", centers, centers)
+    return np.asarray([np.maximum(dist.min(axis=1), 0.0).sum()])
+
+
+def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarray:
+    """k-means cost of each tree's clusters (each scored by its own mean), all in one pass."""
+    mom = map_reduce_blocks(X, _block_cluster_moments, list(trees), int(n_clusters))
+    n, sums, sq = mom[..., 0], mom[..., 1:-1], mom[..., -1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        between = np.where(n > 0, np.einsum("tkd,tkd->tk", sums, sums) / np.maximum(n, 1), 0.0)
+    return (sq - between).sum(axis=1)
+
+
+def reference_cost(X, centers: np.ndarray) -> float:
+    """Sum of squared distances of every point to its nearest reference center (one pass)."""
+    return float(map_reduce_blocks(X, _block_reference_cost, np.asarray(centers, dtype=np.float64))[0])
+
+
+def _nearest_center_block(X, centers):
+    X = np.asarray(X, dtype=np.float64)
+    return np.argmin(np.einsum("ij,ij->i", centers, centers) - 2.0 * X @ centers.T, axis=1)
+
+
+def nearest_center_labels(X, centers: np.ndarray):
+    """Reference labels: the nearest center of every row (lazy on Dask)."""
+    centers = np.asarray(centers, dtype=np.float64)
+    if is_dask_array(X):
+        return X.map_blocks(_nearest_center_block, centers, dtype=np.int64, drop_axis=1)
+    return _nearest_center_block(X, centers)
+
+
+def cost_ratio_curve(X, centers, leaves: Sequence[int], reference_labels=None, max_bins: int = 256, random_state=0) -> dict:
+    """k-means cost ratio (tree cost / reference cost) of ExKMC, CART and KDTree at each leaf count.
+
+    ``centers`` are the reference k-means centers; ``reference_labels`` (default: nearest
+    center) are what CART learns. Returns ``{"leaves", "exkmc", "cart", "kdtree"}`` with one
+    ratio per leaf count, plus ``"exkmc_surrogate"`` (ExKMC's surrogate cost ratio) and
+    ``"reference_cost"``. Leaf counts below k are not possible for ExKMC's IMM base and are
+    rejected.
+    """
+    ds = as_matrix(X)
+    centers = np.asarray(centers, dtype=np.float64)
+    k = int(centers.shape[0])
+    leaves = sorted({int(L) for L in leaves})
+    if not leaves or leaves[0] < k:
+        raise ValueError(f"leaves must be leaf counts >= n_clusters={k}, got {leaves}")
+    if reference_labels is None:
+        reference_labels = nearest_center_labels(ds.X, centers)
+    ex = ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
+    trees = [ex.tree_at(L) for L in leaves]
+    trees += [CART(max_leaf_nodes=L, random_state=random_state).fit(ds.X, reference_labels).tree_ for L in leaves]
+    trees += [KDTree(L, max_bins=max_bins, random_state=random_state).fit(ds.X, centers).tree_ for L in leaves]
+    n_out = max(k, max(t.n_clusters for t in trees))
+    costs = kmeans_costs(ds.X, trees, n_out)
+    ref = reference_cost(ds.X, centers)
+    m = len(leaves)
+    surrogate = [
+        ex.surrogate_costs_[min(L, ex.leaf_counts_[-1]) - ex.leaf_counts_[0]] / ref for L in leaves
+    ]
+    return {
+        "leaves": leaves,
+        "exkmc": (costs[:m] / ref).tolist(),
+        "cart": (costs[m : 2 * m] / ref).tolist(),
+        "kdtree": (costs[2 * m :] / ref).tolist(),
+        "exkmc_surrogate": surrogate,
+        "reference_cost": ref,
+    }
