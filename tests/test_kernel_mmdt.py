@@ -256,10 +256,11 @@ def test_random_prototype_is_a_sampled_row(rng):
 def test_numpy_and_dask_give_the_same_tree(rng, dask_client):
     da = pytest.importorskip("dask.array")
     X, y = ring_arcs(rng, 800)
-    params = dict(bandwidth=0.8, samples_per_cluster=60, n_components=64, random_state=5)
+    params = dict(bandwidth=[0.8, 1.1], samples_per_cluster=60, n_components=64, random_state=5)
     a = KernelMMDT(2, **params).fit(X, y)
     b = KernelMMDT(2, **params).fit(da.from_array(X, chunks=(300, 2)), da.from_array(y, chunks=300))
     assert a.tree_ == b.tree_
+    np.testing.assert_allclose(b.bandwidth_, a.bandwidth_, rtol=1e-12)
     assert b.kernel_price_ == pytest.approx(a.kernel_price_, rel=1e-9)
     np.testing.assert_array_equal(a.samples_, b.samples_)
     pred = b.predict(da.from_array(X, chunks=(300, 2)))
@@ -318,6 +319,24 @@ def test_bad_cluster_counts_and_labels(rng):
         KernelMMDT(2).fit(X, y + 1)
     with pytest.raises(InputError, match="one entry per row"):
         KernelMMDT(2).fit(X, y[:-1])
+
+
+def test_scale_bandwidth_is_sqrt_d_times_std(rng, dask_client):
+    da = pytest.importorskip("dask.array")
+    X = rng.normal(size=(600, 3)) * [1.0, 5.0, 0.2]
+    y = (X[:, 0] > 0).astype(int)
+    a = KernelMMDT(2, samples_per_cluster=20, random_state=0).fit(X, y)
+    np.testing.assert_allclose(a.bandwidth_, np.sqrt(3) * X.std(axis=0), rtol=1e-12)
+    b = KernelMMDT(2, samples_per_cluster=20, random_state=0).fit(da.from_array(X, chunks=(250, 3)), y)
+    np.testing.assert_allclose(b.bandwidth_, a.bandwidth_, rtol=1e-9)
+    assert b.n_passes_ == 4  # validation, moments for the bandwidth, samples, price
+    assert a.tree_.meta["bandwidth"] == pytest.approx(a.bandwidth_.tolist())
+
+
+def test_scale_bandwidth_rejects_a_constant_feature(rng):
+    X = np.c_[rng.normal(size=100), np.ones(100)]
+    with pytest.raises(InputError, match="constant"):
+        KernelMMDT(2).fit(X, np.repeat([0, 1], 50))
 
 
 def test_indistinguishable_clusters_are_reported(rng):

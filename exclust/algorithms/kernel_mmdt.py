@@ -231,7 +231,9 @@ class KernelMMDT:
     ----------
     n_clusters : number of clusters K (>= 2); each leaf stands for one.
     kernel : "gaussian" (g(t) = exp(-t^2)) or "laplace" (g(t) = exp(-t)), applied per axis to |x_i - y_i| / h_i.
-    bandwidth : h, one positive number or one per feature.
+    bandwidth : h, one positive number, one per feature, or "scale" (the default): h_i = sqrt(d) std_i,
+        scikit-learn's gamma="scale" rule (gamma = 1 / (d Var X)) applied per feature, so every
+        feature counts in its own units; it costs one moments pass over the data.
     samples_per_cluster : rows drawn per cluster to estimate xi(i, k, l) (a cluster smaller than this
         gives all its rows; a cluster needs at least 2).
     n_components : dimension D of the random Fourier features (kernel k-means base and kernel price).
@@ -242,7 +244,8 @@ class KernelMMDT:
         features (the base clustering); kernel k-means has many local optima, so a few restarts pay.
     random_state : seed of every random choice (frequencies, k-means, samples, prototypes, ties).
 
-    Fitted attributes: ``tree_``, ``labels_`` (base labels when the base was fitted here), ``base_``
+    Fitted attributes: ``tree_``, ``bandwidth_`` (per feature), ``labels_`` (base labels when the
+    base was fitted here), ``base_``
     (the k-means on features), ``rff_``, ``xi_`` (d, K, K), ``xi_variance_``, ``tau_``,
     ``sigma2_`` (per cluster), ``theorem12_`` (dict), ``theorem12_bound_``, ``kernel_price_``,
     ``cluster_sizes_``, ``samples_`` (K, s, d), ``samples_taken_``, ``decisions_`` (per internal
@@ -250,7 +253,7 @@ class KernelMMDT:
     base, sample, tree, price), ``feature_names_in_``, ``n_features_in_``.
     """
 
-    def __init__(self, n_clusters: int = 8, *, kernel: str = "gaussian", bandwidth: Any = 1.0,
+    def __init__(self, n_clusters: int = 8, *, kernel: str = "gaussian", bandwidth: Any = "scale",
                  samples_per_cluster: int = 256, n_components: int = 256, prototype: str = "best",
                  compute_price: bool = True, kmeans_n_init: int = 5, kmeans_max_iter: int = 100,
                  random_state: int | None = None) -> None:
@@ -301,6 +304,27 @@ class KernelMMDT:
             )
         return lab
 
+    def _resolve_bandwidth(self, X: Any, feature_names: list[str]) -> tuple[np.ndarray, int]:
+        """Per-feature bandwidths and the passes spent finding them (one for "scale")."""
+        if not isinstance(self.bandwidth, str):
+            return check_bandwidth(self.bandwidth, X.shape[1]), 0
+        if self.bandwidth != "scale":
+            raise InputError(
+                f"bandwidth must be a positive number, one per feature, or 'scale', not {self.bandwidth!r}"
+            )
+        from exclust.data import check_spread
+
+        if is_dask_array(X):
+            import dask.array as da
+
+            n = X.shape[0]
+            s1, s2 = da.compute(X.sum(axis=0), (X * X).sum(axis=0))
+            std = np.sqrt(np.maximum(s2 / n - (s1 / n) ** 2, 0.0))
+        else:
+            std = np.asarray(X).std(axis=0)
+        check_spread(std, feature_names)
+        return check_bandwidth(np.sqrt(X.shape[1]) * std, X.shape[1]), 1
+
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, labels: Any = None) -> "KernelMMDT":
         """Fit the base clustering (unless ``labels`` are given), sample per cluster, grow the tree, score it."""
@@ -320,7 +344,9 @@ class KernelMMDT:
         lap("validate")
         X = ds.X
         n, d = X.shape
-        h = check_bandwidth(self.bandwidth, d)
+        h, moment_passes = self._resolve_bandwidth(X, ds.feature_names)
+        passes += moment_passes
+        self.bandwidth_ = h
         seeds = np.random.SeedSequence(self.random_state).generate_state(4, dtype=np.uint32)
         rff_seed, kmeans_seed, sample_seed, tree_seed = (int(v) for v in seeds)
         self.rff_ = RandomFourierFeatures(self.kernel, h, self.n_components, rff_seed).fit(d)
