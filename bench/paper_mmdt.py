@@ -12,8 +12,9 @@ Rows (paper 000, Table 1; base / MMDT / CART ARI as printed there):
   Wine (GMM)                                                0.85 / 0.70 / 0.60
 
 Protocol here: the base is exclust.GaussianMixture (full covariances, K = number of true
-classes) fitted with several seeds; each fit gives a MixtureSummary (weights, means, per-axis
-pooled sigma_j, per-component sigma_kj), from which MMDT is grown with every threshold variant;
+classes) fitted with several seeds; ``MixtureSummary.from_gmm`` turns each fit into weights,
+means, per-axis pooled sigma_j and per-component sigma_kj, from which MMDT is grown with every
+threshold variant;
 CART is scikit-learn's DecisionTreeClassifier(max_leaf_nodes=K) fitted on the base's labels (as
 in the paper: it "relies on the cluster assignments of the data"). Reported: mean ARI over the
 seeds (and the spread), seconds to grow MMDT from the summary and to fit CART on the data.

@@ -9,6 +9,14 @@ that a point lies on the other side of theta from its own component's mean:
 with g the Gaussian tail bound exp(-s^2/2) (eq. 6), the Chebyshev bound min(1, 1/s^2) (eq. 5)
 or the exact Gaussian tail Phi(-s) (eq. 4). The work depends on the number of components at
 the node, never on the number of data points.
+
+Also here: the per-node normalized ranges R_j / sigma_j (paper 002's axis rule) and, for paper
+000's midpoint rule, the largest normalized gaps read from per-axis sorted component lists that
+are sorted once at the root and filtered down the tree.
+
+The Chebyshev bound is capped at 1: it bounds a probability, and a value above 1 says nothing,
+so a component within one sigma of theta counts fully (weight pbar_k) rather than
+unboundedly. Where the cap makes the objective flat, the uncapped eq. 5 breaks the tie.
 """
 from __future__ import annotations
 
