@@ -10,7 +10,9 @@ Edges of a feature:
 - **exact** when the feature has at most ``max_bins`` distinct values: every midpoint between
   neighbouring distinct values, so every threshold a sorting algorithm could pick is available;
 - **quantiles** otherwise, taken from a uniform sample of at most ``sample_size`` (100 000) rows (one
-  pass; on Dask each partition contributes rows in proportion to its size). This is the one
+  pass; on Dask each partition contributes rows in proportion to its size); a quarter of the
+  edges go instead to the middles of the widest gaps between neighbouring sample values, since
+  quantiles are sparsest exactly where clusters part. This is the one
   approximation of the engine: a threshold can only fall on one of ``max_bins - 1`` sample
   quantiles, so a split may sit up to one bin (about ``1 / max_bins`` of the points of the
   feature) away from the best exact split. On data larger than the sample, a feature whose
@@ -144,11 +146,18 @@ def edges_from_sample(
             e = _midpoints(distinct)
             exact[f] = True
         else:
-            n_quant = max(1, max_bins - 1 - extra.size)
+            budget = max(1, max_bins - 1 - extra.size)
+            n_gaps = budget // 4
+            n_quant = budget - n_gaps
             # Order statistics of the sorted column (no interpolation): every edge is a value.
             ranks = np.round(np.linspace(0.0, 1.0, n_quant + 2)[1:-1] * (col.size - 1)).astype(np.int64)
-            qs = col[ranks]
-            e = np.unique(qs)
+            e = np.unique(col[ranks])
+            if n_gaps:
+                # Quantiles are sparse exactly where points are: between clusters. The widest
+                # gaps of the sample get an edge at their middle, so a cut can fall in them.
+                gaps = np.diff(distinct)
+                widest = np.argpartition(-gaps, min(n_gaps, gaps.size) - 1)[:n_gaps]
+                e = np.union1d(e, _midpoints(distinct)[widest])
             # A quantile equal to the maximum would leave an empty top bin; it cannot split.
             e = e[e < distinct[-1]]
         if extra.size:

@@ -1,0 +1,112 @@
+"""Bin edges and codes, histograms and their subtraction, routing by codes vs by floats."""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from exclust.binning import check_max_bins, edges_from_sample, sample_rows
+from exclust.histogram import CodeTree, EncodedData
+
+
+def test_exact_edges_are_midpoints_of_distinct_values():
+    X = np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 7.0], [3.0, 5.0]])
+    m = edges_from_sample(X, max_bins=256)
+    assert m.exact.all()
+    np.testing.assert_allclose(m.edges[0], [1.5, 2.5])
+    np.testing.assert_allclose(m.edges[1], [6.0])
+    np.testing.assert_array_equal(m.transform(X), [[0, 0], [2, 0], [1, 1], [2, 0]])
+    assert m.code_dtype == np.uint8
+
+
+def test_code_at_most_b_iff_value_at_most_edge(rng):
+    # Values equal to edges, between edges and outside them; quantile (inexact) binning.
+    X = rng.normal(size=(3000, 3))
+    m = edges_from_sample(X[:1000], max_bins=32)
+    assert not m.exact.any() and (m.n_bins <= 32).all()
+    probe = np.concatenate([X, np.stack([np.concatenate([e, [-1e9, 1e9]])[:5] for e in m.edges], 1)])
+    codes = m.transform(probe).astype(np.int64)
+    for f, e in enumerate(m.edges):
+        for b in range(e.size):
+            np.testing.assert_array_equal(codes[:, f] <= b, probe[:, f] <= e[b])
+
+
+def test_extra_edges_and_uint16_codes(rng):
+    X = rng.normal(size=(2000, 2))
+    centers = np.array([[0.123456, 5.0], [-0.5, -0.25]])
+    m = edges_from_sample(X, max_bins=300, extra_edges=centers)
+    assert m.code_dtype == np.uint16 and m.max_n_bins <= 300 + 2
+    for f in range(2):
+        assert np.isin(centers[:, f], m.edges[f]).all()
+    codes = m.transform(centers)
+    for j in range(2):
+        for f in range(2):
+            assert m.edges[f][codes[j, f]] == centers[j, f]  # a center sits on its bin's upper edge
+
+
+@pytest.mark.parametrize("bad", [1, 0, 65537, 2.5, True, "256"])
+def test_max_bins_outside_code_range_is_rejected(bad):
+    with pytest.raises(ValueError, match="max_bins"):
+        check_max_bins(bad)
+
+
+def test_dask_sample_is_one_pass_and_small(rng):
+    X = da.from_array(rng.normal(size=(5000, 3)), chunks=(1000, 3))
+    sample, passes = sample_rows(X, sample_size=1000, random_state=0)
+    assert passes == 1 and 700 < sample.shape[0] < 1300 and sample.shape[1] == 3
+
+
+def _direct_histograms(codes, labels, dots, leaf_of_row, leaves, n_bins):
+    d, k = codes.shape[1], dots.shape[1]
+    out = np.zeros((len(leaves), d, n_bins, k + 1))
+    for s, leaf in enumerate(leaves):
+        rows = leaf_of_row == leaf
+        for f in range(d):
+            np.add.at(out[s, f, :, 0], codes[rows, f], 1.0)
+            for j in range(k):
+                np.add.at(out[s, f, :, 1 + j], codes[rows, f], dots[rows, j])
+    return out
+
+
+def test_histograms_match_direct_counting_and_sibling_subtraction(rng):
+    X = rng.normal(size=(4000, 3))
+    centers = rng.normal(size=(4, 3))
+    m = edges_from_sample(X, max_bins=16, extra_edges=centers)
+    data = EncodedData(X, m, centers)
+    tree = CodeTree()
+    left, right = tree.split(0, 1, 7)
+    ll, lr = tree.split(left, 0, 3)
+    codes = m.transform(X)
+    dots = X @ centers.T
+    labels = np.argmin((centers**2).sum(1) - 2 * dots, axis=1)
+    leaf_of_row = tree.route(codes)
+    slot = np.full(tree.n_nodes, -1)
+    slot[[ll, lr, right]] = [0, 1, 2]
+    hist, label_counts = data.surrogate_histograms(tree, slot, 3)
+    expect = _direct_histograms(codes, labels, dots, leaf_of_row, [ll, lr, right], m.max_n_bins)
+    np.testing.assert_allclose(hist, expect, rtol=1e-12, atol=1e-9)
+    for s, leaf in enumerate([ll, lr, right]):
+        np.testing.assert_array_equal(label_counts[s, 0].sum(0), np.bincount(labels[leaf_of_row == leaf], minlength=4))
+    # The parent's histogram minus one child's is the other child's.
+    slot_parent = np.full(tree.n_nodes, -1)
+    whole = CodeTree()
+    whole.split(0, 1, 7)
+    slot_parent[1] = 0
+    parent, _ = data.surrogate_histograms(whole, slot_parent[:3], 1)
+    np.testing.assert_allclose(parent[0] - hist[0], hist[1], atol=1e-8)
+    assert data.n_passes == 3
+    assert data.label_counts.sum() == 4000 and np.isclose(data.sum_sq, (X**2).sum())
+
+
+def test_mistake_histograms_drop_rows_of_absent_centers(rng):
+    X = rng.normal(size=(1000, 2))
+    centers = np.array([[-1.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    m = edges_from_sample(X, max_bins=64, extra_edges=centers)
+    data = EncodedData(X, m, centers)
+    tree = CodeTree()
+    slot = np.array([0])
+    ok = np.array([[True, False, True]])
+    hist = data.mistake_histograms(tree, slot, ok)[0]
+    labels = data._parts[0]["labels"]
+    assert hist[:, :, 1].sum() == 0
+    assert hist[0, :, 0].sum() == (labels == 0).sum() and hist[1, :, 2].sum() == (labels == 2).sum()
