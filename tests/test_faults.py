@@ -1,0 +1,130 @@
+"""Faults: bad input files, a Dask worker killed mid-run, two runs racing for one output folder."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from exclust.pipeline import ExplainConfig, explain
+from exclust.synthetic import write_gmm_parquet
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    """A temporary Prefect server (SQLite in a temp folder) for the flow runs of this module."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=240):
+        yield
+
+
+def test_explain_flow_on_missing_or_corrupt_parquet_fails_naming_the_file(tmp_path, prefect_api, dask_client):
+    from flows.explain import explain as explain_flow
+    from flows.params import ExplainParams
+
+    missing = tmp_path / "gone" / "part-00000.parquet"
+    state = explain_flow(params={"input": str(missing), "output": str(tmp_path / "out")}, return_state=True)
+    assert state.is_failed() and str(missing) in state.message
+    assert not (tmp_path / "out").exists()
+
+    write_gmm_parquet(tmp_path / "data", 3000, n_components=3, rows_per_file=1000, random_state=0)
+    corrupt = tmp_path / "data" / "part-00001.parquet"
+    corrupt.write_bytes(corrupt.read_bytes()[: 200])  # a truncated upload: no footer
+    params = ExplainParams(input=str(tmp_path / "data"), output=str(tmp_path / "out"), n_clusters=3,
+                           scheduler_address=dask_client.scheduler.address)
+    state = explain_flow(params, return_state=True)
+    assert state.is_failed(), state.message
+    assert str(corrupt) in state.message
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_worker_killed_mid_run_does_not_change_the_result(tmp_path):
+    """SIGKILL one of two worker processes during the reference fit: Dask recomputes what it held."""
+    from distributed import Client, LocalCluster
+
+    write_gmm_parquet(tmp_path / "data", 40_000, n_components=4, n_features=2, rows_per_file=5_000, random_state=3)
+    config = dict(input=str(tmp_path / "data"), features=["x0", "x1"], k=4, truth="truth")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, memory_limit="2GiB") as cluster, Client(cluster) as client:
+        with client.as_current():
+            calm = explain(ExplainConfig(**config))
+            pids = client.run(os.getpid)
+            victim = sorted(pids.values())[0]
+            killed = threading.Event()
+            in_fit = threading.Event()
+
+            def log(message: str) -> None:
+                if "fit reference:" in message:
+                    in_fit.set()
+
+            def killer() -> None:
+                in_fit.wait(120)
+                time.sleep(1.0)  # inside the EM passes, with partitions persisted on both workers
+                os.kill(victim, signal.SIGKILL)
+                killed.set()
+
+            thread = threading.Thread(target=killer, daemon=True)
+            thread.start()
+            t0 = time.monotonic()
+            disturbed = explain(ExplainConfig(**config), log=log)
+            took = time.monotonic() - t0
+            thread.join(5)
+            assert killed.is_set(), "the worker was not killed during the run"
+            assert victim not in client.run(os.getpid).values()  # the nanny started a fresh worker process
+    assert took > 1.0
+    assert disturbed.tree == calm.tree
+    drop = {"seconds"}
+    assert {k: v for k, v in disturbed.metrics.items() if k not in drop} == {k: v for k, v in calm.metrics.items() if k not in drop}
+
+
+WRITER = """
+import random, sys, time
+from exclust.outputs import atomic_output_dir
+name, target, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rng = random.Random(name)
+for r in range(rounds):
+    with atomic_output_dir(target) as tmp:
+        for i in range(15):
+            (tmp / f"{name}-{i}.txt").write_text(f"{name} round {r}")
+            time.sleep(rng.uniform(0, 0.004))
+"""
+
+
+def test_two_processes_writing_one_folder_never_mix(tmp_path):
+    target = tmp_path / "shared-out"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, name, str(target), "6"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name in ("alpha", "beta")
+    ]
+    seen: list[set[str]] = []
+    while any(p.poll() is None for p in procs):
+        try:
+            names = {n.split("-")[0] for n in os.listdir(target) if n.endswith(".txt")}
+        except FileNotFoundError:
+            names = set()
+        if names:
+            seen.append(names)
+        time.sleep(0.002)
+    for p in procs:
+        out, err = p.communicate()
+        assert p.returncode == 0, err
+    files = sorted(n for n in os.listdir(target) if n.endswith(".txt"))
+    writers = {n.split("-")[0] for n in files}
+    assert len(writers) == 1 and len(files) == 15  # one run's complete result
+    winner = writers.pop()
+    assert all((target / f).read_text().startswith(winner) for f in files)
+    assert json.loads((target / ".exclust-output").read_text())["written_by"] == "exclust"
+    assert all(len(s) == 1 for s in seen)  # never a mixed listing while they raced
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
