@@ -289,12 +289,20 @@ class _LabelScan:
         )
 
 
+def _first_distinct(values: np.ndarray, limit: int = 3) -> np.ndarray:
+    """Up to ``limit`` distinct values (sorted), in linear time: enough to tell binary from continuous."""
+    found = []
+    while values.size and len(found) < limit:
+        found.append(values[0])
+        values = values[values != values[0]]
+    return np.sort(np.asarray(found, dtype=np.float64))
+
+
 def _label_scan_block(Y: np.ndarray) -> _LabelScan:
     Y = np.asarray(Y, dtype=np.float64)
     finite = np.isfinite(Y)
     infinite = np.isinf(Y)
-    # Three distinct values are enough to know a concept is not binary.
-    distinct = [np.unique(Y[finite[:, m], m])[:3] for m in range(Y.shape[1])]
+    distinct = [_first_distinct(Y[finite[:, m], m]) for m in range(Y.shape[1])]
     return _LabelScan(finite.sum(axis=0), infinite.sum(axis=0), distinct)
 
 
