@@ -262,7 +262,8 @@ class KMeans:
         Xd = X if is_dask_array(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
         best = None
         for _ in range(n_init):
-            km = DMKMeans(n_clusters=k, init="k-means||", max_iter=max_iter, tol=tol, random_state=_seed(rs))
+            km = DMKMeans(n_clusters=k, init="k-means||", init_max_iter=self.init_rounds, max_iter=max_iter, tol=tol,
+                          random_state=_seed(rs))
             km.fit(Xd)
             if best is None or km.inertia_ < best.inertia_:
                 best = km

@@ -194,9 +194,10 @@ def test_kmeans_parallel_init_draws_good_seeds(rng, dask_client):
     assert sorted(nearest.tolist()) == list(range(6))
 
 
+@pytest.mark.slow
 def test_kmeans_dask_ml_backend(dask_client):
-    X, _ = shared_dataset("r15")
-    km = KMeans(15, random_state=0, backend="dask-ml").fit(X)
+    X, _ = shared_dataset("iris")
+    km = KMeans(3, random_state=0, max_iter=3, init_rounds=1, backend="dask-ml").fit(X)
     assert isinstance(km.labels_, np.ndarray)
     np.testing.assert_array_equal(km.labels_, km.predict(X))
     assert km.inertia_ == pytest.approx(((X - km.cluster_centers_[km.labels_]) ** 2).sum(), rel=1e-9)
