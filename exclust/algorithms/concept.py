@@ -446,6 +446,7 @@ def _fit_binary(
 ) -> tuple[np.ndarray, float, float, int, int]:
     """Logistic regression on the sampled rows; returns (w, b, held-out accuracy, n fit, n held out)."""
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     classes = np.unique(y)
     positive = y == classes[-1]  # the larger label means "concept present"
@@ -459,7 +460,10 @@ def _fit_binary(
             "label more rows of the rarer class or change test_fraction"
         )
     model = LogisticRegression(C=logistic_C, max_iter=2000)
-    model.fit(X[fit], positive[fit])
+    # The sample is small and each lbfgs step is a memory-bound matrix-vector product: BLAS
+    # threads cost more than they save there (4x slower on a busy 2-core driver).
+    with threadpool_limits(limits=1, user_api="blas"):
+        model.fit(X[fit], positive[fit])
     accuracy = float((model.predict(X[held]) == positive[held]).mean())
     return model.coef_[0].astype(np.float64), float(model.intercept_[0]), accuracy, n_fit, n_held
 
