@@ -197,14 +197,16 @@ class MixtureSummary:
         if labels.dtype.kind == "f" and np.isnan(labels).any():
             raise InputError("labels hold NaN: give every row a label, -1 for noise")
         values, codes = np.unique(labels[~noise], return_inverse=True)
+        if len(values) == 0:
+            raise InputError("no labelled points: every label is -1 (noise); give at least one cluster")
         coded = np.full(labels.shape[0], -1, dtype=np.int64)
         coded[~noise] = codes
-        summary = cls._from_statistics(X, coded, len(values), names, full_covariance, "labels")
-        summary.meta["labels"] = values.tolist()
-        return summary
+        return cls._from_statistics(X, coded, len(values), names, full_covariance, "labels", values.tolist())
 
     @classmethod
-    def _from_statistics(cls, X, labels, n_clusters, names, full_covariance: bool, source: str) -> "MixtureSummary":
+    def _from_statistics(
+        cls, X, labels, n_clusters, names, full_covariance: bool, source: str, label_values: list | None = None
+    ) -> "MixtureSummary":
         from exclust.stats import cluster_statistics
 
         stats = cluster_statistics(X, labels, n_clusters, full_scatter=full_covariance)
@@ -213,14 +215,15 @@ class MixtureSummary:
         if not (np.isfinite(stats.sums).all() and np.isfinite(stats.sums_sq).all()):
             raise InputError("X holds NaN or infinite values: clean them (or load with nan_policy='drop')")
         present = np.flatnonzero(stats.counts > 0)
+        values = present.tolist() if label_values is None else [label_values[i] for i in present]
         if source == "k-means" and len(present) < stats.n_clusters:
             empty = np.flatnonzero(stats.counts == 0).tolist()
             raise InputError(f"k-means cluster(s) {empty} hold no points of X: refit with fewer clusters")
         stats = stats.subset(present)
-        small = present[stats.counts < 2]
-        if len(small):
+        small = [v for v, c in zip(values, stats.counts) if c < 2]
+        if small:
             raise InputError(
-                f"cluster(s) {small.tolist()} hold fewer than 2 points, so they have no spread: "
+                f"cluster(s) {small} hold fewer than 2 points, so they have no spread: "
                 "relabel them -1 (noise) or merge them into another cluster"
             )
         return cls(
@@ -231,15 +234,15 @@ class MixtureSummary:
             covariances=stats.covariances if full_covariance else None,
             feature_names=names,
             counts=stats.counts,
-            meta={"source": source, "labels": present.tolist()},
+            meta={"source": source, "labels": values},
         )
 
 
 def _summary_input(X: Any, feature_names: Sequence[str] | None):
     """(matrix, feature names): a Dataset's own names, else the given ones (or None).
 
-    Dask input is not validated here (that would be a second pass); NaN shows up in the
-    statistics and is reported then.
+    Dask input is not validated here (that would be a second pass): NaN shows up in the
+    statistics and is reported then (a NaN in a row labelled -1 is left out with the row).
     """
     if isinstance(X, Dataset):
         return X.X, list(feature_names) if feature_names is not None else list(X.feature_names)
