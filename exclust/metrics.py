@@ -543,6 +543,8 @@ def score(
             "label i must name centers[i]"
         )
     n_scored = int(leaf["n"].sum())
+    if has_ref and n_scored == 0:
+        raise InputError("every reference label is -1 (noise): there is no reference clustering to compare with")
     result: dict[str, Any] = {
         "n": int(n),
         "n_features": int(d),

@@ -202,6 +202,8 @@ def test_bad_inputs_are_named(rng):
         score(tree, X[:, :2])
     with pytest.raises(InputError, match="centers"):
         score(tree, X, y, centers=means[:2])  # labels name 4 clusters, 2 centers given
+    with pytest.raises(InputError, match="every reference label is -1"):
+        score(tree, X, np.full(X.shape[0], -1))
     with pytest.raises(InputError, match="NaN"):
         bad = X.copy()
         bad[3, 1] = np.nan
