@@ -1,0 +1,165 @@
+"""ExKMC: fidelity to the authors' implementation, greedy steps optimal by brute force, prefixes, Dask."""
+from __future__ import annotations
+
+import json
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn import datasets
+
+from conftest import SHARED_FIXTURES, shared_dataset
+from exclust.algorithms.exkmc import ExKMC
+from exclust.curves import kmeans_costs
+
+
+def kmeans_cost(X, labels):
+    return sum(((X[labels == c] - X[labels == c].mean(0)) ** 2).sum() for c in np.unique(labels))
+
+
+def surrogate_cost(tree, X, centers):
+    return float(((X - centers[tree.predict(X)]) ** 2).sum())
+
+
+def _fixture_data(name):
+    loaders = {"iris": datasets.load_iris, "wine": datasets.load_wine, "breast_cancer": datasets.load_breast_cancer}
+    if name in loaders:
+        return loaders[name]().data.astype(np.float64)
+    return shared_dataset(name)[0]
+
+
+def _fixture():
+    path = SHARED_FIXTURES / "exkmc_reference.json"
+    if not path.exists():
+        pytest.skip("../shared/fixtures/exkmc_reference.json is absent (needs ../shared beside the checkout)")
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("name", ["iris", "wine", "breast_cancer", "r15", "d31"])
+def test_reaches_reference_implementation_cost_ratios(name):
+    ref = _fixture()[name]
+    X = _fixture_data(name)
+    centers = np.asarray(ref["centers"])
+    k = ref["k"]
+    leaves = sorted(int(L) for L in ref["exkmc"])
+    # Exact search (every midpoint a candidate), as the authors' sorting implementation.
+    model = ExKMC(k, leaves[-1], max_bins=65536).fit(X, centers)
+    trees = [model.tree_at(L) for L in leaves]
+    costs = kmeans_costs(X, trees, k)
+    for L, tree, cost in zip(leaves, trees, costs):
+        expected = ref["exkmc"][str(L)]["cost_ratio"]
+        assert cost / ref["reference_cost"] <= expected + 0.005, (name, L)
+        assert np.isclose(cost, kmeans_cost(X, tree.predict(X)))
+    # k leaves is IMM's tree.
+    assert trees[0].n_leaves == k
+
+
+def _brute_best_gain(X, centers, rows, label, cands):
+    """Largest drop of surrogate cost from cutting one leaf, by trying every threshold directly."""
+    sub = X[rows]
+    per_center = ((sub[:, None, :] - centers[None]) ** 2).sum(-1)  # (n, k)
+    now = per_center[:, label].sum()
+    best = now
+    for f in range(X.shape[1]):
+        for t in cands[f]:
+            left = sub[:, f] <= t
+            if left.all() or not left.any():
+                continue
+            cost = per_center[left].sum(0).min() + per_center[~left].sum(0).min()
+            best = min(best, cost)
+    return now - best
+
+
+def test_every_expansion_step_is_the_brute_force_greedy_step():
+    rng = np.random.default_rng(3)
+    k = 4
+    C = rng.integers(-8, 8, size=(k, 2)).astype(float)
+    X = (C[rng.integers(0, k, 300)] + rng.integers(-4, 5, size=(300, 2))).astype(float)
+    centers = C + rng.normal(scale=0.4, size=C.shape)
+    labels = np.argmin(((X[:, None] - centers) ** 2).sum(-1), 1)
+    cands = []
+    for f in range(2):
+        v = np.unique(X[:, f])
+        cands.append(v[:-1] + np.diff(v) / 2)
+    model = ExKMC(k, 3 * k, max_bins=256).fit(X, centers)
+    assert model._mapper.exact.all()
+    steps = 0
+    for L in range(k, model.leaf_counts_[-1]):
+        before, after = model.tree_at(L), model.tree_at(L + 1)
+        leaf_of = before.apply(X)
+        gains = []
+        for leaf in np.unique(leaf_of):
+            rows = np.flatnonzero(leaf_of == leaf)
+            if (labels[rows] != before.value[leaf]).any():
+                gains.append(_brute_best_gain(X, centers, rows, before.value[leaf], cands))
+        drop = surrogate_cost(before, X, centers) - surrogate_cost(after, X, centers)
+        assert drop == pytest.approx(max(gains), rel=1e-9, abs=1e-7)
+        steps += 1
+        # Recorded surrogate costs are the real ones.
+        assert model.surrogate_costs_[L + 1 - k] == pytest.approx(surrogate_cost(after, X, centers), rel=1e-9)
+    assert steps >= k
+
+
+def test_surrogate_cost_never_increases_and_ends_at_the_reference(rng):
+    C = rng.uniform(-5, 5, (5, 3))
+    X = C[rng.integers(0, 5, 1500)] + 1.5 * rng.normal(size=(1500, 3))
+    model = ExKMC(5, 200).fit(X, C)
+    s = np.asarray(model.surrogate_costs_)
+    assert (np.diff(s) <= 1e-9 * s[0]).all()  # Theorem 1
+    ref = ((X[:, None] - C) ** 2).sum(-1).min(1).sum()
+    if model.tree_.n_leaves < 200:  # stopped early: every leaf is pure, the reference is reproduced
+        assert s[-1] == pytest.approx(ref, rel=1e-9)
+        assert np.array_equal(model.predict(X), np.argmin(((X[:, None] - C) ** 2).sum(-1), 1))
+
+
+def test_prefix_trees_equal_separate_fits(rng):
+    C = rng.uniform(-6, 6, (4, 3))
+    X = C[rng.integers(0, 4, 1200)] + 2.0 * rng.normal(size=(1200, 3))
+    big = ExKMC(4, 12).fit(X, C)
+    for L in (4, 7, 10):
+        assert big.tree_at(L) == ExKMC(4, L).fit(X, C).tree_
+
+
+def test_base_tree_none_starts_from_one_leaf(rng):
+    C = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    X = C[rng.integers(0, 3, 900)] + rng.normal(size=(900, 2))
+    model = ExKMC(3, 6, base_tree="none").fit(X, C)
+    assert model.leaf_counts_[0] == 1 and model.tree_.n_leaves <= 6
+    assert kmeans_cost(X, model.predict(X)) / ((X[:, None] - C) ** 2).sum(-1).min(1).sum() < 1.05
+    tiny = ExKMC(3, 2, base_tree="none").fit(X, C)  # fewer leaves than clusters is allowed without IMM
+    assert tiny.tree_.n_leaves == 2
+
+
+def test_binned_routing_equals_raw_routing_with_quantile_bins(rng):
+    X = rng.standard_t(3, size=(6000, 3))
+    C = X[:5]
+    model = ExKMC(5, 15, max_bins=32).fit(X, C)
+    assert not model._mapper.exact.any()
+    codes = model._mapper.transform(X)
+    by_codes = np.asarray(model._code_tree.value)[model._code_tree.route(codes)]
+    np.testing.assert_array_equal(model.tree_.predict(X), by_codes)
+
+
+def test_dask_input_matches_numpy(dask_client, rng):
+    C = rng.uniform(-10, 10, (4, 3))
+    X = C[rng.integers(0, 4, 4000)] + rng.normal(size=(4000, 3))
+    local = ExKMC(4, 8, max_bins=64).fit(X, C)
+    dist = ExKMC(4, 8, max_bins=64).fit(da.from_array(X, chunks=(900, 3)), C)
+    assert dist.tree_.n_leaves == local.tree_.n_leaves
+    assert kmeans_cost(X, dist.predict(X)) == pytest.approx(kmeans_cost(X, local.predict(X)), rel=1e-3)
+    assert dist.n_passes_ >= 3 and isinstance(dist.predict(da.from_array(X, chunks=1000)), da.Array)
+
+
+def test_bad_parameters_are_named(rng):
+    X = rng.normal(size=(100, 2))
+    C = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="max_leaves"):
+        ExKMC(3, 2).fit(X, C)
+    with pytest.raises(ValueError, match="max_leaves"):
+        ExKMC(3, 0, base_tree="none").fit(X, C)
+    with pytest.raises(ValueError, match="base_tree"):
+        ExKMC(3, 4, base_tree="cart").fit(X, C)
+    with pytest.raises(ValueError, match="centers"):
+        ExKMC(3, 4).fit(X, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="max_bins"):
+        ExKMC(3, 4, max_bins=1).fit(X, C)
