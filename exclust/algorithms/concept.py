@@ -362,16 +362,12 @@ def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str],
         if is_dask_array(values):
             col = values
         else:
-            if hasattr(values, "to_numpy"):
-                values = values.to_numpy()
-            col = np.asarray(values)
-            if col.dtype.kind == "b":
-                col = col.astype(np.float64)
-            if col.dtype.kind not in "iuf":
-                raise InputError(
-                    f"concept {name!r} has labels of dtype {col.dtype}; give 0/1 (binary) or numbers (continuous), "
-                    "NaN where a row is unlabelled"
-                )
+            col = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+        if col.dtype.kind not in "biuf":
+            raise InputError(
+                f"concept {name!r} has labels of dtype {col.dtype}; give 0/1 (binary) or numbers (continuous), "
+                "NaN where a row is unlabelled"
+            )
         if col.ndim != 1 or col.shape[0] != n:
             raise InputError(f"concept {name!r} needs one label per row ({n}), got shape {tuple(col.shape)}")
         if is_dask_array(col) and not lazy:
@@ -732,6 +728,13 @@ class ConceptMMDT:
     threshold : MMDT's threshold rule ("exact", "gaussian", "chebyshev", "midpoint", "random").
     covariance_type, n_init : passed to the base ``exclust.GaussianMixture``.
     random_state : seeds the base mixture and MMDT's tie breaks.
+
+    Passes over X in ``fit``: with labels, a validation pass (dask input) and one statistics
+    pass (per-cluster counts, sums and full scatter, for the means and Sigma); without labels,
+    those of the Gaussian mixture's fit, whose own means, weights and covariances are used (a
+    ``covariance_type="diag"`` mixture ignores within-component correlations that a CAV mixes
+    in, so one statistics pass with full scatter on its labels is added). Growing the tree
+    itself touches no data.
 
     Fitted attributes
     -----------------
