@@ -121,3 +121,38 @@ def test_label_flow_on_corrupt_file_fails_naming_it_without_retrying(tmp_path, p
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[state.state_details.flow_run_id])))
     assert [r.run_count for r in runs] == [1]  # bad input is not retried
+
+
+def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
+    """prefect.yaml passes Prefect's own model; its parameters fit the flows; YAML files parse; ports stay local."""
+    from pathlib import Path
+
+    import yaml
+    from prefect.cli.deploy._models import PrefectYamlModel
+    from prefect.flows import load_flow_from_entrypoint
+    from prefect.utilities.templating import apply_values
+
+    root = Path(__file__).resolve().parents[1] / "deploy"
+    doc = yaml.safe_load((root / "prefect.yaml").read_text())
+    model = PrefectYamlModel.model_validate(doc)
+    assert {d.name for d in model.deployments} == {"explain", "label-nightly"}
+    (tmp_path / "explain").mkdir()
+    (tmp_path / "explain" / "tree.json").write_text("{}")
+    (tmp_path / "explain" / ".exclust-output").write_text("{}")  # an earlier explain run wrote it
+    for sub in ("input", "incoming"):
+        (tmp_path / sub).mkdir()
+    monkeypatch.setenv("EXCLUST_DATA", str(tmp_path))
+    models = {"explain": ExplainParams, "label": LabelParams}
+    for dep in model.deployments:
+        flow = load_flow_from_entrypoint(str(root.parent / dep.entrypoint))
+        assert dep.work_pool.name == "exclust-process"
+        params = apply_values(dep.parameters, {})  # fills {{ $EXCLUST_DATA }} as `prefect deploy` does
+        models[flow.name](**params["params"])  # defaults are valid parameters of the flow
+    nightly = next(d for d in model.deployments if d.name == "label-nightly")
+    assert nightly.schedules[0].cron == "30 2 * * *"
+    compose = yaml.safe_load((root / "docker-compose.yml").read_text())
+    assert {"postgres", "prefect-server", "prefect-worker", "dask-scheduler", "dask-worker"} <= set(compose["services"])
+    ports = [p for s in compose["services"].values() for p in s.get("ports", [])]
+    assert ports and all(p.startswith("127.0.0.1:") for p in ports)
+    kinds = [d["kind"] for f in sorted((root / "k8s").glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
+    assert {"DaskCluster", "Deployment", "PersistentVolumeClaim"} <= set(kinds)
