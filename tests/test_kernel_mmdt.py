@@ -240,6 +240,8 @@ def test_fitted_theory_attributes(rng):
     assert m.theorem12_["tau"] == m.tau_
     assert m.theorem12_["alpha"] == pytest.approx(1.0)  # two equal clusters
     assert m.theorem12_bound_ == m.theorem12_["price_bound"] and m.theorem12_bound_ >= 1
+    doc = ThresholdTree.from_json(m.tree_.to_json()).meta["theorem12"]  # JSON-safe even when the bound is inf
+    assert doc["price_bound"] == (m.theorem12_bound_ if math.isfinite(m.theorem12_bound_) else None)
     assert m.xi_.shape == (1, 2, 2) and np.allclose(m.xi_, m.xi_.transpose(0, 2, 1))
 
 

@@ -241,7 +241,8 @@ class KernelMMDT:
         whose interval misroutes the least sampled weight).
     compute_price : measure ``kernel_price_`` in one extra pass.
     kmeans_n_init, kmeans_max_iter : restarts and Lloyd iterations of the k-means on random Fourier
-        features (the base clustering); kernel k-means has many local optima, so a few restarts pay.
+        features (the base clustering). Kernel k-means has many local optima, so restarts pay; "auto"
+        is 5 restarts in memory and 1 on a dask array, where each restart costs a dozen passes.
     random_state : seed of every random choice (frequencies, k-means, samples, prototypes, ties).
 
     Fitted attributes: ``tree_``, ``bandwidth_`` (per feature), ``labels_`` (base labels when the
@@ -255,7 +256,7 @@ class KernelMMDT:
 
     def __init__(self, n_clusters: int = 8, *, kernel: str = "gaussian", bandwidth: Any = "scale",
                  samples_per_cluster: int = 256, n_components: int = 256, prototype: str = "best",
-                 compute_price: bool = True, kmeans_n_init: int = 5, kmeans_max_iter: int = 100,
+                 compute_price: bool = True, kmeans_n_init: int | str = "auto", kmeans_max_iter: int = 100,
                  random_state: int | None = None) -> None:
         self.n_clusters = n_clusters
         self.kernel = kernel
@@ -356,9 +357,12 @@ class KernelMMDT:
 
             # The features are finite by construction: hand them over as a validated Dataset so
             # k-means does not spend a pass re-checking them (it persists them when they fit).
+            n_init = self.kmeans_n_init
+            if n_init == "auto":
+                n_init = 1 if is_dask_array(X) else 5
             Z = Dataset(self.rff_.transform(X), [f"rff{j}" for j in range(int(self.n_components))])
             self.base_ = KMeans(
-                n_clusters=K, n_init=self.kmeans_n_init, max_iter=self.kmeans_max_iter, random_state=kmeans_seed
+                n_clusters=K, n_init=n_init, max_iter=self.kmeans_max_iter, random_state=kmeans_seed
             ).fit(Z)
             base_labels = self.base_.labels_
             self.labels_ = base_labels
@@ -400,7 +404,8 @@ class KernelMMDT:
         tree.meta.update({
             "algorithm": "kernel_mmdt", "kernel": str(self.kernel).lower(), "bandwidth": h.tolist(),
             "prototype": self.prototype, "samples_per_cluster": int(self.samples_per_cluster),
-            "tau": tau, "theorem12_bound": self.theorem12_bound_,
+            # JSON has no infinity: a bound that says nothing (sigma^2 <= tau) is stored as null
+            "tau": tau, "theorem12": {k: (v if math.isfinite(v) else None) for k, v in self.theorem12_.items()},
         })
         self.tree_ = tree
         self.decisions_ = decisions
