@@ -163,6 +163,13 @@ def test_concept_mmdt_fits_its_own_mixture(latent, cavs):
     assert adjusted_rand_score(y, model.reference_labels_) > 0.95
     assert adjusted_rand_score(y, model.predict(X)) > 0.95
     assert model.mixture_ is not None and model.tree_.meta["algorithm"] == "concept-mmdt"
+    # A diagonal mixture: Sigma comes from a full-scatter pass on its labels, off-diagonals included.
+    diag = exclust.ConceptMMDT(cavs, n_components=3, covariance_type="diag", random_state=0).fit(X)
+    labels = diag.reference_labels_
+    w = diag.mixture_.weights_  # the mixture's weights pool its components' hard-label covariances
+    pooled = sum(w[k] * np.cov(X[labels == k].T, bias=True) for k in range(3) if w[k] > 0)
+    np.testing.assert_allclose(diag.latent_covariance_, pooled, atol=1e-8)
+    assert adjusted_rand_score(y, diag.predict(X)) > 0.95
 
 
 def test_concept_cart_baseline(latent, cavs):
@@ -172,6 +179,9 @@ def test_concept_cart_baseline(latent, cavs):
     assert model.tree_.feature_names == ["alpha", "beta"]
     assert model.tree_.n_leaves == 3
     assert adjusted_rand_score(y, model.predict(X)) > 0.95
+    own = exclust.ConceptCART(cavs, n_components=3, random_state=0).fit(X)
+    assert own.tree_.n_leaves == 3 and own.mixture_ is not None
+    assert adjusted_rand_score(y, own.predict(X)) > 0.95
 
 
 # --------------------------------------------------------------------------- numpy vs dask
