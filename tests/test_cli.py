@@ -83,3 +83,41 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
 def test_console_entry_point_runs():
     proc = subprocess.run([sys.executable, "-m", "exclust.cli", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and "explain" in proc.stdout and "demo" in proc.stdout
+
+
+def test_explain_command_writes_outputs(tmp_path, capsys, dask_client):
+    from exclust.synthetic import write_gmm_parquet
+
+    write_gmm_parquet(tmp_path / "data", 8000, n_components=3, n_features=2, rows_per_file=2000, random_state=6,
+                      noise_scale=3.0)
+    code = main(["explain", "--input", str(tmp_path / "data"), "--features", "x0,x1", "--algorithm", "mmdt",
+                 "--k", "3", "--threshold", "exact", "--reference", "kmeans", "--truth", "truth",
+                 "--scheduler", dask_client.scheduler.address, "--out", str(tmp_path / "out")])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "fit reference done in" in captured.err  # progress lines with elapsed seconds
+    assert "cluster 2:" in captured.out and "ari_truth=" in captured.out
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert (metrics["algorithm"], metrics["k"], metrics["d"], metrics["reference"], metrics["threshold"]) == ("mmdt", 3, 2, "kmeans", "exact")
+    assert metrics["enr"] > 0 and {"load", "fit reference", "build tree", "score"} <= set(metrics["seconds"])
+    assert (tmp_path / "out" / "report.html").stat().st_size > 1000
+
+
+@pytest.mark.e2e
+def test_demo_e2e_runs_the_flow_with_no_server_in_a_fresh_home(tmp_path):
+    """`exclust demo` with an empty HOME and no Prefect settings: temporary server, local Dask cluster."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DASK_"))}
+    env["HOME"] = str(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "exclust.cli", "demo", "--rows", "30000", "--out", str(tmp_path / "demo")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    out = tmp_path / "demo"
+    assert {"tree.json", "metrics.json", "rules.txt", "report.html"} <= {p.name for p in out.iterdir()}
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["n"] == 30000 and metrics["k"] == 5 and metrics["algorithm"] == "mmdt"
+    assert "Finished in state Completed" in proc.stderr + proc.stdout
+    assert not (tmp_path / "home" / ".prefect").exists()  # nothing written into the user's home
+    assert len(list((tmp_path / "demo-data").glob("*.parquet"))) >= 2

@@ -111,3 +111,16 @@ def test_sample_rows_spreads_over_chunks():
     s = sample_rows(da.from_array(X, chunks=(1000, 2)), max_rows=500)
     assert s.shape == (500, 2) and s[:, 0].max() > 15_000  # later chunks are represented
     assert sample_rows(X, max_rows=100).shape == (100, 2)
+
+
+def test_concept_mmdt_builds_a_tree_over_concepts(frame):
+    if importlib.util.find_spec("exclust.algorithms.concept") is None:
+        pytest.skip("exclust.algorithms.concept is not in this checkout yet")
+    df = frame.copy()
+    df["high_a"] = (df["a"] > df["a"].median()).astype(int)
+    df["b_plus_c"] = df["b"] + df["c"]  # a continuous concept
+    result = explain(ExplainConfig(input=df, features=["a", "b", "c"], k=4, algorithm="concept-mmdt",
+                                   concepts=["high_a", "b_plus_c"], truth="truth"))
+    assert set(result.tree.feature_names) == {"high_a", "b_plus_c"}
+    assert result.tree.n_leaves == 4 and result.metrics["enr_convention"] == "paper000"
+    assert result.metrics["ari_reference"] is not None
