@@ -1,9 +1,10 @@
 """Cost ratio against the number of leaves: ExKMC, CART and KDTree side by side (paper 003, Figure 2).
 
 For each leaf count L the k-means cost of a tree's clusters, each scored by its own mean, is
-divided by the reference cost (every point to its nearest reference center). ExKMC is greedy
-and a split never changes the gain of another leaf, so one expansion to ``max(leaves)`` holds
-every smaller tree as a prefix (``ExKMC.tree_at``). All trees are then scored in one pass.
+divided by the reference cost (every point to its nearest reference center). All three
+algorithms grow greedily and a split never changes the choice at another leaf, so one fit at
+``max(leaves)`` holds every smaller tree as a prefix (``ExKMC.tree_at``, ``KDTree.tree_at``,
+``cart_prefix_trees``): three fits, then all trees are scored in one pass.
 """
 from __future__ import annotations
 
@@ -17,6 +18,43 @@ from exclust.algorithms.kdtree import KDTree
 from exclust.data import as_matrix, is_dask_array
 from exclust.histogram import map_reduce_blocks
 from exclust.tree import ThresholdTree
+
+
+def prune_tree(tree: ThresholdTree, expanded, node_values) -> ThresholdTree:
+    """The subtree that keeps only the splits of ``expanded`` nodes; any other node reached
+    becomes a leaf of cluster ``node_values[node]``."""
+    from exclust.tree import TreeBuilder
+
+    keep = {int(i) for i in expanded}
+    b = TreeBuilder(n_features=tree.n_features)
+    stack = [(0, b.add_node())]
+    while stack:
+        node, new = stack.pop()
+        if tree.kind[node] == 0 or node not in keep:
+            b.make_leaf(new, int(node_values[node]))
+            continue
+        left, right = b.split(new, int(tree.feature[node]), float(tree.threshold[node]))
+        stack.append((int(tree.right[node]), right))
+        stack.append((int(tree.left[node]), left))
+    return b.build(feature_names=tree.feature_names, n_clusters=tree.n_clusters, meta=dict(tree.meta))
+
+
+def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[ThresholdTree]:
+    """CART trees for every leaf count from one best-first fit at the largest count.
+
+    scikit-learn grows a tree with ``max_leaf_nodes`` best first and numbers the two children
+    of a node when it expands it, so sorting the internal nodes by their left child's id gives
+    the expansion order, and the tree with L leaves is the first L - 1 expansions.
+    """
+    cart = CART(max_leaf_nodes=max(leaves), random_state=random_state).fit(X, labels)
+    model = getattr(cart, "model_", None)
+    if model is None:
+        return [cart.tree_ for _ in leaves]
+    t = model.tree_
+    internal = np.flatnonzero(t.children_left >= 0)
+    order = internal[np.argsort(t.children_left[internal])]
+    values = np.asarray(model.classes_)[np.argmax(t.value[:, 0, :], axis=1)]
+    return [prune_tree(cart.tree_, order[: L - 1], values) for L in leaves]
 
 
 def _block_cluster_moments(X, trees: list[ThresholdTree], k: int) -> np.ndarray:
@@ -86,8 +124,9 @@ def cost_ratio_curve(X, centers, leaves: Sequence[int], reference_labels=None, m
         reference_labels = nearest_center_labels(ds.X, centers)
     ex = ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
     trees = [ex.tree_at(L) for L in leaves]
-    trees += [CART(max_leaf_nodes=L, random_state=random_state).fit(ds.X, reference_labels).tree_ for L in leaves]
-    trees += [KDTree(L, max_bins=max_bins, random_state=random_state).fit(ds.X, centers).tree_ for L in leaves]
+    trees += cart_prefix_trees(ds.X, reference_labels, leaves, random_state)
+    kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
+    trees += [kd.tree_at(L) for L in leaves]
     n_out = max(k, max(t.n_clusters for t in trees))
     costs = kmeans_costs(ds.X, trees, n_out)
     ref = reference_cost(ds.X, centers)

@@ -73,3 +73,20 @@ def test_curve_on_dask_matches_numpy(dask_client, rng):
     assert len(dist["cart"]) == 2 and all(r > 0.9 for r in dist["cart"])
     with pytest.raises(ValueError, match="leaves"):
         cost_ratio_curve(X, C, [2])
+
+
+def test_prefix_trees_of_cart_and_kdtree_equal_separate_fits(rng):
+    from exclust.algorithms.cart import CART
+    from exclust.algorithms.kdtree import KDTree
+    from exclust.curves import cart_prefix_trees
+
+    C = rng.uniform(-6, 6, (4, 3))
+    X = C[rng.integers(0, 4, 1500)] + 2.0 * rng.normal(size=(1500, 3))
+    labels = np.argmin(((X[:, None] - C) ** 2).sum(-1), 1)
+    prefixes = cart_prefix_trees(X, labels, [4, 6, 9], random_state=0)
+    for L, tree in zip([4, 6, 9], prefixes):
+        alone = CART(max_leaf_nodes=L, random_state=0).fit(X, labels).tree_
+        assert tree.n_leaves == L and np.array_equal(tree.predict(X), alone.predict(X))
+    big = KDTree(9).fit(X, C)
+    for L in (1, 4, 6, 9):
+        assert np.array_equal(big.tree_at(L).predict(X), KDTree(L).fit(X, C).predict(X))

@@ -61,6 +61,8 @@ class KDTree:
         center_sq = np.einsum("ij,ij->i", centers, centers)
         tree = CodeTree()
         stats = {}  # leaf -> (counts (d, B), sums (d,), sum of squares (d,))
+        node_value = {}  # every node's cheapest center, kept for the prefix trees
+        order = []  # nodes in the order they were split
         pending = [0]
         while pending:
             slot = np.full(tree.n_nodes, -1, dtype=np.int64)
@@ -71,6 +73,8 @@ class KDTree:
             passes += 1
             for s, leaf in enumerate(pending):
                 stats[leaf] = (counts[s], sums[s], sq[s])
+                n_leaf = counts[s][0].sum()
+                node_value[leaf] = int(np.argmin(n_leaf * center_sq - 2.0 * centers @ sums[s]))
             pending = []
             n_leaves = len(tree.leaves())
             # Most populated leaves first (balanced cuts make this level order).
@@ -81,18 +85,26 @@ class KDTree:
                 if cut is None:
                     continue
                 left, right = tree.split(leaf, *cut)
+                order.append(leaf)
                 pending += [left, right]
                 n_leaves += 1
                 del stats[leaf]
-        for leaf, (cnt, sums, _) in stats.items():
-            n_leaf = cnt[0].sum()
-            tree.value[leaf] = int(np.argmin(n_leaf * center_sq - 2.0 * centers @ sums))
+        tree.value = [node_value[i] for i in range(tree.n_nodes)]
         self.centers_ = centers
         self.n_passes_ = passes
+        self.split_order_ = order
         self.tree_ = tree.to_threshold_tree(
             mapper, centers.shape[0], ds.feature_names, meta={"algorithm": "kdtree", "max_bins": max_bins}
         )
+        self._node_value = np.asarray(tree.value, dtype=np.int64)
         return self
+
+    def tree_at(self, n_leaves: int):
+        """The tree after its first ``n_leaves - 1`` splits (the one ``KDTree(n_leaves)`` grows)."""
+        from exclust.curves import prune_tree
+
+        keep = self.split_order_[: max(0, int(n_leaves) - 1)]
+        return prune_tree(self.tree_, keep, self._node_value)
 
     def predict(self, X):
         """Cluster (reference center index) of every row."""
