@@ -43,8 +43,12 @@ def datasets(n: int):
         X = np.loadtxt(path, ndmin=2)
         y = np.loadtxt(SHARED / "aggregation.labels0.gz").astype(int) - 1  # labels are 1-based
         out["aggregation"] = (X, y, 7, [1.0, 2.0, 4.0, "scale"])
+        # many convex clusters: how the tree copes with K = 31 (interval cuts nest deeply)
+        X = np.loadtxt(SHARED / "d31.data.gz", ndmin=2)
+        y = np.loadtxt(SHARED / "d31.labels0.gz").astype(int) - 1
+        out["d31"] = (X, y, 31, ["scale"])
     else:
-        print(f"(skipping aggregation: {path} not found)")
+        print(f"(skipping aggregation and d31: {path} not found)")
     X, y = make_moons(n, noise=0.05, random_state=0)
     out["moons"] = (X, y, 2, [0.25, 0.5, 1.0, "scale"])
     X, y = make_circles(n, noise=0.05, factor=0.4, random_state=0)
