@@ -99,7 +99,7 @@ def cmd_explain(args) -> int:
         leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise",
     )
-    result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet))
+    result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
     return 0
 
@@ -118,7 +118,7 @@ def cmd_label(args) -> int:
     validate_output_dir(args.out)
     tree = ThresholdTree.from_json(Path(args.tree))  # a bad tree file fails before any cluster starts
     parquet_files(args.input)
-    timer = StepTimer(_log(args.quiet))
+    timer = StepTimer(_log(args.quiet), live=sys.stderr.isatty() and not args.quiet)
     with dask_cluster(args.scheduler):
         with timer.step("label", f"{args.input} -> {args.out}"):
             result = label_parquet(
@@ -187,7 +187,7 @@ def cmd_demo(args) -> int:
 
         config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
                                threshold=args.threshold, truth="truth", random_state=args.seed)
-        result = run_explain(config, out, scheduler=args.scheduler, log=log)
+        result = run_explain(config, out, scheduler=args.scheduler, log=log, live=sys.stderr.isatty())
         _summary(result.metrics, result.rules, result.out)
     else:
         home = _prefect_environment()

@@ -410,11 +410,14 @@ def _maybe_float(v) -> float | None:
 
 def run_explain(
     config: ExplainConfig, out: str | os.PathLike, *, scheduler: str | None = None,
-    log: Log | None = None, base: str | os.PathLike | None = None,
+    log: Log | None = None, base: str | os.PathLike | None = None, live: bool = False,
 ) -> ExplainResult:
-    """The whole explain job: open the Dask client, run every step, write the output folder."""
+    """The whole explain job: open the Dask client, run every step, write the output folder.
+
+    ``live`` draws a progress bar of the Dask tasks on stderr (for a terminal).
+    """
     validate_output_dir(out, base)  # fail before any work
-    timer = StepTimer(log)
+    timer = StepTimer(log, live=live and log is not None)
     t0 = time.perf_counter()
     needs_cluster = isinstance(config.input, (str, os.PathLike))
     with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):

@@ -2,11 +2,14 @@
 
 A step that lasts longer than ``heartbeat`` seconds logs a line every ``heartbeat`` seconds
 with the Dask scheduler's task counts (done / known), so a long pass over the data shows that
-it moves. Log lines go to a callable (``print`` in the CLI, a Prefect logger in flows).
+it moves. Log lines go to a callable (``print`` in the CLI, a Prefect logger in flows). With
+``live=True`` (the CLI on a terminal) a one-line bar of the scheduler's tasks is redrawn in
+place instead of heartbeat lines.
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from typing import Callable, Iterator
@@ -38,9 +41,10 @@ def _count_tasks(dask_scheduler=None) -> tuple[int, int]:
 class StepTimer:
     """Times named steps and reports them through ``log``; ``seconds`` maps step -> duration."""
 
-    def __init__(self, log: Log | None = None, heartbeat: float = 10.0) -> None:
+    def __init__(self, log: Log | None = None, heartbeat: float = 10.0, live: bool = False) -> None:
         self.log: Log = log or (lambda message: None)
         self.heartbeat = heartbeat
+        self.live = live
         self.seconds: dict[str, float] = {}
         self._start = time.perf_counter()
 
@@ -54,13 +58,16 @@ class StepTimer:
         self.log(f"[{self.elapsed:7.1f} s] {name}{': ' + detail if detail else ''}")
         t0 = time.perf_counter()
         stop = threading.Event()
-        beat = threading.Thread(target=self._beat, args=(name, t0, stop), daemon=True)
-        if self.heartbeat and self.heartbeat > 0:
+        target = self._bar if self.live else self._beat
+        beat = threading.Thread(target=target, args=(name, t0, stop), daemon=True)
+        if self.live or (self.heartbeat and self.heartbeat > 0):
             beat.start()
         try:
             yield
         finally:
             stop.set()
+            if beat.is_alive():
+                beat.join(2)
             self.seconds[name] = round(time.perf_counter() - t0, 3)
         self.log(f"[{self.elapsed:7.1f} s] {name} done in {self.seconds[name]:.1f} s")
 
@@ -69,3 +76,20 @@ class StepTimer:
             counts = _scheduler_counts()
             tasks = f", Dask tasks {counts[0]}/{counts[1]} done" if counts else ""
             self.log(f"[{self.elapsed:7.1f} s]   ... {name} running for {time.perf_counter() - t0:.0f} s{tasks}")
+
+    def _bar(self, name: str, t0: float, stop: threading.Event, width: int = 30) -> None:
+        drawn = False
+        while not stop.wait(0.5):
+            counts = _scheduler_counts()
+            if counts and counts[1]:
+                done, total = counts
+                filled = int(width * done / total)
+                bar = f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} tasks"
+            else:
+                bar = ""
+            sys.stderr.write(f"\r  {name} {bar} {time.perf_counter() - t0:6.1f} s\033[K")
+            sys.stderr.flush()
+            drawn = True
+        if drawn:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

@@ -124,3 +124,20 @@ def test_concept_mmdt_builds_a_tree_over_concepts(frame):
     assert set(result.tree.feature_names) == {"high_a", "b_plus_c"}
     assert result.tree.n_leaves == 4 and result.metrics["enr_convention"] == "paper000"
     assert result.metrics["ari_reference"] is not None
+
+
+def test_long_steps_report_progress_with_scheduler_task_counts(dask_client):
+    import time
+
+    import dask
+
+    from exclust.progress import StepTimer
+
+    lines = []
+    timer = StepTimer(lines.append, heartbeat=0.3)
+    with timer.step("slow pass", "8 tasks"):
+        dask.compute(*[dask.delayed(time.sleep, pure=False)(0.4) for _ in range(8)])
+    assert lines[0].endswith("slow pass: 8 tasks") and "slow pass done in" in lines[-1]
+    beats = [line for line in lines if "running for" in line]
+    assert beats and any("Dask tasks" in line for line in beats)
+    assert timer.seconds["slow pass"] >= 1.0
