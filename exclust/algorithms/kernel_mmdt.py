@@ -40,7 +40,7 @@ from exclust.kernels import (
     rff_group_statistics,
     tree_reduce,
 )
-from exclust.tree import ThresholdTree, TreeBuilder
+from exclust.tree import TreeBuilder
 
 PROTOTYPES = ("random", "best")
 
