@@ -288,14 +288,11 @@ def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig) -> dict[str
     """Cost ratio versus number of leaves, for data-driven trees (the report's curve)."""
     if config.algorithm not in DATA_ALGORITHMS or ref is None:
         return None
-    import importlib.util
-
-    if importlib.util.find_spec("exclust.curves") is None:  # optional part: the report then has no curve
-        return None
     from exclust.curves import cost_ratio_curve
 
     top = max(config.leaves or config.k, 2 * config.k)
-    return cost_ratio_curve(data.X, ref.centers, list(range(config.k, top + 1)))
+    return cost_ratio_curve(data.X, ref.centers, list(range(config.k, top + 1)), reference_labels=ref.labels,
+                            random_state=config.random_state)
 
 
 def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:

@@ -33,7 +33,7 @@ def test_mmdt_on_a_frame_explains_the_mixture(frame):
     assert {"load", "fit reference", "build tree", "score"} <= set(m["seconds"])
     assert any("fit reference done in" in line for line in lines)
     assert result.rules.count("\n") == 4
-    assert "<svg" in result.report_html
+    assert "<svg" in result.report_html and "curve-svg" not in result.report_html  # MMDT: no cost curve
 
 
 def test_label_and_kmeans_references(frame):
@@ -60,6 +60,8 @@ def test_other_algorithms_run_through_the_same_steps(frame, algorithm, module):
     budget = 6 if algorithm in ("exkmc", "kdtree", "cart") else 4
     assert 4 <= result.tree.n_leaves <= budget and result.metrics["algorithm"] == algorithm
     assert set(result.tree.features_used) <= {"a", "b", "c"}
+    if algorithm in ("imm", "exkmc", "kdtree", "cart"):  # data-driven trees: the report has the cost curve
+        assert "curve-svg" in result.report_html
     assert result.metrics["ari_truth"] > 0.5
 
 
