@@ -358,3 +358,14 @@ def test_build_kernel_tree_directly(rng):
     samples, taken, sizes, _ = sample_per_cluster(X, y, 2, 40, seed=0)
     tree, decisions = build_kernel_tree(samples, taken, sizes / sizes.sum(), "laplace", 1.0, random_state=0)
     assert tree.n_leaves == 2 and len(decisions) == 1
+
+
+def test_degenerate_axis_falls_back_to_one_with_a_gap(rng):
+    # axis 0: far apart points with a tiny bandwidth, so every similarity on it underflows to 0 (the
+    # minimum, shared with the self-similarities); axis 1 separates the two clusters.
+    X = np.c_[rng.uniform(0, 1000, 400), np.r_[rng.normal(0, 0.2, 200), rng.normal(3, 0.2, 200)]]
+    y = np.repeat([0, 1], 200)
+    m = KernelMMDT(2, bandwidth=[1e-3, 1.0], samples_per_cluster=50, random_state=0).fit(X, y)
+    assert m.xi_[0].max() == 0.0  # the paper's rule would pick axis 0 and find no gap
+    assert m.tree_.feature[0] == 1
+    assert (m.predict(X) == y).mean() > 0.99

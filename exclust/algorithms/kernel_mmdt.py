@@ -192,17 +192,29 @@ def build_kernel_tree(samples, taken, weights, kernel, bandwidth, *, prototype="
         # Theorem 12: a wider gap, a smaller Chebyshev bound on the mistakes); further ties at random.
         ties = np.argwhere(sub == sub.min())
         widest = np.array([np.diff(np.sort(xi[t[0], c[t[1]], c])).max() for t in ties])
-        ties = ties[widest == widest.max()]
-        i, a, b = ties[rng.integers(len(ties))]
+        if widest.max() <= 0:
+            # Degenerate case the paper does not meet: the minimal similarity is shared by every
+            # xi(i, k, .) of its axis (e.g. a bandwidth so small that all similarities underflow
+            # to 0 there). Fall back to any (axis, k) whose sorted similarities have a gap.
+            spread = np.sort(sub_all := xi[:, c][:, :, c], axis=2)
+            gap_all = np.diff(spread, axis=2).max(axis=2)  # (d, len(c))
+            if gap_all.max() <= 0:
+                raise InputError(
+                    f"clusters {sorted(comps)} cannot be told apart on any feature with bandwidth {bandwidth!r}: "
+                    "every per-axis similarity is equal; pick a bandwidth near the spread of the features"
+                )
+            cand = np.argwhere(gap_all == gap_all.max())
+            i, a = cand[rng.integers(len(cand))]
+            off = sub_all[i, a].copy()
+            off[a] = np.inf
+            b = int(np.argmin(off))
+        else:
+            ties = ties[widest == widest.max()]
+            i, a, b = ties[rng.integers(len(ties))]
         k, l = int(c[a]), int(c[b])
         vals = xi[i, k, c]
         order = np.sort(vals)
         gaps = np.diff(order)
-        if gaps.max() <= 0:
-            raise InputError(
-                f"clusters {sorted(comps)} cannot be told apart on any feature with bandwidth {bandwidth!r}: "
-                "every per-axis similarity is equal; pick a bandwidth near the spread of the features"
-            )
         best = np.flatnonzero(gaps == gaps.max())
         j = int(best[rng.integers(len(best))])
         theta = 0.5 * (order[j] + order[j + 1])
