@@ -196,8 +196,8 @@ def build_kernel_tree(samples, taken, weights, kernel, bandwidth, *, prototype="
             # Degenerate case the paper does not meet: the minimal similarity is shared by every
             # xi(i, k, .) of its axis (e.g. a bandwidth so small that all similarities underflow
             # to 0 there). Fall back to any (axis, k) whose sorted similarities have a gap.
-            spread = np.sort(sub_all := xi[:, c][:, :, c], axis=2)
-            gap_all = np.diff(spread, axis=2).max(axis=2)  # (d, len(c))
+            sub_all = xi[:, c][:, :, c]
+            gap_all = np.diff(np.sort(sub_all, axis=2), axis=2).max(axis=2)  # (d, len(c))
             if gap_all.max() <= 0:
                 raise InputError(
                     f"clusters {sorted(comps)} cannot be told apart on any feature with bandwidth {bandwidth!r}: "
