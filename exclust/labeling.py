@@ -115,6 +115,11 @@ def label_parquet(
         tree = ThresholdTree.from_json(Path(tree))
     files = parquet_files(source)
     root = Path(source) if Path(source).is_dir() else None
+    if root is not None:
+        src = root.resolve()
+        if target == src or src in target.parents or target in src.parents:
+            # The next run would read its own output (or replace its input): refuse before any work.
+            raise InputError(f"output folder {out} overlaps the input folder {source}; write the labels elsewhere")
     tree_doc = tree.to_dict()
     with atomic_output_dir(target, base=base, info={"job": "label"}) as tmp:
         tasks = []

@@ -140,3 +140,10 @@ def test_output_paths_are_checked(tmp_path, monkeypatch):
         validate_input_path(tmp_path / "nope.parquet")
     with pytest.raises(InputError, match="no file matches"):
         validate_input_path(str(tmp_path / "*.nothing"))
+
+
+def test_output_inside_the_input_folder_is_refused(tmp_path):
+    write_parts(tmp_path / "in", n_files=1, rows=10)
+    with pytest.raises(InputError, match="overlaps the input folder"):
+        label_parquet(two_feature_tree(), tmp_path / "in", tmp_path / "in" / "labelled")
+    assert sorted(p.name for p in (tmp_path / "in").iterdir()) == ["part-0.parquet"]
