@@ -79,7 +79,8 @@ def explain(params: ExplainParams) -> dict[str, Any]:
     config = params.to_config().check()
     timer = StepTimer(logger.info)
     with pipeline.dask_cluster(params.scheduler_address) as client:
-        logger.info("Dask: %s", "scheduler " + params.scheduler_address if params.scheduler_address else f"local cluster {client.dashboard_link or ''}".strip())
+        where = f"scheduler {params.scheduler_address}" if params.scheduler_address else "a local cluster for this run"
+        logger.info("Dask: %s (dashboard %s)", where, client.dashboard_link)
         with timer.step("load", config.input):
             data = load_task(config)
         ref = None
@@ -93,7 +94,7 @@ def explain(params: ExplainParams) -> dict[str, Any]:
         metrics = pipeline.assemble_metrics(scores, data, ref, built, config, timer.seconds)
         result = pipeline.ExplainResult(built.tree, metrics, built.tree.rules_text())
         with timer.step("write outputs", params.output):
-            write_outputs_task(result, data, built, curve, config, params.output)
+            result.out = write_outputs_task(result, data, built, curve, config, params.output)
     publish_artifacts(result)
     logger.info("wrote %s (%d leaves, depth %d)", result.out, built.tree.n_leaves, built.tree.depth)
     return {"output": str(result.out), "metrics": {k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}}

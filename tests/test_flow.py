@@ -156,3 +156,24 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     assert ports and all(p.startswith("127.0.0.1:") for p in ports)
     kinds = [d["kind"] for f in sorted((root / "k8s").glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
     assert {"DaskCluster", "Deployment", "PersistentVolumeClaim"} <= set(kinds)
+
+
+def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_client):
+    from exclust.synthetic import write_gmm_parquet
+    from flows.explain import explain
+
+    write_gmm_parquet(tmp_path / "data", 9000, n_components=3, n_features=2, rows_per_file=3000, random_state=7,
+                      noise_scale=3.0)
+    params = ExplainParams(input=str(tmp_path / "data"), output=str(tmp_path / "out"), columns="x0,x1",
+                           n_clusters=3, algorithm="exkmc", leaves=5, reference="kmeans", truth_column="truth",
+                           scheduler_address=dask_client.scheduler.address)
+    state = explain(params, return_state=True)
+    assert state.is_completed(), state.message
+    summary = state.result()
+    assert summary["output"] == str(tmp_path / "out") and summary["metrics"]["algorithm"] == "exkmc"
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert 3 <= metrics["n_leaves"] <= 5 and metrics["reference"] == "kmeans" and metrics["ari_truth"] > 0.9
+    arts = _artifacts(state.state_details.flow_run_id)
+    assert {"explain-metrics", "explain-rules", "explain-report"} <= set(arts)
+    assert "cluster 0:" in arts["explain-rules"].data
+    assert (tmp_path / "out" / "report.html").as_uri() in arts["explain-report"].data
