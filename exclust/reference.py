@@ -24,6 +24,8 @@ logger = logging.getLogger("exclust")
 
 _COVARIANCE_TYPES = ("full", "diag")
 _KMEANS_BACKENDS = ("auto", "sklearn", "lloyd", "dask-ml")
+# k-means|| ends by clustering its few weighted candidates in memory: restarts there cost no pass.
+_RECLUSTER_N_INIT = 10
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -57,16 +59,21 @@ def _prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
         if is_dask_array(X.X):
             X = Dataset(_persist_if_fits(X.X), X.feature_names, X.extra, X.source, X.n_dropped)
         return X, source, 0
-    source = X
+    source, persisted = X, False
     if is_dask_array(X):
         X = X.astype(np.float64)
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         source = X
         if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
-            X = _persist_if_fits(X)
+            X, persisted = _persist_if_fits(X), True
     data = as_matrix(X, n_clusters=n_clusters)
-    return data, (data.X if not is_dask_array(data.X) else source), 1
+    if not is_dask_array(data.X):
+        return data, data.X, 1
+    if not persisted:  # row chunk sizes were unknown until validation measured them
+        source = data.X
+        data = Dataset(_persist_if_fits(data.X), data.feature_names, data.extra, data.source, data.n_dropped)
+    return data, source, 1
 
 
 def _persist_if_fits(X):
@@ -160,7 +167,7 @@ def kmeans_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, over
         raise InputError(
             f"the data hold fewer than {n_clusters} distinct points; ask for fewer clusters"
         )
-    km = SKKMeans(n_clusters, n_init=1, random_state=_seed(rs))
+    km = SKKMeans(n_clusters, n_init=_RECLUSTER_N_INIT, random_state=_seed(rs))
     km.fit(candidates[keep], sample_weight=stats.counts[keep].astype(np.float64))
     return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 

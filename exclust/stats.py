@@ -27,6 +27,21 @@ _THREAD_MIN_ROWS = 200_000
 
 
 # --------------------------------------------------------------------------- map + tree reduction
+def _one_blas_thread():
+    """Limit BLAS to one thread while our own threads run kernels that call it.
+
+    Every thread already has a core; BLAS threads on top of them would oversubscribe (Dask
+    workers get the same limit from their nanny).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def _sum_all(combine: Callable[[Any, Any], Any], *parts: Any) -> Any:
     out = parts[0]
     for p in parts[1:]:
@@ -87,7 +102,7 @@ def map_reduce(
             blocks = [a[bounds[i] : bounds[i + 1]] for a in arrays]
             return func(i, *blocks, *args) if pass_index else func(*blocks, *args)
 
-        with ThreadPoolExecutor(workers) as pool:
+        with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
             parts = list(pool.map(run, range(workers)))
         return _sum_all(combine, *parts)
 
