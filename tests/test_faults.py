@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from exclust.pipeline import ExplainConfig, explain
 from exclust.synthetic import write_gmm_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,43 +48,50 @@ def test_explain_flow_on_missing_or_corrupt_parquet_fails_naming_the_file(tmp_pa
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
 
 
-def test_worker_killed_mid_run_does_not_change_the_result(tmp_path):
-    """SIGKILL one of two worker processes during the reference fit: Dask recomputes what it held."""
+def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api):
+    """SIGKILL one of two worker processes during an explain flow run: Dask recomputes what it held."""
     from distributed import Client, LocalCluster
 
+    from flows.explain import explain as explain_flow
+    from flows.params import ExplainParams
+
     write_gmm_parquet(tmp_path / "data", 40_000, n_components=4, n_features=2, rows_per_file=5_000, random_state=3)
-    config = dict(input=str(tmp_path / "data"), features=["x0", "x1"], k=4, truth="truth")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, memory_limit="2GiB") as cluster, Client(cluster) as client:
-        with client.as_current():
-            calm = explain(ExplainConfig(**config))
-            pids = client.run(os.getpid)
-            victim = sorted(pids.values())[0]
-            killed = threading.Event()
-            in_fit = threading.Event()
+                      dashboard_address="127.0.0.1:0", memory_limit="2GiB") as cluster, Client(cluster) as client:
 
-            def log(message: str) -> None:
-                if "fit reference:" in message:
-                    in_fit.set()
-
-            def killer() -> None:
-                in_fit.wait(120)
-                time.sleep(1.0)  # inside the EM passes, with partitions persisted on both workers
-                os.kill(victim, signal.SIGKILL)
-                killed.set()
-
-            thread = threading.Thread(target=killer, daemon=True)
-            thread.start()
+        def run(out: str):
+            params = ExplainParams(input=str(tmp_path / "data"), output=str(tmp_path / out), columns=["x0", "x1"],
+                                   n_clusters=4, truth_column="truth", scheduler_address=cluster.scheduler_address)
             t0 = time.monotonic()
-            disturbed = explain(ExplainConfig(**config), log=log)
-            took = time.monotonic() - t0
-            thread.join(5)
-            assert killed.is_set(), "the worker was not killed during the run"
-            assert victim not in client.run(os.getpid).values()  # the nanny started a fresh worker process
-    assert took > 1.0
-    assert disturbed.tree == calm.tree
-    drop = {"seconds"}
-    assert {k: v for k, v in disturbed.metrics.items() if k not in drop} == {k: v for k, v in calm.metrics.items() if k not in drop}
+            state = explain_flow(params, return_state=True)
+            return state, time.monotonic() - t0
+
+        calm_state, _ = run("calm")
+        assert calm_state.is_completed(), calm_state.message
+        victim = sorted(client.run(os.getpid).values())[0]
+        killed_at: list[float] = []
+
+        def killer() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any(client.processing().values()):
+                time.sleep(0.05)
+            time.sleep(1.5)  # well inside the run: the data are persisted on both workers by now
+            os.kill(victim, signal.SIGKILL)
+            killed_at.append(time.monotonic())
+
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+        started = time.monotonic()
+        state, took = run("disturbed")
+        thread.join(5)
+        assert killed_at and killed_at[0] - started < took, "the worker was not killed during the run"
+        assert state.is_completed(), state.message
+        assert victim not in client.run(os.getpid).values()  # the nanny started a fresh worker process
+    assert (tmp_path / "disturbed" / "tree.json").read_text() == (tmp_path / "calm" / "tree.json").read_text()
+    calm = json.loads((tmp_path / "calm" / "metrics.json").read_text())
+    disturbed = json.loads((tmp_path / "disturbed" / "metrics.json").read_text())
+    calm.pop("seconds"), disturbed.pop("seconds")
+    assert disturbed == calm
 
 
 WRITER = """
