@@ -177,3 +177,18 @@ def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_c
     assert {"explain-metrics", "explain-rules", "explain-report"} <= set(arts)
     assert "cluster 0:" in arts["explain-rules"].data
     assert (tmp_path / "out" / "report.html").as_uri() in arts["explain-report"].data
+
+
+def test_retry_only_transient_failures():
+    from distributed.scheduler import KilledWorker
+    from prefect.states import Failed
+
+    from exclust.data import InputError
+    from exclust.tree import TreeFormatError
+    from flows.retry import is_transient, retry_if_transient
+
+    assert not is_transient(InputError("cannot read Parquet file x"))
+    assert not is_transient(TreeFormatError("bad tree")) and not is_transient(FileNotFoundError("x"))
+    assert is_transient(KilledWorker("task", "worker", 3)) and is_transient(TimeoutError()) and is_transient(ConnectionError())
+    assert retry_if_transient(None, None, Failed(data=OSError("disk busy"))) is True
+    assert retry_if_transient(None, None, Failed(data=InputError("no rows"))) is False
