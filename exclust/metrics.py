@@ -39,7 +39,6 @@ below 1e-9 after 2 histogram passes).
 """
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any, Callable, Sequence
 
@@ -48,8 +47,6 @@ import numpy as np
 from exclust._kernels_score import label_span, median_hist_block, score_block
 from exclust.data import Dataset, InputError, is_dask_array
 from exclust.tree import ThresholdTree
-
-log = logging.getLogger(__name__)
 
 # Label ids become array indices; a larger id is almost always an un-encoded category.
 MAX_LABEL = 1_000_000
@@ -502,8 +499,10 @@ def score(
     """Score a tree's clustering of X against reference labels / centers and ground truth.
 
     X: numpy array, pandas DataFrame, dask array (row chunks, one column chunk) or Dataset.
-    reference_labels, y_true: cluster ids 0..K-1 per row, -1 or NaN for noise / unlabelled
-    (numpy, pandas or dask; numpy labels with dask X are chunked like X). centers: (K, d) fixed
+    reference_labels, y_true: cluster ids 0..K-1 per row; -1 or NaN marks noise / unlabelled
+    rows, which are left out of the tables that need that label (reference noise: out of every
+    reference-relative number, on both sides). numpy, pandas or dask; numpy labels with dask X
+    are chunked like X. centers: (K, d) fixed
     centers (or a MixtureSummary); without reference_labels the reference becomes each point's
     nearest center. See the module docstring for every definition; numbers that need a missing
     input are None. ``passes`` counts passes over the data (1, plus the k-medians passes).
