@@ -14,38 +14,78 @@ import numba
 import numpy as np
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi):
+    """Bin of value v of feature f: the number of edges strictly below it.
+
+    A uniform grid over the feature's edge range narrows the search first: ``cell_lo`` and
+    ``cell_hi`` bound the answer for every value in a grid cell (with a cell of slack either
+    side, against rounding), so the binary search that follows is exact and usually has at
+    most one or two edges left to look at.
+    """
+    ne = n_edges[f]
+    if ne == 0 or v <= edges[f, 0]:
+        return 0
+    if v > edges[f, ne - 1]:
+        return ne
+    g = cell_lo.shape[1]
+    c = int((v - origin[f]) * inv_width[f])
+    c = min(max(c, 0), g - 1)
+    lo = cell_lo[f, c]
+    hi = cell_hi[f, c]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if edges[f, mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_rows(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, codes):
-    """Write into ``codes`` the bin of every value: the number of edges strictly below it.
-
-    A uniform grid over each feature's edge range narrows the search first: ``cell_lo`` and
-    ``cell_hi`` bound the answer for every value in a grid cell (with a cell of slack either
-    side, against rounding), so the binary search that follows is exact and usually has at most
-    one or two edges left to look at.
-    """
+    """Write into ``codes`` the bin of every value (see ``_code_of``)."""
     n, d = X.shape
-    g = cell_lo.shape[1]
     for i in numba.prange(n):
         for f in range(d):
-            v = X[i, f]
-            ne = n_edges[f]
-            if ne == 0 or v <= edges[f, 0]:
-                codes[i, f] = 0
-                continue
-            if v > edges[f, ne - 1]:
-                codes[i, f] = ne
-                continue
-            c = int((v - origin[f]) * inv_width[f])
-            c = min(max(c, 0), g - 1)
-            lo = cell_lo[f, c]
-            hi = cell_hi[f, c]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if edges[f, mid] < v:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            codes[i, f] = lo
+            codes[i, f] = _code_of(X[i, f], f, edges, n_edges, origin, inv_width, cell_lo, cell_hi)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, centers_t, center_sq, codes, dots, labels):
+    """Pass 2 in one read of each row: bin codes, <x, mu_j> for every center, nearest center.
+
+    Returns the block's sum of ||x||^2. The dot products accumulate feature by feature into all
+    k centers at once (a loop without a carried dependency, which the compiler vectorizes).
+    """
+    n, d = X.shape
+    k = centers_t.shape[1]
+    chunk = 4096
+    n_chunks = (n + chunk - 1) // chunk
+    total = 0.0
+    for c in numba.prange(n_chunks):
+        acc = np.empty(k)  # one scratch row per chunk, not per row
+        part = 0.0
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            acc[:] = 0.0
+            for f in range(d):
+                v = X[i, f]
+                codes[i, f] = _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi)
+                part += v * v
+                for j in range(k):
+                    acc[j] += v * centers_t[f, j]
+            best = np.inf
+            arg = 0
+            for j in range(k):
+                dots[i, j] = acc[j]
+                # ||x - mu_j||^2 up to the ||x||^2 every center shares.
+                cost = center_sq[j] - 2.0 * acc[j]
+                if cost < best:
+                    best = cost
+                    arg = j
+            labels[i] = arg
+        total += part
+    return total
 
 
 @numba.njit(cache=True, nogil=True)

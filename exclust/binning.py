@@ -106,13 +106,17 @@ class BinMapper:
             hi[f] = np.searchsorted(e, e[0] + (steps + 2) * width, side="right")
         return origin, inv_width, lo, hi
 
+    def grid(self) -> tuple:
+        """The arrays the coding kernels take: padded edges, edge counts and the search grid."""
+        if self._grid is None:
+            self._grid = (*self.padded_edges(), *self.search_grid())
+        return self._grid
+
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Bin codes (uint8 or uint16) of a block of rows."""
         X = np.ascontiguousarray(X, dtype=np.float64)
-        if self._grid is None:
-            self._grid = (*self.padded_edges(), *self.search_grid())
         codes = np.empty(X.shape, dtype=self.code_dtype)
-        encode_rows(X, *self._grid, codes)
+        encode_rows(X, *self.grid(), codes)
         return codes
 
     def threshold(self, feature: int, split_bin: int) -> float:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust._kernels_hist import mistake_histograms, nearest_labels, surrogate_histograms
+from exclust._kernels_hist import encode_and_project, mistake_histograms, surrogate_histograms
 from exclust.binning import BinMapper
 from exclust.tree import ThresholdTree, TreeBuilder
 
@@ -99,12 +99,15 @@ class CodeTree:
 def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype) -> dict:
     """Pass 2 on one partition: codes, nearest-center labels, dot products, sum of ||x||^2."""
     X = np.ascontiguousarray(X, dtype=np.float64)
-    codes = mapper.transform(X)
-    dots = X @ centers.T
-    labels = np.empty(X.shape[0], dtype=np.int32)
-    nearest_labels(dots, np.einsum("ij,ij->i", centers, centers), labels)
-    sq = float(np.einsum("ij,ij->", X, X))
-    return {"codes": codes, "labels": labels, "dots": dots.astype(dots_dtype, copy=False), "sq": sq, "n": X.shape[0]}
+    n, k = X.shape[0], centers.shape[0]
+    codes = np.empty(X.shape, dtype=mapper.code_dtype)
+    dots = np.empty((n, k), dtype=dots_dtype)
+    labels = np.empty(n, dtype=np.int32)
+    sq = encode_and_project(
+        X, *mapper.grid(), np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),
+        codes, dots, labels,
+    )
+    return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n}
 
 
 def _threads() -> int:
