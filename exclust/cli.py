@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--kernel", default="gaussian", choices=("gaussian", "laplace"), help="kernel of kernel-mmdt")
     ex.add_argument("--bandwidth", type=float, help="kernel bandwidth of kernel-mmdt")
     ex.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    ex.add_argument("--plot", help="two features for the report's scatter plot, e.g. x0,x3 (default: the tree's first cuts)")
     ex.add_argument("--seed", type=int, default=0, help="random seed")
     ex.add_argument("--drop-nan", action="store_true", help="drop rows with NaN/inf features instead of failing")
     ex.add_argument("--out", required=True, help="output folder (replaced whole when the run succeeds)")
@@ -97,7 +98,7 @@ def cmd_explain(args) -> int:
         input=args.input, features=_names(args.features), algorithm=args.algorithm, k=args.k,
         reference=kind, reference_column=column, threshold=args.threshold, truth=args.truth,
         leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
-        random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise",
+        random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)

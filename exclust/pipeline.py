@@ -49,6 +49,7 @@ class ExplainConfig:
     random_state: int = 0
     nan_policy: str = "raise"
     title: str | None = None
+    plot_features: list[str] | None = None  # the two features of the report's scatter plot (default: the tree's first)
 
     @classmethod
     def parse_reference(cls, text: str) -> tuple[str, str | None]:
@@ -87,6 +88,8 @@ class ExplainConfig:
             raise InputError(f"leaves ({self.leaves}) must be at least the number of clusters k ({self.k})")
         if self.algorithm == "concept-mmdt" and not self.concepts:
             raise InputError("concept-mmdt needs concept label columns (--concepts col1,col2)")
+        if self.plot_features is not None and len(self.plot_features) != 2:
+            raise InputError(f"plot features must name two features, got {self.plot_features!r}")
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
         if isinstance(self.input, (str, os.PathLike)):
@@ -172,9 +175,13 @@ def load(config: ExplainConfig) -> Dataset:
     """Read and validate the input: features plus the truth, reference and concept columns."""
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
-    return load_dataset(
+    data = load_dataset(
         config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
     )
+    unknown = [f for f in config.plot_features or () if f not in data.feature_names]
+    if unknown and config.algorithm != "concept-mmdt":
+        raise InputError(f"plot feature(s) {unknown} are not among the features {data.feature_names}")
+    return data
 
 
 def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
@@ -365,9 +372,9 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
     sample = sample_rows(data.X, random_state=config.random_state)
     coords = built.space(sample) if built.space is not None else sample
     names = built.tree.feature_names
-    used = [names.index(n) for n in built.tree.features_used]
-    order = used + [j for j in range(len(names)) if j not in used]
-    scatter = (order[0], order[1]) if len(order) >= 2 else None
+    scatter = None  # the report picks the features of the tree's first cuts
+    if config.plot_features and all(f in names for f in config.plot_features):
+        scatter = (names.index(config.plot_features[0]), names.index(config.plot_features[1]))
     source = config.input if isinstance(config.input, (str, os.PathLike)) else type(config.input).__name__
     return render_report(
         tree=built.tree,

@@ -99,10 +99,13 @@ class ExplainParams(BaseModel):
         default=None,
         description="Dask scheduler address such as tcp://dask-scheduler:8786; empty starts a local Dask cluster for the run.",
     )
+    plot_features: Optional[list[str]] = Field(
+        default=None, description="Two features for the report's scatter plot; empty: the features of the tree's first cuts."
+    )
     random_state: int = Field(default=0, description="Seed of every random choice.")
     nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
 
-    _lists = field_validator("columns", "concepts", mode="before")(_text_list)
+    _lists = field_validator("columns", "concepts", "plot_features", mode="before")(_text_list)
 
     @field_validator("input")
     @classmethod
@@ -139,6 +142,7 @@ class ExplainParams(BaseModel):
             reference=self.reference, reference_column=self.reference_column, threshold=self.threshold,
             truth=self.truth_column, leaves=self.leaves, concepts=self.concepts, kernel=self.kernel,
             bandwidth=self.bandwidth, random_state=self.random_state, nan_policy=self.nan_policy,
+            plot_features=self.plot_features,
         )
 
 

@@ -143,3 +143,10 @@ def test_long_steps_report_progress_with_scheduler_task_counts(dask_client):
     beats = [line for line in lines if "running for" in line]
     assert beats and any("Dask tasks" in line for line in beats)
     assert timer.seconds["slow pass"] >= 1.0
+
+
+def test_chosen_plot_features_are_checked_before_any_fit(frame):
+    with pytest.raises(InputError, match=r"plot feature\(s\) \['zz'\]"):
+        explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, plot_features=["a", "zz"]))
+    result = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, plot_features=["c", "a"]))
+    assert "<svg" in result.report_html
