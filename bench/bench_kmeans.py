@@ -40,7 +40,7 @@ def bench_kmeans(X, Xd, k: int, seed: int) -> None:
     ex, t = timed(lambda: KMeans(k, n_init=1, random_state=seed, backend="lloyd").fit(Xd))
     rows.append((f"exclust Lloyd (dask, k-means||, {ex.n_passes_} passes)", t, ex.inertia_, ex.n_iter_))
     ex2, t = timed(lambda: KMeans(k, n_init=1, random_state=seed, backend="lloyd").fit(X))
-    rows.append((f"exclust Lloyd (numpy threads, k-means++, {ex2.n_passes_} passes)", t, ex2.inertia_, ex2.n_iter_))
+    rows.append((f"exclust Lloyd (numpy threads, k-means||, {ex2.n_passes_} passes)", t, ex2.inertia_, ex2.n_iter_))
     # Each method's own inertia_ is not comparable (dask-ml reports a different quantity), so
     # every set of centers is scored here by the same kernel on the same data.
     from exclust._kernels_stats import nearest_center

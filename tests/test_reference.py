@@ -150,7 +150,9 @@ def test_gmm_accepts_a_dataset_with_names():
     data = load_dataset(X, features=["sl", "sw", "pl", "pw"])
     gmm = GaussianMixture(3, random_state=0).fit(data)
     assert gmm.feature_names_in_ == ["sl", "sw", "pl", "pw"]
-    assert gmm.n_passes_ == gmm.n_iter_ + 2  # already validated: k-means + initial statistics + EM
+    # already validated: no validation pass; k-means (seeding + iterations) + initial statistics + EM
+    km = SKKMeans(3, n_init=1, random_state=np.random.RandomState(0)).fit(X)
+    assert gmm.n_passes_ == (km.n_iter_ + 1) + 1 + gmm.n_iter_
 
 
 # --------------------------------------------------------------------------- k-means
