@@ -230,7 +230,7 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
         est = ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
                                   random_state=config.random_state).fit(data.X, None if ref is None else ref.labels)
         return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
-                                       "diagnostics": est.node_diagnostics_},
+                                       "diagnostics": est.node_diagnostics_, "reference": "gmm"},
                      space=cavs.project, reference_labels=est.reference_labels_)
     if algo == "kernel-mmdt":
         from exclust.algorithms.kernel_mmdt import KernelMMDT
@@ -240,7 +240,8 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
                                  **options).fit(data, None if ref is None else ref.labels)
         labels = ref.labels if ref is not None else getattr(est, "labels_", None)
         return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
-                                       "kernel_price": _maybe_float(getattr(est, "kernel_price_", None))},
+                                       "kernel_price": _maybe_float(getattr(est, "kernel_price_", None)),
+                                       "reference": "kernel k-means (random Fourier features)"},
                      reference_labels=labels)
     if algo == "imm":
         from exclust.algorithms.imm import IMM
@@ -352,7 +353,7 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         "n_dropped": int(data.n_dropped),
         "enr": enr_of(ref, built),
         "enr_convention": built.info.get("enr_convention", "paper002"),
-        "reference": None if ref is None else ref.kind,
+        "reference": built.info.get("reference") if ref is None else ref.kind,
         "threshold": config.threshold if "mmdt" in config.algorithm else None,
         "n_leaves": int(tree.n_leaves),
         "depth": int(tree.depth),
