@@ -8,11 +8,12 @@ another; 50M x 20 float64 is 8 GB raw.
     python bench/scale_exkmc.py generate             # write the Parquet files (skips done ones)
     python bench/scale_exkmc.py run --via flow       # `exclust explain ... --algorithm exkmc`
     python bench/scale_exkmc.py run --via direct     # exclust.ExKMC on load_dataset(path)
+    python bench/scale_exkmc.py run --files 5 ...    # the first 5M rows only
 
-The cluster has 2 worker processes of 1 thread with ``--memory-limit`` each (default 3 GiB:
-6 GiB in all, below the 8 GB of raw floats). What ExKMC keeps on the workers is per row: the
-uint8 codes (20 B), the label (4 B) and the float32 dot products with the 10 centers (40 B),
-3.2 GB in all; the raw floats are read from Parquet twice (sample, then encoding) and never
+The cluster has 2 worker processes of 1 thread with ``--memory-limit`` each (default 3.5 GiB:
+7.5 GB in all, below the 8 GB of raw floats). What ExKMC keeps on the workers is per row: the
+uint8 codes (20 B), the uint8 label (1 B) and the float32 dot products with the 10 centers
+(40 B), 3.05 GB in all; the raw floats are read from Parquet twice (sample, then encoding) and never
 held. Printed: seconds, passes, and the peak resident memory of each worker (sampled every
 0.5 s from the worker processes). ``--via direct`` takes its reference centers from
 scikit-learn k-means on a 500,000-row uniform sample (one more pass), so that the time is
@@ -91,27 +92,35 @@ class WorkerMemory:
         return self.peak
 
 
-def run(via: str, memory_limit: str) -> None:
+def run(via: str, memory_limit: str, n_files: int | None = None) -> None:
     from distributed import Client, LocalCluster
 
-    files = sorted(DATA.glob("part-*.parquet"))
+    files = sorted(DATA.glob("part-*.parquet"))[:n_files]
     if not files:
         sys.exit("no data: run `python bench/scale_exkmc.py generate` first")
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, memory_limit=memory_limit,
-        host="127.0.0.1", dashboard_address=None,
+        host="127.0.0.1", dashboard_address=":0",
     )
     client = Client(cluster)
     limit = next(iter(client.scheduler_info()["workers"].values()))["memory_limit"]
-    raw = sum(1 for _ in files) * ROWS_PER_FILE * D * 8
+    raw = len(files) * ROWS_PER_FILE * D * 8
     print(f"cluster: 2 workers x 1 thread, memory limit {limit / 2**30:.1f} GiB each "
           f"({2 * limit / 1e9:.1f} GB in all; raw data {raw / 1e9:.1f} GB)")
+    source = DATA
+    if n_files is not None:  # a folder of links to the first files: the same data, fewer rows
+        source = DATA.parent / f"scale_first_{n_files}"
+        source.mkdir(exist_ok=True)
+        for f in files:
+            if not (source / f.name).exists():
+                (source / f.name).symlink_to(f)
+    source = str(source)
     mem = WorkerMemory(client)
     t0 = time.perf_counter()
     if via == "flow":
         out = ROOT / "bench" / "out" / "scale_exkmc"
         cmd = [
-            sys.executable, "-m", "exclust.cli", "explain", "--input", str(DATA),
+            sys.executable, "-m", "exclust.cli", "explain", "--input", source,
             "--features", ",".join(FEATURES), "--algorithm", "exkmc", "--k", str(K),
             "--leaves", str(LEAVES), "--reference", "kmeans", "--truth", "truth",
             "--scheduler", cluster.scheduler_address, "--out", str(out),
@@ -130,7 +139,7 @@ def run(via: str, memory_limit: str) -> None:
         from exclust.curves import kmeans_costs, reference_cost
         from exclust.data import load_dataset
 
-        ds = load_dataset(str(DATA), features=FEATURES)
+        ds = load_dataset(source, features=FEATURES)
         sample, _ = sample_rows(ds.X, sample_size=500_000, random_state=0)
         centers = KMeans(K, n_init=1, random_state=0).fit(sample).cluster_centers_
         t_ref = time.perf_counter() - t0
@@ -163,12 +172,13 @@ def main() -> None:
     g.add_argument("--rows", type=int, default=N)
     r = sub.add_parser("run")
     r.add_argument("--via", choices=("flow", "direct"), default="flow")
-    r.add_argument("--memory-limit", default="3GiB")
+    r.add_argument("--memory-limit", default="3.5GiB")
+    r.add_argument("--files", type=int, help="use only the first FILES files (1M rows each)")
     args = ap.parse_args()
     if args.cmd == "generate":
         generate(args.rows)
     else:
-        run(args.via, args.memory_limit)
+        run(args.via, args.memory_limit, args.files)
 
 
 if __name__ == "__main__":

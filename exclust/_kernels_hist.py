@@ -89,22 +89,6 @@ def encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, c
 
 
 @numba.njit(cache=True, nogil=True)
-def nearest_labels(dots, center_sq, labels):
-    """Index of the nearest center of every row, from its dot products with the centers."""
-    n, k = dots.shape
-    for i in range(n):
-        best = np.inf
-        arg = 0
-        for j in range(k):
-            # ||x - mu_j||^2 up to the ||x||^2 every center shares.
-            c = center_sq[j] - 2.0 * dots[i, j]
-            if c < best:
-                best = c
-                arg = j
-        labels[i] = arg
-
-
-@numba.njit(cache=True, nogil=True)
 def route_codes(codes, i, feature, split_bin, left, right):
     """Leaf reached by row ``i`` of ``codes`` (split_bin < 0 marks a leaf)."""
     node = 0

@@ -102,7 +102,8 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
     n, k = X.shape[0], centers.shape[0]
     codes = np.empty(X.shape, dtype=mapper.code_dtype)
     dots = np.empty((n, k), dtype=dots_dtype)
-    labels = np.empty(n, dtype=np.int32)
+    # One byte per row for the label whenever it fits: it is persisted for every row.
+    labels = np.empty(n, dtype=np.uint8 if k <= 256 else np.int32)
     sq = encode_and_project(
         X, *mapper.grid(), np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),
         codes, dots, labels,
@@ -128,16 +129,13 @@ def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
     )
 
 
-def _block_label_counts(part, k):
-    return np.bincount(part["labels"], minlength=k).astype(np.int64)
-
-
-def _block_scalar(part, key):
-    return np.asarray([part[key]], dtype=np.float64)
+def _block_summary(part, k):
+    """(sum of ||x||^2, rows per reference cluster) of one encoded partition."""
+    return np.asarray([part["sq"]]), np.bincount(part["labels"], minlength=k).astype(np.int64)
 
 
 def _tree_sum(parts: list, fanout: int = 8):
-    """Add delayed arrays pairwise-ish in a tree, so no single task receives every partition."""
+    """Sum delayed results in a tree of `fanout`-way additions, so no task receives every partition."""
     import dask
 
     add = dask.delayed(_add_all, pure=True)
@@ -198,8 +196,8 @@ class EncodedData:
             self._parts = list(dask.persist(*[enc(b, mapper, self.centers, np.float32) for b in blocks]))
         self.n_passes += 1
         self.n_rows = int(X.shape[0])
-        self.sum_sq = float(self._reduce(_block_scalar, "sq")[0])
-        self.label_counts = self._reduce(_block_label_counts, self.k)
+        sq, self.label_counts = self._reduce(_block_summary, self.k)
+        self.sum_sq = float(sq[0])
 
     def _reduce(self, fn, *args):
         if not self.distributed:
