@@ -134,3 +134,26 @@ def test_two_processes_writing_one_folder_never_mix(tmp_path):
     assert json.loads((target / ".exclust-output").read_text())["written_by"] == "exclust"
     assert all(len(s) == 1 for s in seen)  # never a mixed listing while they raced
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+
+
+@pytest.mark.slow
+def test_two_explain_commands_racing_for_one_folder_leave_one_whole_result(tmp_path, dask_client):
+    """Two `exclust explain` processes (MMDT and CART) write the same --out at once: one complete result wins."""
+    write_gmm_parquet(tmp_path / "data", 6000, n_components=3, n_features=2, rows_per_file=2000, random_state=8)
+    out = tmp_path / "shared"
+    common = ["--input", str(tmp_path / "data"), "--features", "x0,x1", "--k", "3", "--out", str(out),
+              "--scheduler", dask_client.scheduler.address, "--quiet"]
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "exclust.cli", "explain", "--algorithm", algo, *common], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for algo in ("mmdt", "cart")
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    metrics = json.loads((out / "metrics.json").read_text())
+    tree = json.loads((out / "tree.json").read_text())
+    assert metrics["algorithm"] in ("mmdt", "cart")
+    assert tree["meta"]["algorithm"] == metrics["algorithm"]  # tree and metrics come from the same run
+    assert metrics["algorithm"].upper() in (out / "report.html").read_text().upper()
+    assert sorted(p.name for p in tmp_path.iterdir()) in (["data", "shared"], [".shared.lock", "data", "shared"])
