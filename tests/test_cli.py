@@ -45,11 +45,11 @@ def test_parser_knows_the_issue_options():
         build_parser().parse_args("explain --input d --k 4 --algorithm nope --out o".split())
 
 
-def test_label_command_writes_labelled_parquet(tmp_path, capsys):
+def test_label_command_writes_labelled_parquet(tmp_path, capsys, dask_client):
     _tree(tmp_path / "tree.json")
     _parts(tmp_path / "in")
     code = main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "in"),
-                 "--out", str(tmp_path / "lab"), "--scheduler", "", "--quiet"])
+                 "--out", str(tmp_path / "lab"), "--scheduler", dask_client.scheduler.address, "--quiet"])
     assert code == 0
     out = capsys.readouterr().out
     assert "labelled 1000 rows in 2 file(s)" in out

@@ -85,13 +85,13 @@ def test_parameters_reject_bad_paths(tmp_path):
     assert p.columns == ["u", "v"] and p.scheduler_address is None and p.algorithm == "mmdt"
 
 
-def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api):
+def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api, dask_client):
     from flows.label import label
 
     _tree(tmp_path / "tree.json")
     _parts(tmp_path / "in")
-    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out")),
-                  return_state=True)
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out"),
+                              scheduler_address=dask_client.scheduler.address), return_state=True)
     assert state.is_completed(), state.message
     result = state.result()
     table = pq.read_table(sorted((tmp_path / "out").glob("*.parquet")))
