@@ -6,8 +6,9 @@ k-means: scikit-learn KMeans on the in-memory array, dask-ml KMeans and exclust'
 seeding, numba passes) on a dask array over a LocalCluster of 2 worker processes, and exclust's
 Lloyd on the numpy array (threads). Prints seconds and inertia / scikit-learn's inertia.
 
-GMM: seconds per EM iteration of exclust.GaussianMixture (dask, same cluster, data persisted) and of
-scikit-learn's GaussianMixture (numpy), each measured as (fit with 1 + m iterations - fit with 1
+GMM: seconds per EM iteration of exclust.GaussianMixture (dask, same cluster, data persisted; and
+numpy on threads) and of scikit-learn's GaussianMixture (numpy, default BLAS threads and one BLAS
+thread, since BLAS threads oversubscribe a loaded machine), each measured as (fit with 1 + m iterations - fit with 1
 iteration) / m, so initialization is left out. Ratios from the same run are what count: the
 machine may be shared with other jobs.
 """

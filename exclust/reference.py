@@ -412,6 +412,12 @@ class GaussianMixture:
     ``lower_bound_``, and ``n_passes_`` (passes over the data of the whole fit: validation,
     k-means, initial statistics, EM iterations). Progress goes to the ``"exclust"`` logger at
     INFO (and to stdout with ``verbose=True``).
+
+    Measured (``bench/bench_kmeans.py``, 1M x 10, k = 10, full covariances, 2-core machine shared
+    with other jobs): 1.3 s per EM iteration on a dask array over 2 worker processes, against
+    17.2 s for scikit-learn on the same numpy array (5.1 s with BLAS held to one thread). Each
+    iteration is one ``compute``: the chunk kernels (about 0.11 s per 125k rows) plus one
+    scheduler round trip.
     """
 
     def __init__(
