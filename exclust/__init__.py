@@ -36,6 +36,10 @@ _PUBLIC = {
     "score": "exclust.metrics",
     "explainability_to_noise_ratio": "exclust.bounds",
     "mmdt_bounds": "exclust.bounds",
+    "kernel_price": "exclust.kernels",
+    "cost_ratio_curve": "exclust.curves",
+    # what a person looks at
+    "render_report": "exclust.report",
     # synthetic data of the papers
     "make_synthetic_i": "exclust.synthetic",
     "make_synthetic_ii": "exclust.synthetic",

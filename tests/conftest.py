@@ -30,7 +30,7 @@ def dask_client():
 
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=":0", memory_limit="2GiB",
+        dashboard_address="127.0.0.1:0", memory_limit="2GiB",
     )
     client = Client(cluster)
     yield client
