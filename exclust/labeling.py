@@ -47,7 +47,10 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
     """A pyarrow table with the tree's cluster and leaf of every row appended."""
     import pyarrow as pa
 
-    missing = [c for c in tree.feature_names if c not in table.column_names]
+    cavs = tree.meta.get("concept_activation_vectors")
+    # A Concept-MMDT tree cuts concept coordinates: read its embedding columns and project them.
+    columns = list(tree.meta.get("embedding_features") or []) if cavs else list(tree.feature_names)
+    missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise InputError(
             f"columns {missing} used by the tree are missing; the table has {table.column_names}"
@@ -55,13 +58,21 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
     for name in (cluster_column, leaf_column):
         if name in table.column_names:
             raise InputError(f"the input already has a column '{name}'; choose another name for the output column")
-    X = np.empty((table.num_rows, tree.n_features), dtype=np.float64)
-    for j, name in enumerate(tree.feature_names):
+    X = np.empty((table.num_rows, len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
         col = table.column(name)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type)):
             raise InputError(f"column '{name}' has type {col.type}; the tree needs numbers")
         # Nulls become NaN, so they are caught with the other non-finite values below.
         X[:, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if cavs:
+        matrix = np.asarray(cavs["matrix"], dtype=np.float64)
+        if matrix.shape != (tree.n_features, X.shape[1]):
+            raise InputError(
+                f"the tree's concept vectors have shape {matrix.shape}, which does not fit "
+                f"{tree.n_features} concepts over {X.shape[1]} embedding columns"
+            )
+        X = X @ matrix.T
     ok = np.isfinite(X).all(axis=1)
     leaves = np.full(table.num_rows, UNLABELLED, dtype=np.int64)
     if ok.any():

@@ -229,6 +229,7 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
         cavs = fit_cavs(data.X, {c: data.extra[c] for c in config.concepts}, random_state=config.random_state)
         est = ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
                                   random_state=config.random_state).fit(data.X, None if ref is None else ref.labels)
+        est.tree_.meta["embedding_features"] = list(data.feature_names)
         return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
                                        "diagnostics": est.node_diagnostics_, "reference": "gmm"},
                      space=cavs.project, reference_labels=est.reference_labels_)

@@ -771,6 +771,9 @@ class ConceptMMDT:
         cavs = _check_cavs(self.cavs)
         if self.threshold not in THRESHOLDS:
             raise InputError(f"threshold={self.threshold!r} is not known; choose one of {', '.join(THRESHOLDS)}")
+        embedding_names = (
+            list(X.feature_names) if isinstance(X, Dataset) else [f"x{j}" for j in range(cavs.n_features)]
+        )
         X = _embedding_matrix(X, cavs, self.n_components)
         base = _latent_mixture(X, labels, self.n_components, self.covariance_type, self.n_init, self.random_state)
         summary = concept_summary(cavs, base.weights, base.means, base.covariances, base.counts)
@@ -786,6 +789,9 @@ class ConceptMMDT:
                 "concept_kinds": dict(zip(cavs.names, cavs.kinds)),
                 "cav_scores": {n: (None if not np.isfinite(s) else float(s)) for n, s in zip(cavs.names, cavs.scores)},
                 "enr_paper000_eq6": self.enr_,
+                # Saved so that a tree file alone can label new embeddings (exclust label projects first).
+                "concept_activation_vectors": cavs.to_dict(),
+                "embedding_features": embedding_names,
             },
         )
         self.summary_ = summary
