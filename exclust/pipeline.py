@@ -226,7 +226,7 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
         from exclust.algorithms.concept import ConceptMMDT, fit_cavs
 
         # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
-        cavs = fit_cavs(data.X, {c: data.extra[c] for c in config.concepts}, random_state=config.random_state)
+        cavs = fit_cavs(data.X, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
         est = ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
                                   random_state=config.random_state).fit(data.X, None if ref is None else ref.labels)
         est.tree_.meta["embedding_features"] = list(data.feature_names)
@@ -402,6 +402,17 @@ def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.
             (tmp / "report.html").write_text(result.report_html)
     result.out = target
     return target
+
+
+def _concept_labels(data: Dataset, column: str):
+    """A concept column for fit_cavs: a missing string label (coded -1 on load) becomes NaN, i.e. unlabelled."""
+    labels = data.extra[column]
+    if column not in data.category_names:
+        return labels
+    import dask.array as da
+
+    where = da.where if is_dask_array(labels) else np.where
+    return where(labels < 0, np.nan, labels)
 
 
 def _maybe_float(v) -> float | None:

@@ -154,3 +154,15 @@ def test_chosen_plot_features_are_checked_before_any_fit(frame):
         explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, plot_features=["a", "zz"]))
     result = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, plot_features=["c", "a"]))
     assert "<svg" in result.report_html
+
+
+def test_string_concept_with_gaps_stays_binary(frame):
+    df = frame.copy()
+    shape = np.where(df["a"] > df["a"].median(), "round", "flat").astype(object)
+    shape[::7] = None  # unlabelled rows: ignored for this concept, not a third class
+    df["shape"] = shape
+    df["b_plus_c"] = df["b"] + df["c"]
+    result = explain(ExplainConfig(input=df, features=["a", "b", "c"], k=4, algorithm="concept-mmdt",
+                                   concepts=["shape", "b_plus_c"]))
+    kinds = result.tree.meta["concept_kinds"]
+    assert kinds == {"shape": "binary", "b_plus_c": "continuous"}
