@@ -208,6 +208,9 @@ def _nonfinite_block(block: np.ndarray) -> np.ndarray:
     return np.concatenate([[bad.any(axis=1).sum()], bad.sum(axis=0)]).reshape(1, -1).astype(np.int64)
 
 
+_CHECK_SLICE_ROWS = 65_536
+
+
 def _count_nonfinite(X) -> np.ndarray:
     """Per chunk row of counts (see _nonfinite_block): one pass, nothing row-sized returned."""
     if is_dask_array(X):
@@ -215,7 +218,11 @@ def _count_nonfinite(X) -> np.ndarray:
             _nonfinite_block, dtype=np.int64, chunks=((1,) * X.numblocks[0], (X.shape[1] + 1,))
         )
         return counts.compute()
-    return _nonfinite_block(X)
+    # Row slices keep the boolean temporaries small next to a large in-memory matrix.
+    return sum(
+        (_nonfinite_block(X[i : i + _CHECK_SLICE_ROWS]) for i in range(0, X.shape[0], _CHECK_SLICE_ROWS)),
+        np.zeros((1, X.shape[1] + 1), dtype=np.int64),
+    )
 
 
 def _drop_nonfinite_rows(block: np.ndarray, d: int) -> np.ndarray:
