@@ -93,21 +93,18 @@ def score_block(X, kind, feature, threshold, center, left, right,
     """
     n, d = X.shape
     m = kind.shape[0]
-    leaf_n = np.zeros(m, np.int64)
-    leaf_s = np.zeros((m, d))
-    leaf_q = np.zeros(m)
-    ref_n = np.zeros(n_ref, np.int64)
-    ref_s = np.zeros((n_ref, d))
-    ref_q = np.zeros(n_ref)
-    leaf_ref = np.zeros((m, n_ref), np.int64)
+    # Rows are accumulated once per (leaf, reference cluster) cell; leaf and reference
+    # statistics are both sums of cells, which halves the per-row work of keeping two sides.
+    width = n_ref if ref_mode != 0 else 1
+    cells = m * width
+    cell_n = np.zeros(cells, np.int64)
+    cell_s = np.zeros((cells, d))
+    cell_q = np.zeros(cells)
+    range_rows = cells if track_range else 0
+    cell_lo = np.full((range_rows, d), np.inf)
+    cell_hi = np.full((range_rows, d), -np.inf)
     leaf_truth = np.zeros((m, n_truth), np.int64)
     ref_truth = np.zeros((n_ref, n_truth), np.int64)
-    r_rows = m if track_range else 0
-    q_rows = n_ref if track_range else 0
-    leaf_lo = np.full((r_rows, d), np.inf)
-    leaf_hi = np.full((r_rows, d), -np.inf)
-    ref_lo = np.full((q_rows, d), np.inf)
-    ref_hi = np.full((q_rows, d), -np.inf)
     for i in range(n):
         leaf = _leaf_of(X, i, kind, feature, threshold, center, left, right)
         r = _reference_of(X, i, ref, ref_mode, centers)
@@ -119,33 +116,55 @@ def score_block(X, kind, feature, threshold, center, left, right,
                     ref_truth[r, t] += 1
         if ref_mode != 0 and r < 0:
             continue
+        cell = leaf * width + (r if r > 0 else 0)
         sq = 0.0
         for j in range(d):
             v = X[i, j] - shift[j]
-            leaf_s[leaf, j] += v
+            cell_s[cell, j] += v
             sq += v * v
-        leaf_n[leaf] += 1
-        leaf_q[leaf] += sq
+        cell_n[cell] += 1
+        cell_q[cell] += sq
         if track_range:
             for j in range(d):
                 v = X[i, j]
-                if v < leaf_lo[leaf, j]:
-                    leaf_lo[leaf, j] = v
-                if v > leaf_hi[leaf, j]:
-                    leaf_hi[leaf, j] = v
-        if r >= 0:
-            ref_n[r] += 1
-            ref_q[r] += sq
+                if v < cell_lo[cell, j]:
+                    cell_lo[cell, j] = v
+                if v > cell_hi[cell, j]:
+                    cell_hi[cell, j] = v
+    leaf_n = np.zeros(m, np.int64)
+    leaf_s = np.zeros((m, d))
+    leaf_q = np.zeros(m)
+    ref_n = np.zeros(n_ref, np.int64)
+    ref_s = np.zeros((n_ref, d))
+    ref_q = np.zeros(n_ref)
+    leaf_ref = np.zeros((m, n_ref), np.int64)
+    leaf_lo = np.full((m if track_range else 0, d), np.inf)
+    leaf_hi = np.full((m if track_range else 0, d), -np.inf)
+    ref_lo = np.full((n_ref if track_range else 0, d), np.inf)
+    ref_hi = np.full((n_ref if track_range else 0, d), -np.inf)
+    for leaf in range(m):
+        for r in range(width):
+            cell = leaf * width + r
+            if cell_n[cell] == 0:
+                continue
+            leaf_n[leaf] += cell_n[cell]
+            leaf_q[leaf] += cell_q[cell]
             for j in range(d):
-                ref_s[r, j] += X[i, j] - shift[j]
-            leaf_ref[leaf, r] += 1
+                leaf_s[leaf, j] += cell_s[cell, j]
             if track_range:
                 for j in range(d):
-                    v = X[i, j]
-                    if v < ref_lo[r, j]:
-                        ref_lo[r, j] = v
-                    if v > ref_hi[r, j]:
-                        ref_hi[r, j] = v
+                    leaf_lo[leaf, j] = min(leaf_lo[leaf, j], cell_lo[cell, j])
+                    leaf_hi[leaf, j] = max(leaf_hi[leaf, j], cell_hi[cell, j])
+            if ref_mode != 0:
+                leaf_ref[leaf, r] = cell_n[cell]
+                ref_n[r] += cell_n[cell]
+                ref_q[r] += cell_q[cell]
+                for j in range(d):
+                    ref_s[r, j] += cell_s[cell, j]
+                if track_range:
+                    for j in range(d):
+                        ref_lo[r, j] = min(ref_lo[r, j], cell_lo[cell, j])
+                        ref_hi[r, j] = max(ref_hi[r, j], cell_hi[cell, j])
     return (leaf_n, leaf_s, leaf_q, ref_n, ref_s, ref_q, leaf_ref, leaf_truth, ref_truth,
             leaf_lo, leaf_hi, ref_lo, ref_hi)
 

@@ -226,3 +226,21 @@ def test_numpy_and_dask_agree(rng, dask_client):
     _assert_dicts_match(expected, got)
     assert score(tree, Xd, centers=means, kmedians=False)["reference"] == "nearest center"
     _assert_dicts_match(score(tree, X, centers=means, kmedians=False), score(tree, Xd, centers=means, kmedians=False))
+
+
+def test_deep_chain_trees_route_like_predict(rng):
+    """Unbalanced trees (a chain of cuts, as IMM can build) score the clusters predict() gives."""
+    X = rng.uniform(0, 1, size=(3000, 2))
+    for depth in (3, 11):
+        b = TreeBuilder(n_features=2)
+        node = b.add_node()
+        for level in range(depth):  # a chain: each cut peels off one slice of x0
+            left, node = b.split(node, feature=level % 2, threshold=(level + 1) / (depth + 1))
+            b.make_leaf(left, level % 3)
+        b.make_leaf(node, 3)
+        tree = b.build()
+        assert tree.depth == depth
+        s = score(tree, X, y_true=np.arange(X.shape[0]) % 4, kmedians=False)
+        pred = tree.predict(X)
+        assert s["cluster_sizes_tree"] == np.bincount(pred, minlength=4).tolist()
+        assert math.isclose(s["kmeans_cost_tree"], _kmeans_cost(X, pred), rel_tol=1e-10)
