@@ -15,21 +15,27 @@ ONE_SIDED = 1  # go left when x[f] <= threshold
 INTERVAL = 2  # go left when |x[f] - center| <= threshold (the point lies inside the band)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def leaf_of(X, i, kind, feature, threshold, center, left, right):
+    """Leaf node id of row i of X; inlined into every kernel that routes points."""
+    node = 0
+    while kind[node] != LEAF:
+        v = X[i, feature[node]]
+        if kind[node] == ONE_SIDED:
+            go_left = v <= threshold[node]
+        else:
+            go_left = abs(v - center[node]) <= threshold[node]
+        node = left[node] if go_left else right[node]
+    return node
+
+
 @numba.njit(cache=True, nogil=True)
 def route_to_leaves(X, kind, feature, threshold, center, left, right):
     """Leaf node id of every row of X."""
     n = X.shape[0]
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
-        node = 0
-        while kind[node] != LEAF:
-            v = X[i, feature[node]]
-            if kind[node] == ONE_SIDED:
-                go_left = v <= threshold[node]
-            else:
-                go_left = abs(v - center[node]) <= threshold[node]
-            node = left[node] if go_left else right[node]
-        out[i] = node
+        out[i] = leaf_of(X, i, kind, feature, threshold, center, left, right)
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust._kernels import LEAF, ONE_SIDED
+from exclust._kernels import leaf_of
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -42,19 +42,6 @@ def label_span(labels):
         elif v > top:
             top = v
     return top, bad
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _leaf_of(X, i, kind, feature, threshold, center, left, right):
-    node = 0
-    while kind[node] != LEAF:
-        v = X[i, feature[node]]
-        if kind[node] == ONE_SIDED:
-            go_left = v <= threshold[node]
-        else:
-            go_left = abs(v - center[node]) <= threshold[node]
-        node = left[node] if go_left else right[node]
-    return node
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -106,7 +93,7 @@ def score_block(X, kind, feature, threshold, center, left, right,
     leaf_truth = np.zeros((m, n_truth), np.int64)
     ref_truth = np.zeros((n_ref, n_truth), np.int64)
     for i in range(n):
-        leaf = _leaf_of(X, i, kind, feature, threshold, center, left, right)
+        leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
         r = _reference_of(X, i, ref, ref_mode, centers)
         if has_truth:
             t = _as_label(truth[i])
@@ -228,7 +215,7 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
             if w > 0.0:
                 scale[g, j] = n_bins / w
     for i in range(n):
-        leaf = _leaf_of(X, i, kind, feature, threshold, center, left, right)
+        leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
         r = _reference_of(X, i, ref, ref_mode, centers)
         if ref_mode != 0 and r < 0:
             continue

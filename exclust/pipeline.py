@@ -194,13 +194,13 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
         model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data.X)
         summary = MixtureSummary.from_gmm(model, names)
-        return Reference("gmm", summary, np.asarray(model.means_), model.predict(data.X), model)
+        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X)), model)
     if config.reference == "kmeans":
         from exclust.reference import KMeans
 
         model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data.X)
         summary = MixtureSummary.from_kmeans(model, data.X, names)
-        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), model.predict(data.X), model)
+        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), _held(model.predict(data.X)), model)
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
     if summary.n_components != config.k:
@@ -402,6 +402,15 @@ def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.
             (tmp / "report.html").write_text(result.report_html)
     result.out = target
     return target
+
+
+def _held(labels):
+    """Reference labels kept on the workers (int32): scoring, k-medians and the cost curve each
+    read them, and recomputing a mixture's predict in every one of those passes costs more than
+    holding 4 bytes a row. Lost pieces are recomputed from the graph if a worker dies."""
+    if is_dask_array(labels):
+        return labels.astype(np.int32).persist()
+    return labels
 
 
 def _concept_labels(data: Dataset, column: str):
