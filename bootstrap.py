@@ -4,6 +4,7 @@
 Needs only python3 (3.11+).  Usage:
 
     python3 bootstrap.py demo [exclust demo options]   # install, then run the main job
+    python3 bootstrap.py install                       # only set up .venv
     python3 bootstrap.py test [pytest options]         # install with test extras, then run pytest
 
 The environment lives in ./.venv and is re-installed only when pyproject.toml changes.
