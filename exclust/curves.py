@@ -105,14 +105,18 @@ def nearest_center_labels(X, centers: np.ndarray):
     return _nearest_center_block(X, centers)
 
 
-def cost_ratio_curve(X, centers, leaves: Sequence[int], reference_labels=None, max_bins: int = 256, random_state=0) -> dict:
+def cost_ratio_curve(
+    X, centers, leaves: Sequence[int], reference_labels=None, max_bins: int = 256, random_state=0, exkmc=None
+) -> dict:
     """k-means cost ratio (tree cost / reference cost) of ExKMC, CART and KDTree at each leaf count.
 
     ``centers`` are the reference k-means centers; ``reference_labels`` (default: nearest
     center) are what CART learns. Returns ``{"leaves", "exkmc", "cart", "kdtree"}`` with one
     ratio per leaf count, plus ``"exkmc_surrogate"`` (ExKMC's surrogate cost ratio) and
     ``"reference_cost"``. Leaf counts below k are not possible for ExKMC's IMM base and are
-    rejected.
+    rejected. ``exkmc``: an ExKMC already fitted from these centers to at least ``max(leaves)``
+    leaves; its prefix trees are used instead of fitting another (ExKMC is greedy, so they are
+    the same trees).
     """
     ds = as_matrix(X)
     centers = np.asarray(centers, dtype=np.float64)
@@ -122,7 +126,13 @@ def cost_ratio_curve(X, centers, leaves: Sequence[int], reference_labels=None, m
         raise ValueError(f"leaves must be leaf counts >= n_clusters={k}, got {leaves}")
     if reference_labels is None:
         reference_labels = nearest_center_labels(ds.X, centers)
-    ex = ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
+    reusable = (
+        exkmc is not None
+        and exkmc.max_leaves >= leaves[-1]
+        and exkmc.centers_.shape == centers.shape
+        and np.array_equal(exkmc.centers_, centers)
+    )
+    ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
     trees = [ex.tree_at(L) for L in leaves]
     trees += cart_prefix_trees(ds.X, reference_labels, leaves, random_state)
     kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)

@@ -293,15 +293,18 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
     return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
 
 
-def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig) -> dict[str, Any] | None:
+def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig, built: Built | None = None) -> dict[str, Any] | None:
     """Cost ratio versus number of leaves, for data-driven trees (the report's curve)."""
     if config.algorithm not in DATA_ALGORITHMS or ref is None:
         return None
+    from exclust.algorithms.exkmc import ExKMC
     from exclust.curves import cost_ratio_curve
 
     top = max(config.leaves or config.k, 2 * config.k)
-    return cost_ratio_curve(data.X, ref.centers, list(range(config.k, top + 1)), reference_labels=ref.labels,
-                            random_state=config.random_state)
+    # The ExKMC the run just fitted already holds every prefix tree the curve needs.
+    fitted = built.estimator if built is not None and isinstance(built.estimator, ExKMC) else None
+    return cost_ratio_curve(data, ref.centers, list(range(config.k, top + 1)), reference_labels=ref.labels,
+                            random_state=config.random_state, exkmc=fitted)
 
 
 def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:
@@ -334,7 +337,7 @@ def explain(config: ExplainConfig, log: Log | None = None, timer: StepTimer | No
     curve = None
     if config.algorithm in DATA_ALGORITHMS:
         with timer.step("cost curve"):
-            curve = cost_curve(data, ref, config)
+            curve = cost_curve(data, ref, config, built)
     metrics = assemble_metrics(scores, data, ref, built, config, timer.seconds)
     result = ExplainResult(built.tree, metrics, built.tree.rules_text())
     with timer.step("report"):

@@ -45,7 +45,7 @@ def build_tree_task(data, ref, config: pipeline.ExplainConfig):
 def score_task(data, ref, built, config: pipeline.ExplainConfig):
     """Score the tree against the reference (and the truth when given)."""
     scores = pipeline.score_tree(data, ref, built, config)
-    curve = pipeline.cost_curve(data, ref, config) if config.algorithm in pipeline.DATA_ALGORITHMS else None
+    curve = pipeline.cost_curve(data, ref, config, built) if config.algorithm in pipeline.DATA_ALGORITHMS else None
     return scores, curve
 
 

@@ -90,3 +90,16 @@ def test_prefix_trees_of_cart_and_kdtree_equal_separate_fits(rng):
     big = KDTree(9).fit(X, C)
     for L in (1, 4, 6, 9):
         assert np.array_equal(big.tree_at(L).predict(X), KDTree(L).fit(X, C).predict(X))
+
+
+def test_curve_reuses_a_fitted_exkmc_only_when_it_covers_the_leaves(rng):
+    from exclust.algorithms.exkmc import ExKMC
+
+    C = rng.uniform(-8, 8, (4, 3))
+    X = C[rng.integers(0, 4, 3000)] + 2.5 * rng.normal(size=(3000, 3))
+    fresh = cost_ratio_curve(X, C, [4, 6, 8])
+    fitted = ExKMC(4, 8).fit(X, C)
+    assert cost_ratio_curve(X, C, [4, 6, 8], exkmc=fitted) == fresh
+    # Too few leaves, or other centers: the curve fits its own ExKMC and stays right.
+    assert cost_ratio_curve(X, C, [4, 6, 8], exkmc=ExKMC(4, 6).fit(X, C)) == fresh
+    assert cost_ratio_curve(X, C, [4, 6, 8], exkmc=ExKMC(4, 8).fit(X, C + 0.5)) == fresh
