@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from exclust._kernels import leaf_of
+from exclust._kernels_stats import nearest_center_of
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -45,27 +46,12 @@ def label_span(labels):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _nearest_center(X, i, centers):
-    best = 0
-    best_d = np.inf
-    for k in range(centers.shape[0]):
-        s = 0.0
-        for j in range(centers.shape[1]):
-            diff = X[i, j] - centers[k, j]
-            s += diff * diff
-        if s < best_d:
-            best_d = s
-            best = k
-    return best
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _reference_of(X, i, ref, ref_mode, centers):
     """Reference label of row i: 0 none, 1 from labels, 2 nearest center."""
     if ref_mode == 1:
         return _as_label(ref[i])
     if ref_mode == 2:
-        return _nearest_center(X, i, centers)
+        return nearest_center_of(X, i, centers)[0]
     return -1
 
 

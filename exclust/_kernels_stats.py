@@ -68,26 +68,30 @@ def mirror_upper(scatter):
 
 
 # --------------------------------------------------------------------------- k-means (Lloyd)
+@numba.njit(cache=True, nogil=True, inline="always")
+def nearest_center_of(X, i, centers):
+    """(label, squared distance) of row i to its nearest center; inlined wherever rows meet centers."""
+    best = np.inf
+    arg = 0
+    for k in range(centers.shape[0]):
+        s = 0.0
+        for j in range(centers.shape[1]):
+            t = X[i, j] - centers[k, j]
+            s += t * t
+        if s < best:
+            best = s
+            arg = k
+    return arg, best
+
+
 @numba.njit(cache=True, nogil=True)
 def nearest_center(X, centers):
     """(label, squared distance) of every row to its nearest center."""
-    n, d = X.shape
-    K = centers.shape[0]
+    n = X.shape[0]
     labels = np.empty(n, dtype=np.int64)
     dist = np.empty(n)
     for i in range(n):
-        best = np.inf
-        arg = 0
-        for k in range(K):
-            s = 0.0
-            for j in range(d):
-                t = X[i, j] - centers[k, j]
-                s += t * t
-            if s < best:
-                best = s
-                arg = k
-        labels[i] = arg
-        dist[i] = best
+        labels[i], dist[i] = nearest_center_of(X, i, centers)
     return labels, dist
 
 
@@ -101,16 +105,7 @@ def lloyd_step(X, centers):
     sums_sq = np.zeros((K, d))
     inertia = 0.0
     for i in range(n):
-        best = np.inf
-        arg = 0
-        for k in range(K):
-            s = 0.0
-            for j in range(d):
-                t = X[i, j] - centers[k, j]
-                s += t * t
-            if s < best:
-                best = s
-                arg = k
+        arg, best = nearest_center_of(X, i, centers)
         inertia += best
         counts[arg] += 1
         for j in range(d):
