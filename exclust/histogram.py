@@ -16,6 +16,7 @@ a sibling's histogram is its parent's minus the one computed (see the algorithms
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from exclust._kernels_hist import encode_and_project, mistake_histograms, surrogate_histograms
 from exclust.binning import BinMapper
+from exclust.stats import add_parts, map_reduce, tree_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
 
 
@@ -134,36 +136,9 @@ def _block_summary(part, k):
     return np.asarray([part["sq"]]), np.bincount(part["labels"], minlength=k).astype(np.int64)
 
 
-def _tree_sum(parts: list, fanout: int = 8):
-    """Sum delayed results in a tree of `fanout`-way additions, so no task receives every partition."""
-    import dask
-
-    add = dask.delayed(_add_all, pure=True)
-    while len(parts) > 1:
-        parts = [add(*parts[i : i + fanout]) for i in range(0, len(parts), fanout)]
-    return parts[0]
-
-
-def _add_all(*arrays):
-    """Sum of arrays, or element-wise sum of tuples of arrays."""
-    if isinstance(arrays[0], tuple):
-        return tuple(_add_all(*parts) for parts in zip(*arrays))
-    out = arrays[0].copy()
-    for a in arrays[1:]:
-        out += a
-    return out
-
-
 def map_reduce_blocks(X, fn, *args):
-    """``fn(block, *args)`` summed over the row blocks of X (numpy: one block; Dask: tree reduction)."""
-    from exclust.data import is_dask_array
-
-    if not is_dask_array(X):
-        return fn(np.asarray(X), *args)
-    import dask
-
-    func = dask.delayed(fn, pure=True)
-    return _tree_sum([func(b, *args) for b in X.to_delayed().ravel()]).compute()
+    """``fn(block, *args)`` summed over the row blocks of X (numpy in process; Dask: tree reduction)."""
+    return map_reduce(fn, [X], args, add_parts)
 
 
 class EncodedData:
@@ -201,11 +176,11 @@ class EncodedData:
 
     def _reduce(self, fn, *args):
         if not self.distributed:
-            return _add_all(*[fn(p, *args) for p in self._parts])
+            return functools.reduce(add_parts, [fn(p, *args) for p in self._parts])
         import dask
 
         func = dask.delayed(fn, pure=True)
-        return _tree_sum([func(p, *args) for p in self._parts]).compute()
+        return tree_reduce([func(p, *args) for p in self._parts], add_parts).compute()
 
     def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> np.ndarray:
         """IMM histograms (n_slots, d, n_bins, k): counts of counted rows per reference cluster."""

@@ -16,12 +16,13 @@ a count, a sum of squares and a D-vector, accumulated on the chunks in one pass 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from exclust._kernels_kernel import GAUSSIAN, LAPLACE, rff_group_sums
 from exclust.data import InputError, is_dask_array
+from exclust.stats import tree_reduce
 
 KERNELS = {"gaussian": GAUSSIAN, "laplace": LAPLACE}
 
@@ -129,24 +130,6 @@ class RandomFourierFeatures:
 
 
 # ----------------------------------------------------------------------------- one-pass statistics
-def tree_reduce(parts: list, combine: Callable[[list], Any], fan_in: int = 8):
-    """Combine delayed partial results in a tree of fan-in ``fan_in``; one delayed value comes out."""
-    import dask
-
-    if not parts:
-        raise ValueError("nothing to reduce")
-    while len(parts) > 1:
-        parts = [dask.delayed(combine)(parts[i:i + fan_in]) for i in range(0, len(parts), fan_in)]
-    return parts[0]
-
-
-def _sum_list(parts: list) -> np.ndarray:
-    out = parts[0].copy()
-    for p in parts[1:]:
-        out += p
-    return out
-
-
 def _label_matrix_block(X: np.ndarray, labellings: Sequence[Any]) -> np.ndarray:
     from exclust.tree import ThresholdTree
 
@@ -197,7 +180,7 @@ def rff_group_statistics(X: Any, labellings: Sequence[Any], n_groups: int, rff: 
         dask.delayed(_group_sums_block)(xb, omega, n_groups, *[pl[b] for pl in per_labelling])
         for b, xb in enumerate(x_blocks)
     ]
-    return np.asarray(tree_reduce(parts, _sum_list).compute())
+    return np.asarray(tree_reduce(parts).compute())
 
 
 def kernel_cost_from_statistics(stats: np.ndarray) -> float:

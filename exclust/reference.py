@@ -18,7 +18,7 @@ import numpy as np
 
 from exclust import _kernels_stats as K
 from exclust.data import Dataset, InputError, as_matrix, is_dask_array
-from exclust.stats import ClusterStatistics, add_tuples, cluster_statistics, map_reduce
+from exclust.stats import ClusterStatistics, add_parts, cluster_statistics, map_reduce
 
 logger = logging.getLogger("exclust")
 
@@ -160,7 +160,7 @@ def kmeans_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, over
             break
         # Past the planned rounds only when too few candidates were drawn: draw more boldly.
         scale = ell / cost * (1.0 if r < rounds else 2.0 ** (r - rounds + 1))
-    stats, _ = map_reduce(_lloyd_block, [X], (candidates,), add_tuples)
+    stats, _ = map_reduce(_lloyd_block, [X], (candidates,), add_parts)
     passes += 1
     keep = stats.counts > 0
     if keep.sum() < n_clusters:
@@ -296,7 +296,7 @@ class KMeans:
         self.labels_ = labels if is_dask_array(X) else np.asarray(labels.compute() if is_dask_array(labels) else labels)
         # dask-ml's inertia_ is not the sum of squared distances; score its centers like the others.
         self.n_iter_ = int(best.n_iter_)
-        self.inertia_ = float(map_reduce(_lloyd_block, [X], (self.cluster_centers_,), add_tuples)[1])
+        self.inertia_ = float(map_reduce(_lloyd_block, [X], (self.cluster_centers_,), add_parts)[1])
         self.n_passes_ = int(best.n_iter_) + 1
 
     def _initial_centers(self, X, k, rs) -> tuple[np.ndarray, int]:
@@ -312,7 +312,7 @@ class KMeans:
             tol_abs = None
             n_iter = 0
             for n_iter in range(1, max_iter + 1):
-                stats, inertia = map_reduce(_lloyd_block, [X], (centers,), add_tuples)
+                stats, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
                 passes += 1
                 if tol_abs is None:
                     n = stats.total
@@ -327,7 +327,7 @@ class KMeans:
                         init + 1, n_iter, inertia, shift)
                 if shift <= tol_abs:
                     break
-            _, inertia = map_reduce(_lloyd_block, [X], (centers,), add_tuples)
+            _, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
             passes += 1
             if best is None or inertia < best[1]:
                 best = (centers, float(inertia), n_iter)
@@ -472,7 +472,7 @@ class GaussianMixture:
                 t0 = time.perf_counter()
                 previous = lower_bound
                 means, factor, const = self._kernel_params(params, diag)
-                nk, sums, second, ll = map_reduce(_estep_block, [X], (means, factor, const, diag), add_tuples)
+                nk, sums, second, ll = map_reduce(_estep_block, [X], (means, factor, const, diag), add_parts)
                 passes += 1
                 params = self._m_step(nk, sums, second, diag)
                 lower_bound = ll / n

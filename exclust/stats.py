@@ -113,11 +113,24 @@ def map_reduce(
     blocks = _aligned_blocks(arrays)
     task = dask.delayed(func, pure=True)
     level = [task(*((i,) if pass_index else ()), *chunk, *args) for i, chunk in enumerate(zip(*blocks))]
-    merge = dask.delayed(_sum_all, pure=True)
-    while len(level) > 1:
-        level = [merge(combine, *level[i : i + split_every]) for i in range(0, len(level), split_every)]
-    result = level[0]
+    result = tree_reduce(level, combine, split_every)
     return result.compute() if compute else result
+
+
+def tree_reduce(parts: Sequence[Any], combine: Callable[[Any, Any], Any] = operator.add, fan_in: int = 8):
+    """Merge delayed partial results up a tree of ``fan_in``-way merges with the pairwise ``combine``.
+
+    One Delayed comes out; no task receives every part, so the driver never gathers them all.
+    """
+    import dask
+
+    if not parts:
+        raise ValueError("nothing to reduce")
+    merge = dask.delayed(_sum_all, pure=True)
+    level = list(parts)
+    while len(level) > 1:
+        level = [merge(combine, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
+    return level[0]
 
 
 # --------------------------------------------------------------------------- cluster statistics
@@ -251,9 +264,11 @@ def _stats_block(X: np.ndarray, labels: np.ndarray, n_clusters: int | None, full
     return ClusterStatistics(counts, sums, sums_sq, scatter if full_scatter else None), int(n_bad)
 
 
-def add_tuples(a: tuple, b: tuple) -> tuple:
-    """Element-wise sum of two equal-length tuples of mergeable parts (a ``map_reduce`` combine)."""
-    return tuple(x + y for x, y in zip(a, b))
+def add_parts(a: Any, b: Any) -> Any:
+    """Element-wise sum of two partial results: arrays, mergeable objects, or (nested) tuples of them."""
+    if isinstance(a, tuple):
+        return tuple(add_parts(x, y) for x, y in zip(a, b))
+    return a + b
 
 
 def _finish(result, n_clusters):
@@ -289,7 +304,7 @@ def cluster_statistics(X, labels, n_clusters: int | None, full_scatter: bool = F
 
         X = da.from_array(np.asarray(X), chunks=(labels.chunks[0], X.shape[1]))
     result = map_reduce(
-        _stats_block, [X, labels], (n_clusters, bool(full_scatter)), add_tuples, compute=compute
+        _stats_block, [X, labels], (n_clusters, bool(full_scatter)), add_parts, compute=compute
     )
     if not compute and is_dask_array(X):
         import dask

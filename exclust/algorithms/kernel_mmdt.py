@@ -38,8 +38,8 @@ from exclust.kernels import (
     kernel_cost_from_statistics,
     profile_inverse,
     rff_group_statistics,
-    tree_reduce,
 )
+from exclust.stats import tree_reduce
 from exclust.tree import TreeBuilder
 
 PROTOTYPES = ("random", "best")
@@ -64,6 +64,11 @@ def _merge_samples(parts: list):
     values = np.take_along_axis(values, order[:, :, None], axis=1)
     counts = sum(p[2] for p in parts)
     return keys, values, counts, sum(p[3] for p in parts)
+
+
+def _merge_two_samples(a: tuple, b: tuple) -> tuple:
+    """Pairwise form of ``_merge_samples`` for ``tree_reduce``: the s smallest keys of the union are kept."""
+    return _merge_samples([a, b])
 
 
 def sample_per_cluster(X: Any, labels: Any, n_clusters: int, samples_per_cluster: int, seed: int):
@@ -97,7 +102,7 @@ def sample_per_cluster(X: Any, labels: Any, n_clusters: int, samples_per_cluster
             for xb, lb, o in zip(x_blocks, l_blocks, offsets)
         ]
         parts = [dask.delayed(tuple)(p) for p in parts]
-        keys, values, counts, n_out = tree_reduce(parts, _merge_samples).compute()
+        keys, values, counts, n_out = tree_reduce(parts, _merge_two_samples).compute()
     taken = np.isfinite(keys).sum(axis=1).astype(np.int64)
     return np.ascontiguousarray(values), taken, np.asarray(counts, dtype=np.int64), int(n_out)
 
