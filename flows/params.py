@@ -68,6 +68,12 @@ def _text_list(value):
     return value
 
 
+def _allowed_output(value: str) -> str:
+    """An output folder exclust may write (not /, HOME, a file, or a folder it did not write)."""
+    validate_output_dir(value)
+    return value
+
+
 class ExplainParams(BaseModel):
     """Parameters of the ``explain`` flow."""
 
@@ -107,16 +113,8 @@ class ExplainParams(BaseModel):
 
     _lists = field_validator("columns", "concepts", "plot_features", mode="before")(_text_list)
 
-    @field_validator("input")
-    @classmethod
-    def _input_exists(cls, v: str) -> str:
-        return validate_input_path(v)
-
-    @field_validator("output")
-    @classmethod
-    def _output_allowed(cls, v: str) -> str:
-        validate_output_dir(v)
-        return v
+    _input_exists = field_validator("input")(validate_input_path)
+    _output_allowed = field_validator("output")(_allowed_output)
 
     @field_validator("scheduler_address", "reference_column", "truth_column", mode="before")
     @classmethod
@@ -160,16 +158,8 @@ class LabelParams(BaseModel):
         default=None, description="Dask scheduler address; empty starts a local Dask cluster for the run."
     )
 
-    @field_validator("tree", "input")
-    @classmethod
-    def _exists(cls, v: str) -> str:
-        return validate_input_path(v)
-
-    @field_validator("output")
-    @classmethod
-    def _output_allowed(cls, v: str) -> str:
-        validate_output_dir(v)
-        return v
+    _inputs_exist = field_validator("tree", "input")(validate_input_path)
+    _output_allowed = field_validator("output")(_allowed_output)
 
     @field_validator("scheduler_address", mode="before")
     @classmethod
