@@ -189,16 +189,17 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     from exclust.mixture import MixtureSummary
 
     names = data.feature_names
+    # Estimators get the validated Dataset, not data.X: a bare array would be checked again (a pass).
     if config.reference == "gmm":
         from exclust.reference import GaussianMixture
 
-        model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data.X)
+        model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
         summary = MixtureSummary.from_gmm(model, names)
         return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X)), model)
     if config.reference == "kmeans":
         from exclust.reference import KMeans
 
-        model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data.X)
+        model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
         summary = MixtureSummary.from_kmeans(model, data.X, names)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), _held(model.predict(data.X)), model)
     labels = data.extra[config.reference_column]
@@ -226,10 +227,9 @@ def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> B
         from exclust.algorithms.concept import ConceptMMDT, fit_cavs
 
         # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
-        cavs = fit_cavs(data.X, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
+        cavs = fit_cavs(data, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
         est = ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
-                                  random_state=config.random_state).fit(data.X, None if ref is None else ref.labels)
-        est.tree_.meta["embedding_features"] = list(data.feature_names)
+                                  random_state=config.random_state).fit(data, None if ref is None else ref.labels)
         return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
                                        "diagnostics": est.node_diagnostics_, "reference": "gmm"},
                      space=cavs.project, reference_labels=est.reference_labels_)
