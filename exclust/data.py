@@ -17,11 +17,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from exclust.errors import InputError  # re-exported: exclust.data.InputError is public
+
 DEFAULT_PIECE_ROWS = 1_000_000
-
-
-class InputError(ValueError):
-    """Input that exclust cannot use; the message names the problem and the fix."""
 
 
 @dataclass

@@ -1,0 +1,165 @@
+"""Where data lives: local paths, ``file://`` and object stores (``s3://``...) through fsspec.
+
+One listing of a source serves every reader and writer of exclust: the Parquet files a path,
+folder, glob or URL names, each with its path relative to the source root (so outputs can keep
+the input's layout without collisions) and its hive partition keys (``day=1/part.parquet`` gives
+``{"day": "1"}``). Entries no reader of exclust may ever pick up are skipped here, once: hidden
+names, ``_``-prefixed names (``_SUCCESS``, ``_temporary/``, ``_labels.json``), ``.crc`` files and
+exclust's own staging folders.
+
+Credentials and endpoints of object stores come from the standard environment variables
+(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``) and from
+``storage_options`` (``--storage-option key=value`` on the command line).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from exclust.errors import InputError
+
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+GLOB_CHARS = "*?["
+
+# fsspec protocol -> the package that provides it, named in the error when it is missing.
+_PROTOCOL_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs", "az": "adlfs",
+                      "hdfs": "pyarrow", "http": "aiohttp", "https": "aiohttp"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One Parquet file of a source."""
+
+    path: str  # as the filesystem names it (for s3: "bucket/key", no protocol)
+    relpath: str  # relative to the source root, "/"-separated; unique within a listing
+    partitions: tuple[tuple[str, str], ...] = ()  # hive keys from the folders between root and file
+
+    @property
+    def partition_dict(self) -> dict[str, str]:
+        return dict(self.partitions)
+
+
+@dataclass
+class Source:
+    """A listed source: its filesystem, root and files (sorted by relative path)."""
+
+    url: str  # as the user gave it
+    fs: Any  # an fsspec filesystem
+    root: str  # the folder every relpath is relative to (fs path)
+    files: list[SourceFile] = field(default_factory=list)
+    storage_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return is_local_filesystem(self.fs)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        keys: dict[str, None] = {}
+        for f in self.files:
+            for k, _ in f.partitions:
+                keys.setdefault(k)
+        return list(keys)
+
+
+def split_protocol(url: str) -> tuple[str | None, str]:
+    """("s3", "bucket/key") for "s3://bucket/key"; (None, path) for a plain path."""
+    text = str(url)
+    if "://" in text:
+        proto, rest = text.split("://", 1)
+        return proto.lower(), rest
+    return None, text
+
+
+def is_remote(url: str | os.PathLike) -> bool:
+    """True for URLs of a non-local filesystem (anything but a plain path or file://)."""
+    proto, _ = split_protocol(str(url))
+    return proto not in (None, "file", "local")
+
+
+def is_local_filesystem(fs: Any) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol in ("file", "local")
+
+
+def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
+    """(fsspec filesystem, path on it) for ``url``; a clear error when the scheme's package is missing."""
+    import fsspec
+    from fsspec.core import url_to_fs
+
+    text = str(url)
+    proto, rest = split_protocol(text)
+    options = dict(storage_options or {})
+    if proto in (None, "file", "local"):
+        return fsspec.filesystem("file"), os.path.abspath(os.path.expanduser(rest))
+    try:
+        return url_to_fs(text, **options)
+    except ImportError as exc:
+        package = _PROTOCOL_PACKAGES.get(proto, f"the fsspec implementation of {proto}://")
+        raise InputError(f"reading {proto}:// paths needs the package {package}; install it (pip install {package})") from exc
+    except ValueError as exc:
+        if "Protocol not known" in str(exc):
+            raise InputError(f"unknown storage scheme {proto}:// in {text}; use a local path, file:// or s3://") from exc
+        raise
+
+
+def is_ignored_name(name: str) -> bool:
+    """Names no reader of exclust picks up: hidden, underscore-prefixed, checksum and staging files."""
+    return name.startswith((".", "_")) or name.endswith(".crc")
+
+
+def _partition_keys(parts: list[str]) -> tuple[tuple[str, str], ...]:
+    keys = []
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if sep and key and not key.startswith((".", "_")):
+            keys.append((key, value))
+    return tuple(keys)
+
+
+def _glob_root(path: str) -> str:
+    """The fixed folder before the first glob character."""
+    head = path
+    for i, ch in enumerate(path):
+        if ch in GLOB_CHARS:
+            head = path[:i]
+            break
+    return head.rsplit("/", 1)[0] if "/" in head else ""
+
+
+def list_source(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> Source:
+    """The Parquet files of a file, folder, glob or URL; InputError when there are none.
+
+    A folder is searched recursively for files ending .parquet/.parq/.pq; a glob keeps what it
+    matches. Any path element that is hidden or starts with ``_`` (between the root and the
+    file) excludes the file.
+    """
+    text = str(url).strip()
+    if not text:
+        raise InputError("input path is empty; give a Parquet file, a folder of them, a glob or an s3:// URL")
+    fs, path = filesystem(text, storage_options)
+    path = path.rstrip("/") or path
+    if any(ch in path for ch in GLOB_CHARS):
+        root = _glob_root(path)
+        candidates = [p for p in fs.glob(path) if fs.isfile(p)]
+    elif fs.isdir(path):
+        root = path
+        candidates = [p for p in fs.find(path) if p.endswith(PARQUET_SUFFIXES)]
+    elif fs.isfile(path):
+        root = path.rsplit("/", 1)[0] if "/" in path else ""
+        candidates = [path]
+    else:
+        raise InputError(f"input not found: {text}")
+    files = []
+    prefix = root.rstrip("/") + "/" if root else ""
+    for p in candidates:
+        rel = p[len(prefix):] if prefix and p.startswith(prefix) else p.lstrip("/")
+        parts = rel.split("/")
+        if any(is_ignored_name(part) for part in parts):
+            continue
+        files.append(SourceFile(p, rel, _partition_keys(parts[:-1])))
+    files.sort(key=lambda f: f.relpath)
+    if not files:
+        raise InputError(f"no Parquet files found at {text}")
+    return Source(text, fs, root, files, dict(storage_options or {}))
