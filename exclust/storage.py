@@ -163,3 +163,26 @@ def list_source(url: str | os.PathLike, storage_options: Mapping[str, Any] | Non
     if not files:
         raise InputError(f"no Parquet files found at {text}")
     return Source(text, fs, root, files, dict(storage_options or {}))
+
+
+# Names shared by exclust's writers and readers of output folders (and prefixes on object stores).
+OUTPUT_MARKER = ".exclust-output"  # written first: "this folder is an exclust output" (JSON: job kind, run id)
+SUCCESS_MANIFEST = "_SUCCESS"  # written last: the output is complete (JSON: files and rows)
+STAGING_INFIX = ".exclust-staging-"  # hidden run-scoped staging folders: ".<name>.exclust-staging-<run id>"
+
+
+def parse_storage_options(items: list[str] | None) -> dict[str, Any]:
+    """``["key=value", ...]`` (repeated ``--storage-option``) -> dict; values true/false/numbers typed."""
+    import json
+
+    options: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"storage option {item!r} is not key=value (for example --storage-option anon=true)")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
