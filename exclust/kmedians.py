@@ -31,7 +31,15 @@ import numpy as np
 from exclust import _kernels_l1 as K
 from exclust.data import Dataset, InputError, is_dask_array
 from exclust.metrics import cluster_medians
-from exclust.reference import _check_float, _check_int, _check_predict_input, _prepare, _report, _seed
+from exclust.reference import (
+    _check_float,
+    _check_int,
+    _check_predict_input,
+    _concat_sample,
+    _prepare,
+    _report,
+    _seed,
+)
 from exclust.stats import add_parts, map_reduce
 
 _RECLUSTER_N_INIT = 10
@@ -47,10 +55,6 @@ def _sample_block(X: np.ndarray, rows: np.ndarray, candidates: np.ndarray, scale
     drawn, cost = K.l1_sample(np.ascontiguousarray(X, dtype=np.float64), np.asarray(rows, dtype=np.int64),
                               candidates, scale, seed)
     return np.asarray(X)[drawn], cost
-
-
-def _concat_sample(a: tuple, b: tuple) -> tuple:
-    return np.concatenate([a[0], b[0]]), a[1] + b[1]
 
 
 def _counts_block(X: np.ndarray, centers: np.ndarray) -> tuple:
