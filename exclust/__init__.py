@@ -22,6 +22,7 @@ _PUBLIC = {
     "MixtureSummary": "exclust.mixture",
     "GaussianMixture": "exclust.reference",
     "KMeans": "exclust.reference",
+    "KMedians": "exclust.kmedians",
     # tree algorithms
     "MMDT": "exclust.algorithms.mmdt",
     "ConceptMMDT": "exclust.algorithms.concept",
@@ -32,6 +33,7 @@ _PUBLIC = {
     "ExKMC": "exclust.algorithms.exkmc",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.kdtree",
+    "RandomCutTree": "exclust.algorithms.random_cut",
     # scoring and theory
     "score": "exclust.metrics",
     "explainability_to_noise_ratio": "exclust.bounds",

@@ -466,12 +466,61 @@ def _kmedians(X, ref, tree_arrays, value, ref_mode, centers, groups: dict, n_tre
         )
         passes += 1
         _refine(state, active, hist, n_bins)
-    out = {"passes": passes, "n_bins": n_bins}
+    out = {"passes": passes, "n_bins": n_bins, "state": state, "upper": upper}
     for name, sl in sides.items():
         out[f"{name}_upper"] = float(upper[sl].sum())
         out[f"{name}_lower"] = float(lower[sl].sum())
         out[f"{name}_gap"] = gaps[name]
     return out
+
+
+def cluster_medians(X, labels, n_clusters: int, *, max_passes: int = 64, n_bins: int | None = None) -> dict[str, Any]:
+    """Per-cluster, per-feature medians of X under ``labels``, by the k-medians histogram bisection.
+
+    The bisection of ``score``'s k-medians price, run until every median bin holds one distinct
+    value (tolerance 0): the median of a cluster with n points on a feature is then its point of
+    rank ceil(n/2) (the lower median; every value between the two middle points of an even
+    count minimizes the l1 cost alike). ``labels``: cluster ids 0..n_clusters-1 per row, -1 left
+    out; numpy, or dask (lazy labels are recomputed with each pass). Returns ``medians`` (K x d,
+    NaN for an empty cluster), ``costs`` (l1 cost of each cluster to its medians), ``counts``,
+    ``passes`` (1 for ranges and counts + the histogram passes) and ``exact`` (False only when
+    ``max_passes`` ran out first; the medians are then points of the final median bins).
+    """
+    from exclust._kernels import LEAF
+
+    X = X.X if isinstance(X, Dataset) else X
+    d = X.shape[1]
+    one_leaf = ThresholdTree([LEAF], [0], [0.0], [0], [0], [0], n_features=d, n_clusters=1)
+    X = _prepare_X(one_leaf, X, None)
+    ref = _prepare_labels(labels, X, "labels")
+    tree_arrays = (one_leaf.kind, one_leaf.feature, one_leaf.threshold, one_leaf.center, one_leaf.left, one_leaf.right)
+    no_centers = np.zeros((0, d))
+    stats = row_map_reduce(_stats_chunk, _merge_stats, X, ref, None, tree_arrays=tree_arrays, ref_mode=1,
+                           centers=no_centers, track_range=True)
+    K = int(n_clusters)
+    if stats["ref"]["n"].shape[0] > K:
+        raise InputError(f"labels go up to {stats['ref']['n'].shape[0] - 1}, beyond n_clusters={K}")
+    mom = {key: _pad_rows(v, K) for key, v in stats["ref"].items()}
+    # The one-leaf tree is group 0, kept empty (n = 0) so that the bisection skips it.
+    groups = {
+        "n": np.concatenate([[0], mom["n"]]),
+        "mean": np.concatenate([np.zeros((1, d)), mom["mean"]]),
+        "lo": np.concatenate([np.full((1, d), np.inf), _pad2(stats["ref_lo"], (K, d), np.inf)]),
+        "hi": np.concatenate([np.full((1, d), -np.inf), _pad2(stats["ref_hi"], (K, d), -np.inf)]),
+    }
+    km = _kmedians(X, ref, tree_arrays, one_leaf.value, 1, no_centers, groups, 1, 0.0, max_passes, n_bins)
+    state = km["state"]
+    n_in, offset = state["n_in"][1:], state["in_offset"][1:]
+    filled = mom["n"] > 0
+    medians = np.where(filled[:, None], state["lo"][1:], np.nan)
+    single = (n_in <= 1) | (offset == 0)
+    return {
+        "medians": medians,
+        "costs": km["upper"][1:].sum(axis=1),
+        "counts": mom["n"],
+        "passes": 1 + km["passes"],
+        "exact": bool(single[filled].all()),
+    }
 
 
 # --------------------------------------------------------------------------- score

@@ -1,0 +1,114 @@
+"""Numba kernels of the l1 (k-medians) reference and of scoring many center-leaf trees in one sweep.
+
+`nearest_center_l1` assigns rows to the nearest center in l1 (ties: the lowest index, as
+numpy's argmin). `trial_costs` routes every row through T trees at once (the trees stacked as
+T x m node arrays) and adds each tree's cost of the row: the distance (squared l2 for k-means,
+l1 for k-medians) to the center that the row's leaf stands for, with the cost against the
+nearest center beside it.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from exclust._kernels import leaf_of
+from exclust._kernels_stats import nearest_center_of
+
+SQUARED_L2 = 0
+L1 = 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def nearest_center_l1_of(X, i, centers):
+    """(label, l1 distance) of row i to its nearest center in l1."""
+    best = np.inf
+    arg = 0
+    for k in range(centers.shape[0]):
+        s = 0.0
+        for j in range(centers.shape[1]):
+            s += abs(X[i, j] - centers[k, j])
+        if s < best:
+            best = s
+            arg = k
+    return arg, best
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_center_l1(X, centers):
+    """(label, l1 distance) of every row to its nearest center in l1."""
+    n = X.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n)
+    for i in range(n):
+        labels[i], dist[i] = nearest_center_l1_of(X, i, centers)
+    return labels, dist
+
+
+@numba.njit(cache=True, nogil=True)
+def _distance(X, i, centers, c, metric):
+    s = 0.0
+    for j in range(centers.shape[1]):
+        t = X[i, j] - centers[c, j]
+        s += t * t if metric == SQUARED_L2 else abs(t)
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def trial_costs(X, kind, feature, threshold, center, left, right, value, centers, metric):
+    """(cost per tree (T), cost to the nearest center) of one chunk; tree arrays are T x m."""
+    n = X.shape[0]
+    T = kind.shape[0]
+    costs = np.zeros(T)
+    nearest = 0.0
+    for i in range(n):
+        if metric == SQUARED_L2:
+            nearest += nearest_center_of(X, i, centers)[1]
+        else:
+            nearest += nearest_center_l1_of(X, i, centers)[1]
+        for t in range(T):
+            leaf = leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t])
+            costs[t] += _distance(X, i, centers, value[t, leaf], metric)
+    return costs, nearest
+
+
+# --------------------------------------------------------------------------- k-medians|| seeding
+@numba.njit(cache=True, nogil=True, inline="always")
+def row_uniform(seed, row):
+    """A uniform draw in [0, 1) fixed by (seed, global row number): splitmix64 of the pair.
+
+    Keyed by the row's place in the whole data set, not by its chunk, so that the seeding draws
+    the same rows however the data are chunked (numpy in one piece, or dask partitions).
+    """
+    z = np.uint64(seed) + np.uint64(row + 1) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def l1_sample(X, rows, candidates, scale, seed):
+    """One k-medians|| round on a chunk: (local indices drawn with probability scale * l1 distance, chunk cost)."""
+    n = X.shape[0]
+    drawn = np.empty(n, dtype=np.int64)
+    m = 0
+    cost = 0.0
+    for i in range(n):
+        dist = nearest_center_l1_of(X, i, candidates)[1]
+        cost += dist
+        if scale > 0.0 and row_uniform(seed, rows[i]) < scale * dist:
+            drawn[m] = i
+            m += 1
+    return drawn[:m], cost
+
+
+@numba.njit(cache=True, nogil=True)
+def l1_assignment_counts(X, centers):
+    """(rows nearest to each center in l1, total l1 distance to the nearest center) of a chunk."""
+    counts = np.zeros(centers.shape[0], dtype=np.int64)
+    cost = 0.0
+    for i in range(X.shape[0]):
+        arg, dist = nearest_center_l1_of(X, i, centers)
+        counts[arg] += 1
+        cost += dist
+    return counts, cost

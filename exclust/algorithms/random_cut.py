@@ -1,0 +1,289 @@
+"""RandomCutTree: explanation trees from random threshold cuts, grown from the centers alone.
+
+Both algorithms build a threshold tree with exactly k leaves, one reference center in each, from
+the centers only (like MMDT: no pass over the data). A node holding several centers is cut by
+one random axis-aligned cut ``x_i <= theta`` drawn from a distribution over the cuts that
+separate at least two of its centers; the two children are grown the same way, until every
+leaf holds one center. The cost of a tree (the papers' cost(X, T)) assigns every point the
+center of its leaf.
+
+k-medians (``objective="kmedians"``): Random Thresholds / RandomCoordinateCut.
+  Papers: Gupta, Pittu, Svensson and Yuan, "The Price of Explainability for Clustering" (FOCS
+  2023), which prove its expected price is at most 1 + H_{k-1} (H the harmonic number) and that
+  this is exact for the algorithm; Makarychev and Shan, "Random Cuts are Optimal for Explainable
+  k-Medians" (NeurIPS 2023), 2 ln k + 2. The same algorithm appears in Makarychev and Shan (ICML
+  2021) and Esfandiari, Mirrokni and Narayanan (SODA 2022). The papers draw a global sequence of
+  cuts, coordinate i uniform in {1..d} and theta uniform on a common interval containing every
+  center's coordinates (the same interval on every axis), and apply each cut to every leaf whose
+  centers it separates; a cut that separates no pair of a leaf's centers leaves that leaf alone.
+  Distribution here, per node: (i, theta) uniform on the union over axes of the intervals
+  [min, max] of the node's centers on that axis, i.e. axis i with probability proportional to
+  the node's range on i and theta uniform on that range. This is the law of the first global
+  cut that separates the node's centers (cuts being i.i.d., the non-separating ones that the
+  papers skip are exactly those rejected), so each point's root-to-leaf path, and with it the
+  expected cost that the bound is about, has the papers' law. ``bound_ = 1 + H_{k-1}``.
+  Note: "uniform axis, then uniform threshold on that axis' range" would be a different
+  distribution (pairs would not be separated with probability proportional to their l1
+  distance) and carries no such guarantee; the test suite checks the axis frequencies.
+
+k-means (``objective="kmeans"``): cuts with density proportional to the distance to the
+  nearest of the node's centers along the axis.
+  Distribution, per node: over the union of the axes' [min, max] ranges of the node's centers,
+  the density of theta on axis i is proportional to min_c |theta - c_i| over the node's centers
+  c; a gap g between neighbouring center values on an axis therefore has mass g^2 / 4, the
+  (axis, gap) pair is drawn with probability proportional to g^2, and theta inside the gap from
+  the triangular law peaked at its middle. A point at distance t from its center along an axis
+  is cut off from it with probability proportional to t^2 (near its center), the k-means
+  analogue of the k-medians rule. Source: this is the distribution of ShallowTree's
+  ``RandomThresholdTree`` (lmurtinho/ShallowTree, which attributes it to Makarychev and Shan's
+  k-means algorithm, ICML 2021; that paper and Esfandiari et al., SODA 2022, prove O(k ln k)
+  for their random-cut k-means algorithms). We could not read those papers' algorithm
+  statements in full, so no explicit constant is claimed: ``bound_`` is None and
+  ``bound_statement_`` gives the order. The O(k ln ln k) algorithm of Gupta et al. (FOCS 2023)
+  is not implemented: its description was not available to implement faithfully.
+
+Departures from the papers (all objectives):
+
+- Per-node sampling instead of one global cut sequence shared by all leaves (same law of every
+  root-to-leaf path, see above; the trees of one draw are not correlated across branches).
+- ShallowTree moves a k-means cut to the midpoint between the nearest data values around it;
+  here the cut stays where it was drawn (the papers' trees do not look at the data).
+- Cuts are ``x_i <= theta`` (left) / ``x_i > theta`` (right); a theta that floating point puts
+  on a center value is replaced by that value (the cut still separates the same centers).
+- ``n_trials > 1``: the cheapest of several independent trees on the data is kept. The bound is
+  about one tree's expected cost; the cheapest of several costs no more than their mean.
+- Centers that coincide on every axis cannot get leaves of their own: InputError.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from exclust._kernels_l1 import L1, SQUARED_L2, trial_costs
+from exclust.data import InputError, as_matrix, is_dask_array
+from exclust.stats import add_parts, map_reduce
+from exclust.tree import ThresholdTree, TreeBuilder
+
+OBJECTIVES = ("kmeans", "kmedians")
+_METRIC = {"kmeans": SQUARED_L2, "kmedians": L1}
+_DISTRIBUTION = {
+    "kmedians": "(axis, theta) uniform on the union of the node's center ranges per axis "
+                "(axis probability proportional to its range)",
+    "kmeans": "theta density proportional to the distance to the nearest node center on the axis, "
+              "over the union of the node's center ranges",
+}
+
+
+def harmonic_number(n: int) -> float:
+    """H_n = 1 + 1/2 + ... + 1/n (H_0 = 0)."""
+    return float(sum(1.0 / i for i in range(1, n + 1)))
+
+
+def random_cut_bound(objective: str, k: int) -> tuple[float | None, str]:
+    """(guaranteed expected price or None, the statement with its source) for k centers."""
+    if objective == "kmedians":
+        value = 1.0 + harmonic_number(k - 1)
+        return value, (
+            f"E[cost(T)] <= (1 + H_(k-1)) cost(centers) = {value:.6g} cost(centers) for k = {k} "
+            "(Gupta, Pittu, Svensson, Yuan, FOCS 2023; also <= 2 ln k + 2 = "
+            f"{2 * math.log(k) + 2:.6g}, Makarychev and Shan, NeurIPS 2023)"
+        )
+    return None, (
+        "E[cost(T)] = O(k ln k) cost(centers) (Makarychev and Shan, ICML 2021; Esfandiari, Mirrokni, "
+        "Narayanan, SODA 2022); no explicit constant claimed"
+    )
+
+
+def _separating_gaps(centers: np.ndarray, comps: np.ndarray):
+    """Per axis, the gaps between neighbouring distinct center values of the node.
+
+    Returns (axis, low end, width) of every gap, all axes together.
+    """
+    axes, lows, widths = [], [], []
+    for j in range(centers.shape[1]):
+        values = np.unique(centers[comps, j])
+        if values.size > 1:
+            axes.append(np.full(values.size - 1, j))
+            lows.append(values[:-1])
+            widths.append(np.diff(values))
+    if not axes:
+        return np.empty(0, np.int64), np.empty(0), np.empty(0)
+    return np.concatenate(axes), np.concatenate(lows), np.concatenate(widths)
+
+
+def draw_cut(centers: np.ndarray, comps: np.ndarray, objective: str, rng: np.random.Generator) -> tuple[int, float]:
+    """One random cut (axis, theta) separating the node's centers ``comps`` (module docstring)."""
+    axes, lows, widths = _separating_gaps(centers, comps)
+    if axes.size == 0:
+        raise InputError(
+            f"centers {comps.tolist()} coincide on every feature, so no axis-aligned tree can give each "
+            "its own leaf; drop the duplicates or refit the reference"
+        )
+    weights = widths if objective == "kmedians" else widths**2
+    total = weights.sum()
+    if not np.isfinite(total) or total <= 0:  # gaps so small that their squares underflow
+        weights, total = widths / widths.max(), (widths / widths.max()).sum()
+    g = int(np.searchsorted(np.cumsum(weights), rng.random() * total, side="right"))
+    g = min(g, axes.size - 1)
+    lo, width = lows[g], widths[g]
+    if objective == "kmedians":
+        theta = lo + rng.random() * width
+    else:
+        theta = rng.triangular(lo, lo + 0.5 * width, lo + width)
+    if not lo <= theta < lo + width:  # rounding at the gap's top: x <= lo separates the same centers
+        theta = lo
+    return int(axes[g]), float(theta)
+
+
+def grow_random_cut_tree(centers: np.ndarray, objective: str, rng: np.random.Generator,
+                         feature_names: Sequence[str] | None = None, meta: dict | None = None) -> ThresholdTree:
+    """One random-cut tree: k leaves, leaf value k = center k."""
+    K, d = centers.shape
+    builder = TreeBuilder(n_features=d)
+    stack = [(builder.add_node(), np.arange(K))]
+    while stack:
+        node, comps = stack.pop()
+        if comps.size == 1:
+            builder.make_leaf(node, int(comps[0]))
+            continue
+        j, theta = draw_cut(centers, comps, objective, rng)
+        goes_left = centers[comps, j] <= theta
+        left, right = builder.split(node, j, theta)
+        stack.append((right, comps[~goes_left]))
+        stack.append((left, comps[goes_left]))
+    tree = builder.build(feature_names=feature_names, n_clusters=K, meta=meta)
+    if tree.n_leaves != K or not np.array_equal(tree.predict(centers), np.arange(K)):
+        raise AssertionError("a random-cut tree's leaves do not hold one center each")
+    return tree
+
+
+def _stack_trees(trees: Sequence[ThresholdTree]) -> tuple[np.ndarray, ...]:
+    """Node arrays of trees with the same node count (2k - 1), stacked as T x m."""
+    return tuple(
+        np.ascontiguousarray(np.stack([getattr(t, name) for t in trees]))
+        for name in ("kind", "feature", "threshold", "center", "left", "right", "value")
+    )
+
+
+def _trial_costs_block(X: np.ndarray, stacked: tuple, centers: np.ndarray, metric: int):
+    return trial_costs(np.ascontiguousarray(X, dtype=np.float64), *stacked, centers, metric)
+
+
+def score_trees(X, trees: Sequence[ThresholdTree], centers: np.ndarray, objective: str) -> tuple[np.ndarray, float]:
+    """(cost of each tree, cost of the nearest-center assignment) on X, in ONE pass over X.
+
+    A tree's cost gives each point the center of its leaf (leaf value = center index): squared
+    l2 for k-means, l1 for k-medians.
+    """
+    stacked = _stack_trees(trees)
+    costs, nearest = map_reduce(_trial_costs_block, [X], (stacked, centers, _METRIC[objective]), add_parts)
+    return np.asarray(costs, dtype=np.float64), float(nearest)
+
+
+def _centers_array(centers: Any) -> np.ndarray:
+    for attr in ("cluster_centers_", "means_", "means"):
+        if not isinstance(centers, np.ndarray) and hasattr(centers, attr):
+            centers = getattr(centers, attr)
+            break
+    c = np.asarray(centers, dtype=np.float64)
+    if c.ndim != 2 or c.shape[0] < 1:
+        raise InputError(f"centers must be a (n_clusters, n_features) array, got shape {c.shape}")
+    if not np.isfinite(c).all():
+        raise InputError("centers hold NaN or infinite values; pass finite reference centers")
+    return np.ascontiguousarray(c)
+
+
+class RandomCutTree:
+    """Random-cut explanation tree grown from reference centers alone (see the module docstring).
+
+    Parameters
+    ----------
+    n_clusters : number of centers (= leaves).
+    objective : ``"kmedians"`` (Random Thresholds; Gupta et al. FOCS 2023, Makarychev and Shan
+        NeurIPS 2023) or ``"kmeans"`` (density proportional to the distance to the nearest
+        center; O(k ln k) algorithms of Makarychev and Shan ICML 2021 / Esfandiari et al. SODA 2022).
+    n_trials : number of independent trees; with data, all are scored in one pass and the
+        cheapest kept; without data, trial 0 (the tree ``n_trials=1`` gives) is kept.
+    random_state : None, int or numpy Generator; trees are drawn one after the other from it.
+
+    Fitted attributes: ``tree_`` (ThresholdTree, k leaves, leaf value = center index),
+    ``centers_``, ``bound_`` (guaranteed expected price, a float for k-medians, None for k-means
+    where no constant is claimed), ``bound_statement_``, ``trial_costs_`` (cost of every trial
+    on the data, or None), ``reference_cost_`` (nearest-center cost on the data, or None),
+    ``best_trial_``, ``n_passes_`` (passes over the data: 0 without data; 1 for validation, plus 1 scoring
+    pass when several trials are scored).
+    """
+
+    def __init__(self, n_clusters: int, objective: str = "kmeans", n_trials: int = 1, random_state: Any = None) -> None:
+        self.n_clusters = n_clusters
+        self.objective = objective
+        self.n_trials = n_trials
+        self.random_state = random_state
+
+    def _check_params(self) -> tuple[int, int]:
+        from exclust.algorithms.imm import check_n_clusters
+
+        k = check_n_clusters(self.n_clusters)
+        if self.objective not in OBJECTIVES:
+            raise InputError(f"objective={self.objective!r} is not known; choose one of {', '.join(OBJECTIVES)}")
+        if isinstance(self.n_trials, bool) or not isinstance(self.n_trials, (int, np.integer)) or self.n_trials < 1:
+            raise InputError(f"n_trials must be an integer >= 1, got {self.n_trials!r}")
+        return k, int(self.n_trials)
+
+    def fit(self, X=None, centers=None, feature_names: Sequence[str] | None = None) -> "RandomCutTree":
+        """Grow ``n_trials`` trees from ``centers``; with X and several trials keep the cheapest on X."""
+        k, n_trials = self._check_params()
+        if centers is None:
+            raise InputError("RandomCutTree grows its trees from reference centers: pass centers=(k, d) array")
+        centers = _centers_array(centers)
+        if centers.shape[0] != k:
+            raise InputError(f"{centers.shape[0]} centers given for n_clusters={k}; pass one center per cluster")
+        data = None
+        if X is not None:
+            data = as_matrix(X, n_clusters=k)
+            if data.n_features != centers.shape[1]:
+                raise InputError(f"centers have {centers.shape[1]} features, the data {data.n_features}")
+            feature_names = feature_names or data.feature_names
+        rng = np.random.default_rng(self.random_state)
+        meta = {
+            "algorithm": "random_cut",
+            "objective": self.objective,
+            "distribution": _DISTRIBUTION[self.objective],
+            "random_state": self.random_state if isinstance(self.random_state, (int, type(None))) else "generator",
+        }
+        trees = [grow_random_cut_tree(centers, self.objective, rng, feature_names, meta) for _ in range(n_trials)]
+        self.trial_costs_, self.reference_cost_, self.best_trial_, self.n_passes_ = None, None, 0, 0
+        if data is not None and n_trials > 1:
+            costs, nearest = score_trees(data.X, trees, centers, self.objective)
+            self.trial_costs_, self.reference_cost_ = costs, nearest
+            self.best_trial_ = int(np.argmin(costs))
+        if data is not None:
+            self.n_passes_ = 1 + (n_trials > 1)  # validation (as reference.py counts it) + scoring
+        self.bound_, self.bound_statement_ = random_cut_bound(self.objective, k)
+        self.tree_ = trees[self.best_trial_]
+        self.tree_.meta["trial"] = self.best_trial_
+        self.centers_ = centers
+        self.n_features_in_ = centers.shape[1]
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "tree_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this RandomCutTree is not fitted yet; call fit(X, centers=...) first")
+
+    def predict(self, X):
+        """Center index (leaf value) of every row: numpy in, numpy out; dask in, lazy dask out."""
+        self._check_fitted()
+        if not is_dask_array(X) and hasattr(X, "X"):  # a Dataset
+            X = X.X
+        return self.tree_.predict(X)
+
+    def fit_predict(self, X, centers=None):
+        return self.fit(X, centers).predict(X)
+
+    def __repr__(self) -> str:
+        return (f"RandomCutTree(n_clusters={self.n_clusters!r}, objective={self.objective!r}, "
+                f"n_trials={self.n_trials!r}, random_state={self.random_state!r})")
