@@ -36,6 +36,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from exclust.algorithms.cart import CART
 from exclust.algorithms.concept import ConceptMMDT, concept_summary, fit_cavs
+from exclust.mixture import MixtureSummary
 from exclust.algorithms.mmdt import MMDT
 from exclust.concepts_digits import ALL_CONCEPTS, PAPER_CONCEPTS, digit_concepts
 from exclust.data import Dataset
@@ -76,7 +77,7 @@ def run_concept_set(Z, digits, concepts, names, seeds, k):
         gmm = base_model.mixture_
         for rule in ("midpoint", "exact"):
             def build_mmdt():
-                summary = concept_summary(cavs, gmm.weights_, gmm.means_, gmm.covariances_)
+                summary = concept_summary(cavs, MixtureSummary.from_gmm(gmm))
                 return MMDT(threshold=rule, random_state=seed).fit(summary).tree_
 
             row[f"t_{rule}"], tree = best_time(build_mmdt)
