@@ -42,9 +42,9 @@ _PUBLIC = {
     # what a person looks at
     "render_report": "exclust.report",
     # synthetic data of the papers
-    "make_synthetic_i": "exclust.synthetic",
-    "make_synthetic_ii": "exclust.synthetic",
-    "make_gmm_dataset": "exclust.synthetic",
+    "make_synthetic_i": "exclust.datasets.synthetic",
+    "make_synthetic_ii": "exclust.datasets.synthetic",
+    "make_gmm_dataset": "exclust.datasets.synthetic",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -341,7 +341,7 @@ def _circle():
 
 
 def test_digit_concepts_on_drawn_shapes():
-    from exclust.concepts_digits import count_loops, curvature, digit_concepts, line_lengths
+    from exclust.datasets.concepts_digits import count_loops, curvature, digit_concepts, line_lengths
 
     ring = np.zeros((8, 8))
     ring[1:7, 2] = ring[1:7, 5] = 16
