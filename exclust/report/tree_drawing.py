@@ -6,7 +6,7 @@ page lays it out from numbers, not by reading its SVG back; ``tree_svg`` is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from exclust._kernels import INTERVAL, LEAF, ONE_SIDED
 from exclust.report.format import (
@@ -69,19 +69,9 @@ class TreeDrawing:
     orientation: str  # "top-down", "left-right" or "outline"
 
 
-def tree_svg(
-    tree: ThresholdTree,
-    cluster_colors: Sequence[str] | None = None,
-    leaf_counts: Mapping[int, float] | None = None,
-    *,
-    cluster_names: Sequence[str] | None = None,
-    orientation: str = "auto",
-    shares_only: bool = False,
-) -> str:
+def tree_svg(tree: ThresholdTree, *args: Any, **kwargs: Any) -> str:
     """The SVG of ``draw_tree`` (same arguments)."""
-    return draw_tree(
-        tree, cluster_colors, leaf_counts, cluster_names=cluster_names, orientation=orientation, shares_only=shares_only
-    ).svg
+    return draw_tree(tree, *args, **kwargs).svg
 
 
 def draw_tree(
