@@ -41,6 +41,8 @@ _PUBLIC = {
     "cost_ratio_curve": "exclust.curves",
     # what a person looks at
     "render_report": "exclust.report",
+    # what a user can fix: a bad estimator parameter
+    "ParameterError": "exclust.errors",
     # synthetic data of the papers
     "make_synthetic_i": "exclust.datasets.synthetic",
     "make_synthetic_ii": "exclust.datasets.synthetic",
