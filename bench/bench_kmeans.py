@@ -110,7 +110,7 @@ def main() -> None:
     import dask.array as da
     from distributed import Client, LocalCluster
 
-    from exclust.synthetic import make_gmm_dataset
+    from exclust.datasets.synthetic import make_gmm_dataset
 
     X, _, _ = make_gmm_dataset(args.rows, args.k, args.features, random_state=args.seed)
     X = np.ascontiguousarray(X)

@@ -72,7 +72,7 @@ def paired_best(base, candidate, repeats: int) -> tuple[object, float, float]:
 
 def dataset_folder(data_dir: Path, n: int, d: int, k: int) -> Path:
     """The Parquet folder of one dataset, written on first use."""
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
 
     folder = data_dir / f"gmm_n{n}_d{d}_k{k}"
     if not folder.exists():
@@ -261,7 +261,7 @@ def main(argv=None) -> None:
     import exclust
     from exclust.data import load_dataset
     from exclust.mixture import MixtureSummary
-    from exclust.synthetic import appendix_g_mixture
+    from exclust.datasets.synthetic import appendix_g_mixture
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
     folders = []

@@ -9,7 +9,7 @@ Here, on scikit-learn's 8x8 digits (1797 images; no download):
 - embedding: PCA to 10 dimensions of the pixels scaled to [0, 1] (a linear stand-in for the
   paper's VaDE encoder, with the paper's latent dimension);
 - base clustering: ``exclust.GaussianMixture`` (K = 10, full covariances) in the embedding;
-- concepts: measured on the images by ``exclust.concepts_digits`` (no hand labels): the paper's
+- concepts: measured on the images by ``exclust.datasets.concepts_digits`` (no hand labels): the paper's
   four (loop, vertical_line, horizontal_line: binary; curvature: continuous), and a second run
   adding two continuous ones (ink, width);
 - Concept-MMDT with paper 000's midpoint rule (its Algorithm 1, the one behind Table 2) and with
@@ -36,8 +36,9 @@ from sklearn.metrics import adjusted_rand_score
 
 from exclust.algorithms.cart import CART
 from exclust.algorithms.concept import ConceptMMDT, concept_summary, fit_cavs
+from exclust.mixture import MixtureSummary
 from exclust.algorithms.mmdt import MMDT
-from exclust.concepts_digits import ALL_CONCEPTS, PAPER_CONCEPTS, digit_concepts
+from exclust.datasets.concepts_digits import ALL_CONCEPTS, PAPER_CONCEPTS, digit_concepts
 from exclust.data import Dataset
 
 # Paper 000, Table 2, MNIST row: samples, CAVs, K, model, ARI base / MMDT / CART, time (s) MMDT / CART.
@@ -76,7 +77,7 @@ def run_concept_set(Z, digits, concepts, names, seeds, k):
         gmm = base_model.mixture_
         for rule in ("midpoint", "exact"):
             def build_mmdt():
-                summary = concept_summary(cavs, gmm.weights_, gmm.means_, gmm.covariances_)
+                summary = concept_summary(cavs, MixtureSummary.from_gmm(gmm))
                 return MMDT(threshold=rule, random_state=seed).fit(summary).tree_
 
             row[f"t_{rule}"], tree = best_time(build_mmdt)

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from exclust import MMDT, GaussianMixture  # noqa: E402
 from exclust.mixture import MixtureSummary  # noqa: E402
-from exclust.synthetic import make_gmm_dataset  # noqa: E402
+from exclust.datasets.synthetic import make_gmm_dataset  # noqa: E402
 
 SHARED_DATA = ROOT.parent / "shared" / "data"
 THRESHOLDS = ("midpoint", "exact", "gaussian", "chebyshev", "random")

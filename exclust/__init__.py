@@ -27,7 +27,8 @@ _PUBLIC = {
     "MMDT": "exclust.algorithms.mmdt",
     "ConceptMMDT": "exclust.algorithms.concept",
     "ConceptCART": "exclust.algorithms.concept",
-    "fit_cavs": "exclust.algorithms.concept",
+    "fit_cavs": "exclust.algorithms.cav_fitting",
+    "ConceptActivationVectors": "exclust.algorithms.cavs",
     "KernelMMDT": "exclust.algorithms.kernel_mmdt",
     "IMM": "exclust.algorithms.imm",
     "ExKMC": "exclust.algorithms.exkmc",
@@ -42,10 +43,12 @@ _PUBLIC = {
     "cost_ratio_curve": "exclust.curves",
     # what a person looks at
     "render_report": "exclust.report",
+    # what a user can fix: a bad estimator parameter
+    "ParameterError": "exclust.errors",
     # synthetic data of the papers
-    "make_synthetic_i": "exclust.synthetic",
-    "make_synthetic_ii": "exclust.synthetic",
-    "make_gmm_dataset": "exclust.synthetic",
+    "make_synthetic_i": "exclust.datasets.synthetic",
+    "make_synthetic_ii": "exclust.datasets.synthetic",
+    "make_gmm_dataset": "exclust.datasets.synthetic",
 }
 
 __all__ = sorted(_PUBLIC)

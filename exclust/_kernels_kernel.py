@@ -8,6 +8,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from exclust._kernels_rowhash import row_key
+
 GAUSSIAN = 0
 LAPLACE = 1
 
@@ -79,17 +81,6 @@ def self_similarity(samples, counts, code, inv_bandwidth):
     return out
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _row_key(seed, row):
-    # splitmix64 of (seed, global row index): the key of a row does not depend on how the rows
-    # are chunked, so numpy and every Dask chunking draw the same sample.
-    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(row) + np.uint64(0x632BE59BD9B4E019)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
 @numba.njit(cache=True, nogil=True)
 def smallest_keys_per_cluster(labels, row_offset, seed, n_clusters, s):
     """Per cluster, the (at most) s rows with the smallest random keys: a uniform sample without replacement.
@@ -108,7 +99,7 @@ def smallest_keys_per_cluster(labels, row_offset, seed, n_clusters, s):
         if c < 0 or c >= K:
             continue
         counts[c] += 1
-        key = _row_key(seed, row_offset + r)
+        key = row_key(seed, row_offset + r)
         w = worst[c]
         if key < keys[c, w]:
             keys[c, w] = key

@@ -163,7 +163,7 @@ def cmd_demo(args) -> int:
     import json
 
     from exclust.outputs import validate_output_dir
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
 
     log = _log(False)
     out = validate_output_dir(args.out)

@@ -4,3 +4,7 @@ from __future__ import annotations
 
 class InputError(ValueError):
     """Input that exclust cannot use; the message names the problem and the fix."""
+
+
+class ParameterError(InputError):
+    """An estimator parameter out of its declared range; the message names the parameter and what it accepts."""

@@ -86,7 +86,7 @@ def test_console_entry_point_runs():
 
 
 def test_explain_command_writes_outputs(tmp_path, capsys, dask_client):
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
 
     write_gmm_parquet(tmp_path / "data", 8000, n_components=3, n_features=2, rows_per_file=2000, random_state=6,
                       noise_scale=3.0)

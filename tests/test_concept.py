@@ -15,6 +15,7 @@ from sklearn.metrics import adjusted_rand_score
 import exclust
 from exclust.algorithms.concept import ConceptActivationVectors, concept_summary
 from exclust.data import InputError
+from exclust.mixture import MixtureSummary
 
 D = 5
 COORDS = np.array([[-4.0, 0.0], [4.0, -3.0], [4.0, 3.0]])
@@ -59,9 +60,9 @@ def test_cavs_align_with_the_true_directions(latent, cavs):
 
 def test_continuous_cav_matches_least_squares_and_held_out_r2(latent, cavs):
     X, _, concepts, *_ = latent
-    from exclust.algorithms.concept import _row_uniform
+    from exclust.algorithms.cav_fitting import held_out_rows
 
-    test = _row_uniform(np.arange(X.shape[0]), 0, 0) < 0.2
+    test = held_out_rows(np.arange(X.shape[0]), 0, 0.2)
     A = np.column_stack([X[~test], np.ones((~test).sum())])
     coef = np.linalg.lstsq(A, concepts["beta"][~test], rcond=None)[0]
     np.testing.assert_allclose(cavs.matrix[1], coef[:D] / np.linalg.norm(coef[:D]), atol=1e-8)
@@ -149,7 +150,10 @@ def test_concept_summary_is_scale_free():
     covs = np.stack([np.eye(3) * s for s in (0.5, 1.0, 1.5, 1.0)])
     C = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, -1.0]])
     cavs = ConceptActivationVectors.from_matrix(C, ["a", "b"])
-    s = concept_summary(cavs, np.full(4, 0.25), means, covs)
+    latent = MixtureSummary(
+        means=means, sigma_per_component=np.sqrt(np.einsum("kjj->kj", covs)), covariances=covs
+    )
+    s = concept_summary(cavs, latent)
     Cn = C / np.linalg.norm(C, axis=1, keepdims=True)
     np.testing.assert_allclose(s.means, means @ Cn.T)
     pooled = covs.mean(axis=0)
@@ -337,7 +341,7 @@ def _circle():
 
 
 def test_digit_concepts_on_drawn_shapes():
-    from exclust.concepts_digits import count_loops, curvature, digit_concepts, line_lengths
+    from exclust.datasets.concepts_digits import count_loops, curvature, digit_concepts, line_lengths
 
     ring = np.zeros((8, 8))
     ring[1:7, 2] = ring[1:7, 5] = 16

@@ -158,7 +158,7 @@ def test_e2e_explain_then_label_through_deployments(stack):
     """Create explain and label runs through the API; check outputs, artifacts and the labelled Parquet."""
     import pyarrow.parquet as pq
 
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
     from exclust.tree import ThresholdTree
 
     data = stack["data"]

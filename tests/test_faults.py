@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from exclust.synthetic import write_gmm_parquet
+from exclust.datasets.synthetic import write_gmm_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 

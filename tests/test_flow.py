@@ -159,7 +159,7 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
 
 
 def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_client):
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
     from flows.explain import explain
 
     write_gmm_parquet(tmp_path / "data", 9000, n_components=3, n_features=2, rows_per_file=3000, random_state=7,

@@ -349,7 +349,9 @@ def test_indistinguishable_clusters_are_reported(rng):
 
 
 def test_predict_before_fit():
-    with pytest.raises(RuntimeError, match="not fitted"):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match="not fitted"):
         KernelMMDT(2).predict(np.zeros((3, 1)))
 
 

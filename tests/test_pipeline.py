@@ -9,7 +9,7 @@ import pytest
 
 from exclust.data import InputError
 from exclust.pipeline import ExplainConfig, explain, run_explain, sample_rows, write_outputs
-from exclust.synthetic import make_gmm_dataset, write_gmm_parquet
+from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.tree import ThresholdTree
 
 

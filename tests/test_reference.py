@@ -12,7 +12,7 @@ from sklearn.mixture import GaussianMixture as SKGMM
 from conftest import shared_dataset
 from exclust.data import InputError, load_dataset
 from exclust.reference import GaussianMixture, KMeans, kmeans_parallel_init
-from exclust.synthetic import make_gmm_dataset
+from exclust.datasets.synthetic import make_gmm_dataset
 
 
 def separated_blobs(rng, n=1200, k=4, d=3):

@@ -187,6 +187,27 @@ def test_layout_follows_the_tree_shape():
     assert "outline" in tree_svg(caterpillar_tree(40)).split(">", 1)[0]  # deep: an indented list
 
 
+@pytest.mark.parametrize("tree", [balanced_tree(5), balanced_tree(40), caterpillar_tree(40)], ids=["5", "40", "deep"])
+def test_draw_tree_reports_the_size_and_orientation_it_drew(tree):
+    from exclust.report import draw_tree
+
+    drawing = draw_tree(tree)
+    root = parse_svg(drawing.svg)
+    _, _, width, height = (float(v) for v in root.get("viewBox").split())
+    assert (drawing.width, drawing.height) == (width, height)
+    assert root.get("class") == f"tree-svg {drawing.orientation}"
+    assert drawing.svg == tree_svg(tree)
+
+
+def test_report_page_ships_its_stylesheet_as_package_data():
+    from importlib import resources
+
+    css = resources.files("exclust.report").joinpath("page.css").read_text(encoding="utf-8")
+    html = render_report(tree=interval_tree(), metrics={})
+    assert "table.metrics" in css and css in html
+    assert re.search(r"--sans:[^;]*sans-serif", html)  # the font stacks the page's var(--sans) reads
+
+
 def test_outline_layout_of_a_deep_tree_keeps_boxes_apart_and_fits_the_page():
     tree = caterpillar_tree(40)
     root = parse_svg(tree_svg(tree, leaf_counts={int(v): 10 for v in tree.leaves}))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from exclust.curves import cost_ratio_curve
-from exclust.synthetic import make_synthetic_i, make_synthetic_ii
+from exclust.datasets.synthetic import make_synthetic_i, make_synthetic_ii
 
 
 def test_synthetic_i_structure():

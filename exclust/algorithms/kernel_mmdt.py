@@ -31,6 +31,7 @@ import numpy as np
 
 from exclust._kernels_kernel import axis_similarity_moments, self_similarity, smallest_keys_per_cluster
 from exclust.data import Dataset, InputError, as_matrix, is_dask_array
+from exclust.estimator import Integral, Interval, Real, StrOptions, TreeExplainer
 from exclust.kernels import (
     RandomFourierFeatures,
     check_bandwidth,
@@ -241,7 +242,7 @@ def build_kernel_tree(samples, taken, weights, kernel, bandwidth, *, prototype="
 
 
 # ----------------------------------------------------------------------------- estimator
-class KernelMMDT:
+class KernelMMDT(TreeExplainer):
     """Kernel MMDT (paper 002, Section 5): a K-leaf tree of interval cuts explaining a kernel clustering.
 
     Parameters
@@ -271,6 +272,20 @@ class KernelMMDT:
     base, sample, tree, price), ``feature_names_in_``, ``n_features_in_``.
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 2, None, closed="left")],
+        "kernel": [str],  # a name of exclust.kernels.KERNELS in any case, checked by kernel_code
+        "bandwidth": [StrOptions({"scale"}), Interval(Real, 0, None, closed="neither"), "array-like"],
+        # two draws per cluster are needed to estimate its self-similarity
+        "samples_per_cluster": [Interval(Integral, 2, None, closed="left")],
+        "n_components": [Interval(Integral, 2, None, closed="left")],
+        "prototype": [StrOptions(set(PROTOTYPES))],
+        "compute_price": ["boolean"],
+        "kmeans_n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "kmeans_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": [None, Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, n_clusters: int = 8, *, kernel: str = "gaussian", bandwidth: Any = "scale",
                  samples_per_cluster: int = 256, n_components: int = 256, prototype: str = "best",
                  compute_price: bool = True, kmeans_n_init: int | str = "auto", kmeans_max_iter: int = 100,
@@ -287,20 +302,6 @@ class KernelMMDT:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self) -> None:
-        K = self.n_clusters
-        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 2:
-            raise InputError(f"n_clusters must be an integer >= 2, not {K!r}")
-        kernel_code(self.kernel)
-        s = self.samples_per_cluster
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 2:
-            raise InputError(
-                f"samples_per_cluster must be an integer >= 2 (two draws per cluster are needed to "
-                f"estimate its self-similarity), not {s!r}"
-            )
-        if self.prototype not in PROTOTYPES:
-            raise InputError(f"prototype must be one of {PROTOTYPES}, not {self.prototype!r}")
-
     def _check_labels(self, labels: Any, n: int):
         if is_dask_array(labels):
             if labels.ndim != 1 or (not math.isnan(labels.shape[0]) and labels.shape[0] != n):
@@ -347,6 +348,7 @@ class KernelMMDT:
     def fit(self, X: Any, labels: Any = None) -> "KernelMMDT":
         """Fit the base clustering (unless ``labels`` are given), sample per cluster, grow the tree, score it."""
         self._check_params()
+        kernel_code(self.kernel)
         K = int(self.n_clusters)
         clock = time.perf_counter()
         timings: dict[str, float] = {}
@@ -450,13 +452,11 @@ class KernelMMDT:
         self.timings_ = timings
         return self
 
-    def predict(self, X: Any):
-        """Tree cluster of every row: numpy in, numpy out; dask array in, lazy dask array out."""
-        if not hasattr(self, "tree_"):
-            raise RuntimeError("this KernelMMDT is not fitted yet; call fit(X) first")
+    def _tree_input(self, X: Any) -> Any:
+        """A DataFrame's feature columns as a matrix; arrays pass as they are."""
         if hasattr(X, "columns") and not is_dask_array(X):
-            X = as_matrix(X).X
-        return self.tree_.predict(X)
+            return as_matrix(X).X
+        return X
 
     def fit_predict(self, X: Any, labels: Any = None):
         """fit(X, labels) then the tree's cluster of every row of X."""

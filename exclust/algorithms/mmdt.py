@@ -41,6 +41,7 @@ from exclust._kernels_mmdt import (
     tied_gaps,
 )
 from exclust.data import InputError, check_spread
+from exclust.estimator import RANDOM_STATE, StrOptions, TreeExplainer
 from exclust.mixture import MixtureSummary
 from exclust.tree import TreeBuilder
 
@@ -74,7 +75,155 @@ def _ties(scores: np.ndarray, best: float, larger_is_better: bool) -> np.ndarray
     return np.flatnonzero(scores <= best + tol)
 
 
-class MMDT:
+class _Builder:
+    """The state of one MMDT fit: the mixture's arrays, the search settings and the random generator.
+
+    ``MMDT.fit`` makes one, calls ``grow`` and keeps only what it returns, so the estimator holds
+    its parameters and fitted attributes and nothing of the build.
+    """
+
+    def __init__(self, threshold: str, summary: MixtureSummary, random_state: Any) -> None:
+        self.threshold = threshold
+        self.rng = np.random.default_rng(random_state)
+        self.means = summary.means
+        self.weights = summary.weights
+        self.sigma = summary.sigma
+        self.sigma_k = summary.sigma_per_component
+        self.names = summary.feature_names
+        # Axes where sigma_j = 0 but all means agree are irrelevant: their normalized spread is 0.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.inv_sigma = np.where(self.sigma > 0, 1.0 / self.sigma, 0.0)
+        self.means_t = None
+
+    def grow(self) -> tuple[TreeBuilder, list[dict[str, Any]]]:
+        """The tree (as a TreeBuilder, leaves holding one component each) and one diagnostics dict per cut."""
+        means = self.means
+        K, d = means.shape
+        builder = TreeBuilder(n_features=d)
+        diagnostics: list[dict[str, Any]] = []
+        midpoint = self.threshold == "midpoint"
+        root_order = None
+        if midpoint:
+            # Paper 000 sorts the node's means on every axis; sorting once at the root and
+            # filtering the sorted lists down the tree gives every node its order in O(K d).
+            self.means_t = np.ascontiguousarray(means.T)
+            root_order = np.argsort(self.means_t, axis=1).astype(np.int64, copy=False)
+        goes_left = np.zeros(K, dtype=np.int64)
+        stack = [(builder.add_node(), np.arange(K), root_order)]
+        while stack:
+            node, comps, order = stack.pop()
+            if comps.size == 1:
+                builder.make_leaf(node, int(comps[0]))
+                continue
+            diag = self.split(comps, order)
+            j, theta = diag["feature"], diag["threshold"]
+            left_mask = means[comps, j] <= theta
+            left, right = builder.split(node, j, theta)
+            diagnostics.append({"node": node, **diag})
+            left_order = right_order = None
+            if midpoint:
+                goes_left[comps] = left_mask
+                left_order, right_order = split_orders(order, goes_left, int(left_mask.sum()))
+            # Right child first on the stack so the left subtree gets the smaller node ids.
+            stack.append((right, comps[~left_mask], right_order))
+            stack.append((left, comps[left_mask], left_order))
+        return builder, diagnostics
+
+    def split(self, comps: np.ndarray, order: np.ndarray | None) -> dict[str, Any]:
+        """Axis, threshold and diagnostics of the cut at a node holding components ``comps``.
+
+        ``order`` (midpoint only): the node's per-axis sorted component lists (d x K_node).
+        """
+        if order is not None:  # the node's sorted lists give each axis' range in O(d)
+            lo_k, hi_k = order[:, 0], order[:, -1]
+            cols = np.arange(order.shape[0])
+            R = (self.means[hi_k, cols] - self.means[lo_k, cols]) * self.inv_sigma
+        else:
+            R = normalized_ranges(self.means, comps, self.inv_sigma)
+        best = R.max()
+        if best <= 0:
+            # Axes with sigma 0 vary nowhere (checked in fit), so the node's means coincide.
+            raise InputError(
+                f"components {comps.tolist()} have identical means on every feature, so no "
+                "axis-aligned tree can give each its own leaf; merge them or refit the mixture"
+            )
+        if self.threshold == "midpoint":
+            j, theta, separation, objective = self.midpoint_cut(order)
+            at_edge = False
+        else:
+            j = self.pick(_ties(R, best, True))
+            separation = float(best)
+        values = self.means[comps, j]
+        w = self.weights[comps]
+        w = w / w.sum()
+        if self.threshold == "random":
+            theta = self.random_threshold(values)
+            objective, at_edge = math.nan, False
+        elif self.threshold != "midpoint":
+            theta, objective, at_edge = self.optimal_threshold(comps, j, values, w)
+        cut_off = separation_probability(EXACT_GAUSSIAN, float(theta), values, w, self.sigma_k[comps, j])
+        return {
+            "components": comps.tolist(),
+            "feature": int(j),
+            "feature_name": self.names[j],
+            "threshold": float(theta),
+            "normalized_separation": float(separation),
+            "cut_off_share": float(cut_off),
+            "objective": float(objective),
+            "at_edge": bool(at_edge),
+        }
+
+    def midpoint_cut(self, order: np.ndarray):
+        """Paper 000, Algorithm 1: largest normalized gap between neighbouring means, cut halfway."""
+        gaps = axis_gaps(self.means_t, order, self.inv_sigma)
+        best, axes, lows, highs = tied_gaps(self.means_t, order, self.inv_sigma, gaps, _TIE_RTOL)
+        pick = self.pick(np.arange(axes.size))
+        lo, hi = lows[pick], highs[pick]
+        theta = 0.5 * (lo + hi)
+        if not lo < theta < hi:  # neighbours one float apart: the cut x <= lo still separates them
+            theta = lo
+        return int(axes[pick]), float(theta), float(best), float(best)
+
+    def random_threshold(self, values: np.ndarray) -> float:
+        """Paper 000, Appendix B: theta uniform on [min, max] of the node's means on the axis."""
+        lo, hi = values.min(), values.max()
+        for _ in range(100):
+            theta = self.rng.uniform(lo, hi)
+            if lo < theta < hi and not (values == theta).any():
+                return float(theta)
+        return float(0.5 * (lo + hi)) if not (values == 0.5 * (lo + hi)).any() else float(lo)
+
+    def pick(self, candidates: np.ndarray) -> int:
+        """One of the tied candidates, at random (the papers: 'one is chosen randomly')."""
+        return int(candidates[0] if candidates.size == 1 else self.rng.choice(candidates))
+
+    def optimal_threshold(self, comps: np.ndarray, j: int, values: np.ndarray, w: np.ndarray):
+        """Paper 002, eq. 4-6: minimize the weighted separation probability over (min, max)."""
+        if self.threshold == "exact":
+            sig = self.sigma_k[comps, j]
+        else:
+            sig = np.full(comps.size, self.sigma[j])
+        cuts = np.unique(values)
+        thetas, f, g = interval_minima(
+            _KERNEL_KIND[self.threshold], values, w, sig,
+            cuts, _GRID, _EDGE_MARGIN, _REFINE_WITHIN, _REFINE_STEPS, _PROBES,
+        )
+        # f holds log objectives: an absolute tolerance on them is a relative one on the objective.
+        tied = np.flatnonzero(f <= f.min() + _TIE_RTOL)
+        if tied.size > 1:  # break by the tie-breaker (uncapped Chebyshev), then at random
+            tied = tied[_ties(g[tied], g[tied].min(), False)]
+        a = self.pick(tied)
+        theta = float(thetas[a])
+        lo, hi = cuts[a], cuts[a + 1]
+        if not lo < theta < hi:
+            theta = float(0.5 * (lo + hi)) if lo < 0.5 * (lo + hi) < hi else float(lo)
+        gap = hi - lo
+        at_edge = min(theta - lo, hi - theta) <= 1.5 * _EDGE_MARGIN * gap
+        return theta, float(np.exp(f[a])), bool(at_edge)
+
+
+
+class MMDT(TreeExplainer):
     """Mixture Model Decision Tree (paper 000 Alg. 1 and App. B; paper 002 Alg. 1).
 
     Parameters
@@ -98,6 +247,8 @@ class MMDT:
     summary_ : the MixtureSummary the tree was grown from.
     """
 
+    _parameter_constraints = {"threshold": [StrOptions(set(THRESHOLDS))], "random_state": RANDOM_STATE}
+
     def __init__(self, threshold: str = "exact", random_state: Any = None) -> None:
         self.threshold = threshold
         self.random_state = random_state
@@ -115,54 +266,16 @@ class MMDT:
         (the value of the criterion that chose the cut; NaN for ``"random"``) and
         ``at_edge`` (True when the cut sits at the search margin next to a mean).
         """
-        if self.threshold not in THRESHOLDS:
-            raise ValueError(f"threshold={self.threshold!r} is not known; choose one of {', '.join(THRESHOLDS)}")
+        self._check_params()
         if not isinstance(summary, MixtureSummary):
             raise InputError(
                 f"MMDT.fit needs a MixtureSummary, got {type(summary).__name__}; build one with "
                 "MixtureSummary(means=..., sigma=..., weights=...) or from a fitted mixture"
             )
-        self._rng = np.random.default_rng(self.random_state)
         means = summary.means
         K, d = means.shape
         self._check_inputs(summary)
-        self._means = means
-        self._weights = summary.weights
-        self._sigma = summary.sigma
-        self._sigma_k = summary.sigma_per_component
-        self._names = summary.feature_names
-        # Axes where sigma_j = 0 but all means agree are irrelevant: their normalized spread is 0.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self._inv_sigma = np.where(self._sigma > 0, 1.0 / self._sigma, 0.0)
-
-        builder = TreeBuilder(n_features=d)
-        diagnostics: list[dict[str, Any]] = []
-        midpoint = self.threshold == "midpoint"
-        root_order = None
-        if midpoint:
-            # Paper 000 sorts the node's means on every axis; sorting once at the root and
-            # filtering the sorted lists down the tree gives every node its order in O(K d).
-            self._means_t = np.ascontiguousarray(means.T)
-            root_order = np.argsort(self._means_t, axis=1).astype(np.int64, copy=False)
-        goes_left = np.zeros(K, dtype=np.int64)
-        stack = [(builder.add_node(), np.arange(K), root_order)]
-        while stack:
-            node, comps, order = stack.pop()
-            if comps.size == 1:
-                builder.make_leaf(node, int(comps[0]))
-                continue
-            diag = self._split(comps, order)
-            j, theta = diag["feature"], diag["threshold"]
-            left_mask = means[comps, j] <= theta
-            left, right = builder.split(node, j, theta)
-            diagnostics.append({"node": node, **diag})
-            left_order = right_order = None
-            if midpoint:
-                goes_left[comps] = left_mask
-                left_order, right_order = split_orders(order, goes_left, int(left_mask.sum()))
-            # Right child first on the stack so the left subtree gets the smaller node ids.
-            stack.append((right, comps[~left_mask], right_order))
-            stack.append((left, comps[left_mask], left_order))
+        builder, diagnostics = _Builder(self.threshold, summary, self.random_state).grow()
 
         meta = {
             "algorithm": "mmdt",
@@ -184,8 +297,6 @@ class MMDT:
         self._enr = None
         self.n_features_in_ = d
         self.feature_names_in_ = list(summary.feature_names)
-        for name in ("_rng", "_means", "_means_t", "_weights", "_sigma", "_sigma_k", "_inv_sigma", "_names"):
-            self.__dict__.pop(name, None)
         return self
 
     def _check_inputs(self, summary: MixtureSummary) -> None:
@@ -197,98 +308,6 @@ class MMDT:
             check_spread(summary.sigma[cols], [summary.feature_names[j] for j in cols])
         if self.threshold == "exact" and not np.isfinite(summary.sigma_per_component).all():
             raise InputError("sigma_per_component must be finite for threshold='exact'")
-
-    def _split(self, comps: np.ndarray, order: np.ndarray | None) -> dict[str, Any]:
-        """Axis, threshold and diagnostics of the cut at a node holding components ``comps``.
-
-        ``order`` (midpoint only): the node's per-axis sorted component lists (d x K_node).
-        """
-        if order is not None:  # the node's sorted lists give each axis' range in O(d)
-            lo_k, hi_k = order[:, 0], order[:, -1]
-            cols = np.arange(order.shape[0])
-            R = (self._means[hi_k, cols] - self._means[lo_k, cols]) * self._inv_sigma
-        else:
-            R = normalized_ranges(self._means, comps, self._inv_sigma)
-        best = R.max()
-        if best <= 0:
-            # Axes with sigma 0 vary nowhere (checked in fit), so the node's means coincide.
-            raise InputError(
-                f"components {comps.tolist()} have identical means on every feature, so no "
-                "axis-aligned tree can give each its own leaf; merge them or refit the mixture"
-            )
-        if self.threshold == "midpoint":
-            j, theta, separation, objective = self._midpoint_cut(order)
-            at_edge = False
-        else:
-            j = self._pick(_ties(R, best, True))
-            separation = float(best)
-        values = self._means[comps, j]
-        w = self._weights[comps]
-        w = w / w.sum()
-        if self.threshold == "random":
-            theta = self._random_threshold(values)
-            objective, at_edge = math.nan, False
-        elif self.threshold != "midpoint":
-            theta, objective, at_edge = self._optimal_threshold(comps, j, values, w)
-        cut_off = separation_probability(EXACT_GAUSSIAN, float(theta), values, w, self._sigma_k[comps, j])
-        return {
-            "components": comps.tolist(),
-            "feature": int(j),
-            "feature_name": self._names[j],
-            "threshold": float(theta),
-            "normalized_separation": float(separation),
-            "cut_off_share": float(cut_off),
-            "objective": float(objective),
-            "at_edge": bool(at_edge),
-        }
-
-    def _midpoint_cut(self, order: np.ndarray):
-        """Paper 000, Algorithm 1: largest normalized gap between neighbouring means, cut halfway."""
-        gaps = axis_gaps(self._means_t, order, self._inv_sigma)
-        best, axes, lows, highs = tied_gaps(self._means_t, order, self._inv_sigma, gaps, _TIE_RTOL)
-        pick = self._pick(np.arange(axes.size))
-        lo, hi = lows[pick], highs[pick]
-        theta = 0.5 * (lo + hi)
-        if not lo < theta < hi:  # neighbours one float apart: the cut x <= lo still separates them
-            theta = lo
-        return int(axes[pick]), float(theta), float(best), float(best)
-
-    def _random_threshold(self, values: np.ndarray) -> float:
-        """Paper 000, Appendix B: theta uniform on [min, max] of the node's means on the axis."""
-        lo, hi = values.min(), values.max()
-        for _ in range(100):
-            theta = self._rng.uniform(lo, hi)
-            if lo < theta < hi and not (values == theta).any():
-                return float(theta)
-        return float(0.5 * (lo + hi)) if not (values == 0.5 * (lo + hi)).any() else float(lo)
-
-    def _pick(self, candidates: np.ndarray) -> int:
-        """One of the tied candidates, at random (the papers: 'one is chosen randomly')."""
-        return int(candidates[0] if candidates.size == 1 else self._rng.choice(candidates))
-
-    def _optimal_threshold(self, comps: np.ndarray, j: int, values: np.ndarray, w: np.ndarray):
-        """Paper 002, eq. 4-6: minimize the weighted separation probability over (min, max)."""
-        if self.threshold == "exact":
-            sig = self._sigma_k[comps, j]
-        else:
-            sig = np.full(comps.size, self._sigma[j])
-        cuts = np.unique(values)
-        thetas, f, g = interval_minima(
-            _KERNEL_KIND[self.threshold], values, w, sig,
-            cuts, _GRID, _EDGE_MARGIN, _REFINE_WITHIN, _REFINE_STEPS, _PROBES,
-        )
-        # f holds log objectives: an absolute tolerance on them is a relative one on the objective.
-        tied = np.flatnonzero(f <= f.min() + _TIE_RTOL)
-        if tied.size > 1:  # break by the tie-breaker (uncapped Chebyshev), then at random
-            tied = tied[_ties(g[tied], g[tied].min(), False)]
-        a = self._pick(tied)
-        theta = float(thetas[a])
-        lo, hi = cuts[a], cuts[a + 1]
-        if not lo < theta < hi:
-            theta = float(0.5 * (lo + hi)) if lo < 0.5 * (lo + hi) < hi else float(lo)
-        gap = hi - lo
-        at_edge = min(theta - lo, hi - theta) <= 1.5 * _EDGE_MARGIN * gap
-        return theta, float(np.exp(f[a])), bool(at_edge)
 
     # ------------------------------------------------------------------ using the tree
     @property
@@ -303,22 +322,3 @@ class MMDT:
 
             self._enr = float(explainability_to_noise_ratio(self.summary_, convention="paper002"))
         return self._enr
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "tree_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("this MMDT is not fitted yet; call fit(summary) first")
-
-    def predict(self, X):
-        """Component (leaf value) of every row: numpy in, numpy out; dask array in, dask array out."""
-        self._check_fitted()
-        return self.tree_.predict(X)
-
-    def rules_text(self) -> str:
-        """The fitted tree's rules, one line per component."""
-        self._check_fitted()
-        return self.tree_.rules_text()
-
-    def __repr__(self) -> str:
-        return f"MMDT(threshold={self.threshold!r}, random_state={self.random_state!r})"

@@ -1,0 +1,33 @@
+"""What a person looks at: the drawn tree, rules per cluster, scatter plots with the cuts,
+cost-vs-leaves curves, a measures table that says what each number means, and the HTML page
+that holds them all.
+
+Every function here is pure: it takes a tree and small summaries and returns text (SVG or
+HTML). Nothing is fetched from the network when the page is opened: styles are inline,
+plots are inline SVG, so the report can be mailed, archived or attached to a Prefect run as
+one file. Modules: ``format`` (colours, numbers, text), ``tree_drawing``, ``plots`` (scatter,
+curve, contingency), ``measures`` (the metrics table), ``page`` (the page, its ``page.css``,
+and the Markdown digest).
+"""
+from __future__ import annotations
+
+from exclust.report.format import cluster_colors
+from exclust.report.measures import metrics_table_html
+from exclust.report.page import render_report, summary_markdown
+from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, cut_regions, scatter_svg
+from exclust.report.tree_drawing import TreeDrawing, draw_tree, tree_svg
+
+__all__ = [
+    "cluster_colors",
+    "choose_scatter_features",
+    "cut_regions",
+    "tree_svg",
+    "draw_tree",
+    "TreeDrawing",
+    "scatter_svg",
+    "cost_curve_svg",
+    "metrics_table_html",
+    "contingency_svg",
+    "render_report",
+    "summary_markdown",
+]
