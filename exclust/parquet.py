@@ -225,8 +225,8 @@ def plan(
     features = list(features)
     if not features:
         raise InputError(f"no numeric feature columns in {source.url}; columns are {first.names}")
-    known = set(first.names) | partition_keys
-    unknown = [c for c in [*features, *extras] if c not in known]
+    known = set(partition_keys).union(*(meta.schema.names for meta in footers))
+    unknown = [c for c in [*features, *extras] if c not in known]  # in no file; in some: drift, named below
     if unknown:
         available = first.names + sorted(partition_keys - set(first.names))
         raise InputError(f"unknown column(s) {unknown} in {source.url}; available columns: {available}")

@@ -99,7 +99,7 @@ def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None
     if proto in (None, "file", "local"):
         return fsspec.filesystem("file"), os.path.abspath(os.path.expanduser(rest))
     try:
-        return url_to_fs(text, **options)
+        fs, path = url_to_fs(text, **options)
     except ImportError as exc:
         package = _PROTOCOL_PACKAGES.get(proto, f"the fsspec implementation of {proto}://")
         raise InputError(f"reading {proto}:// paths needs the package {package}; install it (pip install {package})") from exc
@@ -107,6 +107,10 @@ def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None
         if "Protocol not known" in str(exc):
             raise InputError(f"unknown storage scheme {proto}:// in {text}; use a local path, file:// or s3://") from exc
         raise
+    # fsspec keeps one instance per options, with its listings cached: a long-lived process (a flow
+    # worker running the nightly job) would otherwise not see files written since its last run.
+    fs.invalidate_cache()
+    return fs, path
 
 
 def is_ignored_name(name: str) -> bool:
