@@ -114,3 +114,17 @@ def test_cli_explain_from_s3_with_storage_options(events, s3_server, dask_client
     assert metrics["ari_truth"] > 0.8
     missing = subprocess.run([*cmd[:5], url + "-missing", *cmd[6:]], env=env, capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "not found on s3://" in missing.stderr
+
+
+def test_flow_parameters_take_storage_options(events, s3_server, tmp_path):
+    from pydantic import ValidationError
+
+    from flows.params import ExplainParams
+
+    url, _ = events
+    options = {**s3_server["storage_options"], "endpoint_url": "http://127.0.0.1:9"}  # nothing listens there
+    with pytest.raises(ValidationError, match="cannot read s3://"):
+        ExplainParams(input=url, output=str(tmp_path / "o"), storage_options={**options, "config_kwargs": {
+            "connect_timeout": 1, "retries": {"max_attempts": 1}}})
+    params = ExplainParams(input=url, output=str(tmp_path / "o"), storage_options=s3_server["storage_options"])
+    assert params.to_config().storage_options == s3_server["storage_options"]
