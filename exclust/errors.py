@@ -14,13 +14,8 @@ INTERFACES = ("python", "cli", "flow")
 
 # option -> how each interface spells "set it to VALUE"; options not listed use the generic forms below.
 _OPTION_WORDS: dict[str, dict[str, Any]] = {
-    "nan_policy": {
-        "cli": lambda v: "--drop-nan" if v == "drop" else "no --drop-nan",
-    },
-    "k": {"cli": lambda v: f"--k {v}", "flow": lambda v: f"the n_clusters parameter ({v})"},
-    "storage_options": {
-        "cli": lambda v: " ".join(f"--storage-option {k}={x}" for k, x in dict(v).items()),
-    },
+    "nan_policy": {"cli": lambda v: "--drop-nan" if v == "drop" else "no --drop-nan"},
+    "k": {"flow": lambda v: f"the n_clusters parameter ({v})"},  # ExplainParams names k n_clusters
 }
 
 
