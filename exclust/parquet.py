@@ -45,6 +45,8 @@ class Segment:
     row_groups: tuple[int, ...]
     n_rows: int
     constants: tuple[float, ...] = ()  # one per partition column requested, coded
+    whole: bool = False  # every row group of the file: read with its neighbours in one dataset scan
+    bounds: tuple[tuple[float, float] | None, ...] = ()  # per file column: the footer's min/max, if recorded
 
 
 @dataclass(frozen=True)
@@ -181,30 +183,58 @@ def _check_schemas(source: Source, footers, features, extras, partition_keys) ->
     return [c for c, kind in string_extras.items() if kind == "string"]
 
 
-def _pack(source: Source, footers, constants: list[tuple[float, ...]], piece_rows: int) -> list[Piece]:
+def _recorded_bounds(meta, columns: list[str], groups: list[int]) -> tuple[tuple[float, float] | None, ...]:
+    """Per column, the min/max the writer recorded over ``groups`` (None when absent or not a plain
+    integer/float column): what decoded values must stay within."""
+    import pyarrow.types as pat
+
+    schema = meta.schema.to_arrow_schema()
+    flat = meta.num_columns == len(schema)  # nested schemas number their leaf columns differently
+    out = []
+    for name in columns:
+        index = schema.get_field_index(name) if flat else -1
+        if index < 0 or not (pat.is_integer(schema.field(index).type) or pat.is_floating(schema.field(index).type)):
+            out.append(None)
+            continue
+        lows, highs = [], []
+        for rg in groups:
+            stats = meta.row_group(rg).column(index).statistics
+            if stats is None or not stats.has_min_max:
+                break
+            lows.append(float(stats.min))
+            highs.append(float(stats.max))
+        out.append((min(lows), max(highs)) if lows and len(lows) == len(groups) else None)
+    return tuple(out)
+
+
+def _pack(source: Source, footers, constants: list[tuple[float, ...]], file_columns: list[str],
+          piece_rows: int) -> list[Piece]:
     """Row groups in file order, packed into pieces of at most ``piece_rows`` rows (a larger row group alone)."""
     pieces: list[Piece] = []
     current: list[Segment] = []
     rows = 0
 
-    def close_segment(f, meta_groups, i):
-        if meta_groups:
-            current.append(Segment(f.path, source.display(f), tuple(g for g, _ in meta_groups),
-                                   sum(n for _, n in meta_groups), constants[i]))
+    def close_segment(i: int, groups: list[tuple[int, int]]) -> None:
+        if groups:
+            f, meta = source.files[i], footers[i]
+            numbers = [g for g, _ in groups]
+            whole = len(groups) == sum(1 for rg in range(meta.num_row_groups) if meta.row_group(rg).num_rows)
+            current.append(Segment(f.path, source.display(f), tuple(numbers), sum(n for _, n in groups),
+                                   constants[i], whole, _recorded_bounds(meta, file_columns, numbers)))
 
-    for i, (f, meta) in enumerate(zip(source.files, footers)):
+    for i, meta in enumerate(footers):
         groups: list[tuple[int, int]] = []
         for rg in range(meta.num_row_groups):
             n = meta.row_group(rg).num_rows
             if n == 0:
                 continue
             if rows and rows + n > piece_rows:
-                close_segment(f, groups, i)
+                close_segment(i, groups)
                 pieces.append(Piece(tuple(current)))
                 current, groups, rows = [], [], 0
             groups.append((rg, n))
             rows += n
-        close_segment(f, groups, i)
+        close_segment(i, groups)
     if current:
         pieces.append(Piece(tuple(current)))
     return pieces
@@ -243,10 +273,10 @@ def plan(
             categories[key] = cats
         per_key.append(codes)
     constants = [tuple(codes[i] for codes in per_key) for i in range(len(source.files))]
-    pieces = _pack(source, footers, constants, piece_rows)
+    file_columns = [c for c in dict.fromkeys([*features, *extras]) if c not in partition_keys]
+    pieces = _pack(source, footers, constants, file_columns, piece_rows)
     if not pieces:
         raise InputError(f"no rows in {source.url}")
-    file_columns = [c for c in dict.fromkeys([*features, *extras]) if c not in partition_keys]
     return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_extras)
 
 
@@ -265,59 +295,46 @@ def _open(fs, seg: Segment, local: bool):
         yield pf
 
 
-def _check_against_footer(pf, seg: Segment, name: str, values: np.ndarray, arrow_type) -> None:
-    """Decoded values outside the footer's recorded min/max mean damaged data pages."""
-    import pyarrow.types as pat
-
-    if not (pat.is_integer(arrow_type) or pat.is_floating(arrow_type)) or values.size == 0:
-        return
-    meta = pf.metadata
-    index = pf.schema_arrow.get_field_index(name) if meta.num_columns == len(pf.schema_arrow) else -1
-    if index < 0:  # nested schemas number their leaf columns differently: no check
-        return
-    lows, highs = [], []
-    for rg in seg.row_groups:
-        stats = meta.row_group(rg).column(index).statistics
-        if stats is None or not stats.has_min_max:
-            return
-        lows.append(float(stats.min))
-        highs.append(float(stats.max))
-    finite = values[np.isfinite(values)]
-    if finite.size and (finite.min() < min(lows) or finite.max() > max(highs)):
-        raise InputError(
-            f"Parquet file {seg.url} is corrupt: column '{name}' decodes to values in [{finite.min():.4g}, "
-            f"{finite.max():.4g}] but the file's footer records [{min(lows):.4g}, {max(highs):.4g}]; its data "
-            "pages were damaged after writing: restore the file from its source or rewrite it"
-        )
-
-
-def _read_segment(fs, local: bool, seg: Segment, plan_columns: list[str], file_columns: list[str],
-                  partition_columns: list[str], categories: dict[str, list[str]]) -> np.ndarray:
+def _read_segment(fs, local: bool, seg: Segment, columns: list[str]):
     with _open(fs, seg, local) as pf:
         try:
-            table = pf.read_row_groups(list(seg.row_groups), columns=file_columns)
+            table = pf.read_row_groups(list(seg.row_groups), columns=columns)
         except Exception as exc:  # decoding errors of damaged pages come in several types
             raise InputError(f"Parquet file {seg.url} is corrupt: {exc}; restore the file from its source or "
                              "rewrite it") from exc
-        if table.num_rows != seg.n_rows:
-            raise InputError(f"Parquet file {seg.url} changed since the run was planned ({table.num_rows} rows, "
-                             f"its footer said {seg.n_rows}); rerun on a stable input")
-        return _fill(pf, seg, table, plan_columns, partition_columns, categories)
+    if table.num_rows != seg.n_rows:
+        raise InputError(f"Parquet file {seg.url} changed since the run was planned ({table.num_rows} rows, "
+                         f"its footer said {seg.n_rows}); rerun on a stable input")
+    return table
 
 
-def _fill(pf, seg: Segment, table, plan_columns, partition_columns, categories) -> np.ndarray:
-    out = np.empty((seg.n_rows, len(plan_columns)), dtype=np.float64)
-    for j, name in enumerate(plan_columns):
-        if name in partition_columns:
-            out[:, j] = seg.constants[partition_columns.index(name)]
-            continue
-        col = table.column(name)
-        if name in categories:
-            out[:, j] = _codes_of(col, categories[name])
-        else:
-            out[:, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-            _check_against_footer(pf, seg, name, out[:, j], col.type)
-    return out
+def _read_whole_files(fs, local: bool, segments: Sequence[Segment], columns: list[str]):
+    """Many whole files in one pyarrow dataset scan (C++ threads, rows in file order); any failure
+    is left to the file-by-file reader, whose errors name the file."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
+    try:
+        filesystem = None if local else pa.fs.PyFileSystem(pa.fs.FSSpecHandler(fs))
+        table = pads.dataset([s.path for s in segments], format="parquet", filesystem=filesystem).to_table(columns=columns)
+        if table.num_rows == sum(s.n_rows for s in segments):
+            return table
+    except Exception:  # a damaged or changed file: read one by one to name it
+        pass
+    return pa.concat_tables([_read_segment(fs, local, s, columns) for s in segments], promote_options="permissive")
+
+
+def _check_bounds(seg: Segment, name: str, values: np.ndarray, bounds: tuple[float, float] | None) -> None:
+    """Decoded values outside the footer's recorded min/max mean damaged data pages."""
+    if bounds is None or values.size == 0:
+        return
+    finite = values[np.isfinite(values)]
+    if finite.size and (finite.min() < bounds[0] or finite.max() > bounds[1]):
+        raise InputError(
+            f"Parquet file {seg.url} is corrupt: column '{name}' decodes to values in [{finite.min():.4g}, "
+            f"{finite.max():.4g}] but the file's footer records [{bounds[0]:.4g}, {bounds[1]:.4g}]; its data "
+            "pages were damaged after writing: restore the file from its source or rewrite it"
+        )
 
 
 def _codes_of(column, categories: list[str]) -> np.ndarray:
@@ -331,16 +348,43 @@ def _codes_of(column, categories: list[str]) -> np.ndarray:
     return pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
+def _runs(segments: Sequence[Segment]) -> list[list[Segment]]:
+    """Consecutive whole-file segments together; a part of a file alone."""
+    runs: list[list[Segment]] = []
+    for seg in segments:
+        if seg.whole and runs and runs[-1][-1].whole:
+            runs[-1].append(seg)
+        else:
+            runs.append([seg])
+    return runs
+
+
 def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_columns: list[str],
                partition_columns: list[str], categories: dict[str, list[str]]) -> np.ndarray:
-    """The float64 block of one piece: its segments in order (many small files read in threads)."""
-    args = (plan_columns, file_columns, partition_columns, categories)
-    segments = piece.segments
-    if len(segments) == 1:
-        return _read_segment(fs, local, segments[0], *args)
-    with ThreadPoolExecutor(max_workers=min(len(segments), 8 if local else 32)) as pool:
-        blocks = list(pool.map(lambda s: _read_segment(fs, local, s, *args), segments))
-    return np.concatenate(blocks, axis=0)
+    """The float64 block of one piece: its segments in order, many small files in one scan."""
+    tables = [_read_whole_files(fs, local, run, file_columns) if len(run) > 1
+              else _read_segment(fs, local, run[0], file_columns) for run in _runs(piece.segments)]
+    out = np.empty((piece.n_rows, len(plan_columns)), dtype=np.float64)
+    starts = np.cumsum([0, *(s.n_rows for s in piece.segments)])
+    row = 0
+    for table in tables:
+        for j, name in enumerate(plan_columns):
+            if name in partition_columns or table.num_rows == 0:
+                continue
+            col = table.column(name)
+            if name in categories:
+                out[row:row + table.num_rows, j] = _codes_of(col, categories[name])
+            else:
+                out[row:row + table.num_rows, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        row += table.num_rows
+    for seg, start in zip(piece.segments, starts):
+        rows = slice(start, start + seg.n_rows)
+        for j, name in enumerate(plan_columns):
+            if name in partition_columns:
+                out[rows, j] = seg.constants[partition_columns.index(name)]
+            elif name not in categories:
+                _check_bounds(seg, name, out[rows, j], seg.bounds[file_columns.index(name)])
+    return out
 
 
 def unique_strings(fs, local: bool, piece: Piece, column: str) -> set:
