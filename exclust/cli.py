@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{explain,label,demo}")
 
     ex = sub.add_parser("explain", help="fit a reference clustering on Parquet data and explain it with a tree")
-    ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, or glob")
+    ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
+    ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
     ex.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
     ex.add_argument("--k", type=_positive_int, required=True, help="number of clusters")
@@ -92,6 +94,7 @@ def _log(quiet: bool):
 
 def cmd_explain(args) -> int:
     from exclust.pipeline import ExplainConfig, run_explain
+    from exclust.storage import parse_storage_options
 
     kind, column = ExplainConfig.parse_reference(args.reference)
     config = ExplainConfig(
@@ -99,6 +102,7 @@ def cmd_explain(args) -> int:
         reference=kind, reference_column=column, threshold=args.threshold, truth=args.truth,
         leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
+        storage_options=parse_storage_options(args.storage_option) or None,
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)

@@ -1,19 +1,19 @@
 """Input: turn what a user holds into one validated float64 matrix plus feature names.
 
-Accepted: numpy arrays, pandas DataFrames, dask arrays, dask DataFrames, and Parquet paths
-(a file, a folder of files, or a glob) with a column list. Parquet is read by exclust itself,
-one dask chunk per file (or per group of row groups of a large file), so chunk sizes are known
-from the file footers without a pass over the data, and a corrupt file is named before any work.
+Accepted: numpy arrays, pandas DataFrames, dask arrays, dask DataFrames, and Parquet sources
+(a file, a folder of files, a glob, or a ``file://`` / ``s3://`` URL) with a column list.
+Parquet is read by exclust itself (``exclust.parquet``): chunk sizes come from the file footers
+without a pass over the data, every file's schema is checked before any work, and a corrupt
+file is named.
 
 Small in-memory inputs stay numpy: they do not pay for a cluster.
 """
 from __future__ import annotations
 
-import glob as _glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -55,97 +55,11 @@ def is_dask_array(X: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- Parquet
-def parquet_files(source: str | os.PathLike) -> list[Path]:
-    """The Parquet files a path, folder or glob names, sorted; error if there are none."""
-    text = str(source)
-    if any(ch in text for ch in "*?["):
-        files = sorted(Path(p) for p in _glob.glob(text, recursive=True))
-    else:
-        path = Path(text)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".parquet", ".parq", ".pq"})
-        elif path.is_file():
-            files = [path]
-        else:
-            raise InputError(f"input not found: {text}")
-    files = [f for f in files if f.is_file() and not f.name.startswith((".", "_"))]
-    if not files:
-        raise InputError(f"no Parquet files found at {text}")
-    return files
+def parquet_files(source: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> list[Path]:
+    """The local Parquet files a path, folder or glob names, sorted (see ``exclust.storage.list_source``)."""
+    from exclust.storage import list_source
 
-
-@dataclass(frozen=True)
-class _Piece:
-    path: str
-    row_groups: tuple[int, ...]
-    n_rows: int
-
-
-def _plan_pieces(files: Sequence[Path], piece_rows: int) -> tuple[list[_Piece], Any]:
-    """Read every footer once: row counts per piece, and the schema (which must agree)."""
-    import pyarrow.parquet as pq
-
-    pieces: list[_Piece] = []
-    schema = None
-    for f in files:
-        try:
-            meta = pq.read_metadata(f)
-            file_schema = meta.schema.to_arrow_schema()
-        except Exception as exc:  # pyarrow raises several types for a damaged footer
-            raise InputError(f"cannot read Parquet file {f}: {exc}") from exc
-        if schema is None:
-            schema = file_schema
-        group: list[int] = []
-        rows = 0
-        for rg in range(meta.num_row_groups):
-            n = meta.row_group(rg).num_rows
-            if group and rows + n > piece_rows:
-                pieces.append(_Piece(str(f), tuple(group), rows))
-                group, rows = [], 0
-            group.append(rg)
-            rows += n
-        if group and rows:
-            pieces.append(_Piece(str(f), tuple(group), rows))
-    return pieces, schema
-
-
-def _read_piece(piece: _Piece, columns: list[str], categories: dict[str, list[str]]) -> np.ndarray:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.ParquetFile(piece.path).read_row_groups(list(piece.row_groups), columns=columns)
-    except Exception as exc:
-        raise InputError(f"cannot read Parquet file {piece.path}: {exc}") from exc
-    out = np.empty((table.num_rows, len(columns)), dtype=np.float64)
-    for j, name in enumerate(columns):
-        col = table.column(name)
-        if name in categories:
-            lookup = {v: i for i, v in enumerate(categories[name])}
-            values = col.to_pylist()
-            out[:, j] = [lookup.get(v, -1) if v is not None else -1 for v in values]
-        else:
-            out[:, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    return out
-
-
-def _unique_strings(piece: _Piece, column: str) -> set:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    table = pq.ParquetFile(piece.path).read_row_groups(list(piece.row_groups), columns=[column])
-    return {v for v in pc.unique(table.column(column)).to_pylist() if v is not None}
-
-
-def _numeric_type(arrow_type) -> bool:
-    import pyarrow.types as pat
-
-    return pat.is_integer(arrow_type) or pat.is_floating(arrow_type) or pat.is_boolean(arrow_type) or pat.is_decimal(arrow_type)
-
-
-def _string_type(arrow_type) -> bool:
-    import pyarrow.types as pat
-
-    return pat.is_string(arrow_type) or pat.is_large_string(arrow_type) or pat.is_dictionary(arrow_type)
+    return [Path(f.path) for f in list_source(source, storage_options).files]
 
 
 def read_parquet(
@@ -153,74 +67,61 @@ def read_parquet(
     features: Sequence[str] | None,
     extra_columns: Sequence[str] = (),
     piece_rows: int = DEFAULT_PIECE_ROWS,
+    storage_options: Mapping[str, Any] | None = None,
 ):
-    """Lazy dask arrays (X, extras) for the Parquet input, chunked by file, chunk sizes known."""
-    import dask
-    import dask.array as da
+    """Lazy dask arrays (X, extras) for a Parquet source (path, folder, glob or URL), chunk sizes known.
 
-    files = parquet_files(source)
-    pieces, schema = _plan_pieces(files, piece_rows)
-    names = list(schema.names)
-    extra_columns = [c for c in extra_columns if c]
-    if features is None:
-        features = [n for n in names if n not in extra_columns and _numeric_type(schema.field(n).type)]
-    features = list(features)
-    if not features:
-        raise InputError(f"no numeric feature columns in {source}; columns are {names}")
-    unknown = [c for c in [*features, *extra_columns] if c not in names]
-    if unknown:
-        raise InputError(f"unknown column(s) {unknown} in {source}; available columns: {names}")
-    bad = [c for c in features if not _numeric_type(schema.field(c).type)]
-    if bad:
-        kinds = {c: str(schema.field(c).type) for c in bad}
-        raise InputError(f"non-numeric feature column(s) {kinds} in {source}; choose numeric columns")
-    categories: dict[str, list[str]] = {}
-    for c in extra_columns:
-        t = schema.field(c).type
-        if _string_type(t):
-            # One small pass: the distinct labels of a string column, merged across pieces.
-            found = dask.compute(*[dask.delayed(_unique_strings)(p, c) for p in pieces])
-            categories[c] = sorted(set().union(*found))
-        elif not _numeric_type(t):
-            raise InputError(f"column '{c}' has type {t}; use integer or string labels")
-    columns = [*features, *extra_columns]
-    blocks = [
-        da.from_delayed(
-            dask.delayed(_read_piece)(p, columns, categories), shape=(p.n_rows, len(columns)), dtype=np.float64
-        )
-        for p in pieces
-    ]
-    if not blocks:
-        raise InputError(f"no rows in {source}")
-    full = da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
-    d = len(features)
-    X = full[:, :d]
-    extras = {c: full[:, d + i] for i, c in enumerate(extra_columns)}
-    return X, features, extras, categories
+    Returns (X, feature names, extras, categories); see ``exclust.parquet``.
+    """
+    from exclust.parquet import plan, to_dask
+
+    planned = plan(source, features, extra_columns, piece_rows, storage_options)
+    X, extras, categories = to_dask(planned)
+    return X, planned.features, extras, categories
 
 
 # --------------------------------------------------------------------------- validation
-def _nonfinite_block(block: np.ndarray) -> np.ndarray:
-    """Per chunk: [rows with any non-finite value, non-finite count per column...]."""
+def _check_block(block: np.ndarray) -> np.ndarray:
+    """Per chunk, one float row: [rows with a non-finite value, non-finite count per column...,
+    largest finite magnitude per column...] (counts are exact in float64 up to 2**53)."""
     bad = ~np.isfinite(block)
-    return np.concatenate([[bad.any(axis=1).sum()], bad.sum(axis=0)]).reshape(1, -1).astype(np.int64)
+    magnitude = np.where(bad, 0.0, np.abs(block)).max(axis=0) if block.shape[0] else np.zeros(block.shape[1])
+    return np.concatenate([[bad.any(axis=1).sum()], bad.sum(axis=0), magnitude]).reshape(1, -1).astype(np.float64)
 
 
 _CHECK_SLICE_ROWS = 65_536
 
 
-def _count_nonfinite(X) -> np.ndarray:
-    """Per chunk row of counts (see _nonfinite_block): one pass, nothing row-sized returned."""
+def _check_pass(X) -> np.ndarray:
+    """One _check_block row per chunk (dask) or per slice (numpy): one pass, nothing row-sized returned."""
     if is_dask_array(X):
-        counts = X.map_blocks(
-            _nonfinite_block, dtype=np.int64, chunks=((1,) * X.numblocks[0], (X.shape[1] + 1,))
-        )
-        return counts.compute()
+        return X.map_blocks(_check_block, dtype=np.float64, chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
     # Row slices keep the boolean temporaries small next to a large in-memory matrix.
-    return sum(
-        (_nonfinite_block(X[i : i + _CHECK_SLICE_ROWS]) for i in range(0, X.shape[0], _CHECK_SLICE_ROWS)),
-        np.zeros((1, X.shape[1] + 1), dtype=np.int64),
-    )
+    return np.vstack([_check_block(X[i : i + _CHECK_SLICE_ROWS]) for i in range(0, X.shape[0], _CHECK_SLICE_ROWS)])
+
+
+def check_scale(magnitude: np.ndarray, feature_names: Sequence[str], n_rows: int, source: str) -> None:
+    """Name a scale problem when squared distances would overflow or underflow float64.
+
+    Every algorithm and score sums squared differences over rows and features: past
+    sqrt(max / (4 n d)) in magnitude those sums overflow to inf; below about 1e-150 the squares
+    underflow to zero and every point looks like every other.
+    """
+    magnitude = np.asarray(magnitude, dtype=np.float64)
+    info = np.finfo(np.float64)
+    big = np.sqrt(info.max / (4.0 * max(n_rows, 1) * max(len(magnitude), 1)))
+    small = np.sqrt(info.tiny) * 1e4
+    huge = [feature_names[j] for j in np.flatnonzero(magnitude > big)]
+    tiny = [feature_names[j] for j in np.flatnonzero((magnitude > 0) & (magnitude < small))]
+    fix = ("this is a scale problem, not a lack of distinct points: standardize the features (subtract the mean, "
+           "divide by the standard deviation) or rescale them to ordinary magnitudes before clustering")
+    if huge:
+        raise InputError(f"feature(s) {huge} of {source} reach {magnitude.max():.3g} in magnitude, where squared "
+                         f"distances overflow float64; {fix}")
+    if tiny:
+        top = max(magnitude[feature_names.index(f)] for f in tiny)
+        raise InputError(f"feature(s) {tiny} of {source} are no larger than {top:.3g} in magnitude, where squared "
+                         f"distances underflow to zero; {fix}")
 
 
 def _drop_nonfinite_rows(block: np.ndarray, d: int) -> np.ndarray:
@@ -246,7 +147,9 @@ def validate_matrix(
         raise InputError(f"no feature columns in {source}")
     if X.shape[0] == 0:
         raise InputError(f"no rows in {source}")
-    counts = _count_nonfinite(X)
+    d = X.shape[1]
+    checks = _check_pass(X)
+    counts = checks[:, : d + 1].astype(np.int64)
     total = counts.sum(axis=0)
     n_dropped = 0
     if total[0]:
@@ -254,23 +157,18 @@ def validate_matrix(
             per_col = {feature_names[j]: int(c) for j, c in enumerate(total[1:]) if c}
             raise InputError(
                 f"{int(total[0])} row(s) of {source} hold NaN or infinite values "
-                f"(per column: {per_col}); clean them or pass nan_policy='drop'"
+                f"(per column: {per_col}); clean them or use {{fix}}", option="nan_policy", value="drop",
             )
         n_dropped = int(total[0])
-        kept = [int(c) for c in (np.asarray([b.shape[0] for b in _row_chunks(X)]) - counts[:, 0])]
+        kept = [int(c) for c in (np.asarray(X.chunks[0]) - counts[:, 0])] if is_dask_array(X) else None
         X, extra = _drop_rows(X, extra, kept)
     n = X.shape[0]
     if n == 0:
         raise InputError(f"no rows left in {source} after dropping rows with NaN or infinite values")
+    check_scale(checks[:, d + 1 :].max(axis=0), list(feature_names), n, source)
     if n_clusters is not None and n < n_clusters:
         raise InputError(f"{source} has {n} row(s), fewer than the {n_clusters} clusters asked for")
     return X, extra, n_dropped
-
-
-def _row_chunks(X):
-    if is_dask_array(X):
-        return [np.empty((c, 0)) for c in X.chunks[0]]
-    return [X]
 
 
 def _drop_rows(X, extra: dict[str, Any], kept: list[int]):
@@ -308,12 +206,15 @@ def load_dataset(
     nan_policy: str = "raise",
     n_clusters: int | None = None,
     piece_rows: int = DEFAULT_PIECE_ROWS,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Load and validate any supported input into a Dataset.
 
     ``features`` picks and orders the columns of tabular inputs (all numeric columns when
     omitted, extra columns excluded); ``extra_columns`` are kept aside as 1-D arrays (ground
     truth, precomputed labels); string labels are coded as integers in sorted order.
+    ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
+    endpoint_url, ...); the standard AWS_* environment variables are read too.
     """
     extra_columns = [c for c in extra_columns if c]
     extras: dict[str, Any] = {}
@@ -321,7 +222,7 @@ def load_dataset(
     label = "array"
     if isinstance(source, (str, os.PathLike)):
         label = str(source)
-        X, names, extras, categories = read_parquet(source, features, extra_columns, piece_rows)
+        X, names, extras, categories = read_parquet(source, features, extra_columns, piece_rows, storage_options)
     else:
         X, names, extras, categories, label = _from_object(source, features, extra_columns)
     X, extras, n_dropped = validate_matrix(
@@ -397,6 +298,21 @@ def _from_object(source: Any, features, extra_columns):
     else:
         features = [f"x{j}" for j in range(d)]
     return X, features, {}, {}, kind
+
+
+def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
+    labels = np.asarray(labels)
+    pos = np.clip(np.searchsorted(values, labels), 0, len(values) - 1)
+    return np.where(values[pos] == labels, pos, -1).astype(np.int64)
+
+
+def recode_labels(labels: Any, values: Sequence[Any]):
+    """Labels holding ``values`` (e.g. 0, 5, 10, 15) as their positions 0..len-1 in sorted ``values``;
+    any other value (-1 for noise included) becomes -1. Lazy for dask labels."""
+    values = np.sort(np.asarray(values))
+    if is_dask_array(labels):
+        return labels.map_blocks(_recode_block, values, dtype=np.int64)
+    return _recode_block(labels, values)
 
 
 def _codes(series) -> tuple[np.ndarray, list[str] | None]:

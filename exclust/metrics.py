@@ -574,7 +574,7 @@ def score(
     passes = 1
     leaf = stats["leaf"]
     if not (np.isfinite(leaf["m2"]).all() and np.isfinite(leaf["mean"]).all()):
-        raise InputError("X holds NaN or infinite values; clean them or load with load_dataset(..., nan_policy='drop')")
+        raise InputError("X holds NaN or infinite values; clean them or load with {fix}", option="nan_policy", value="drop")
 
     n_tree = tree.n_clusters
     value = tree.value

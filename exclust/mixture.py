@@ -213,7 +213,7 @@ class MixtureSummary:
         if stats.total == 0:
             raise InputError("no labelled points: every label is -1 (noise) or there are no rows")
         if not (np.isfinite(stats.sums).all() and np.isfinite(stats.sums_sq).all()):
-            raise InputError("X holds NaN or infinite values: clean them (or load with nan_policy='drop')")
+            raise InputError("X holds NaN or infinite values: clean them (or load with {fix})", option="nan_policy", value="drop")
         present = np.flatnonzero(stats.counts > 0)
         values = present.tolist() if label_values is None else [label_values[i] for i in present]
         if source == "k-means" and len(present) < stats.n_clusters:

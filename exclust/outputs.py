@@ -57,20 +57,35 @@ def validate_output_dir(path: str | os.PathLike, base: str | os.PathLike | None 
     return target
 
 
-def validate_input_path(path: str | os.PathLike) -> str:
-    """The input path as given, after checking that it (or, for a glob, a match) exists."""
+def validate_input_path(path: str | os.PathLike, storage_options: dict | None = None) -> str:
+    """The input as given, after checking that it (or, for a glob, a match) exists.
+
+    Local paths and ``file://`` URLs are checked on this machine; object-store URLs
+    (``s3://bucket/key``) through their fsspec filesystem, with ``storage_options`` and the
+    standard environment variables. A scheme whose package is missing is named with the package.
+    """
+    from exclust.storage import GLOB_CHARS, filesystem, is_remote, not_found_message, store_errors
+
     text = str(path).strip()
     if not text:
-        raise InputError("input path is empty; give a Parquet file, a folder of them, or a glob")
-    if any(ch in text for ch in "*?["):
+        raise InputError("input path is empty; give a Parquet file, a folder of them, a glob or an s3:// URL")
+    if is_remote(text):
+        fs, fs_path = filesystem(text, storage_options)
+        with store_errors(text):
+            found = fs.glob(fs_path) if any(ch in fs_path for ch in GLOB_CHARS) else fs.exists(fs_path)
+        if not found:
+            raise InputError(not_found_message(text))
+        return text
+    local = text.split("://", 1)[1] if "://" in text else text
+    if any(ch in local for ch in GLOB_CHARS):
         import glob
 
-        if not glob.glob(os.path.expanduser(text), recursive=True):
+        if not glob.glob(os.path.expanduser(local), recursive=True):
             raise InputError(f"input not found: no file matches {text}")
-        return os.path.expanduser(text)
-    p = Path(text).expanduser()
+        return os.path.expanduser(local)
+    p = Path(local).expanduser()
     if not p.exists():
-        raise InputError(f"input not found: {text}")
+        raise InputError(not_found_message(text))
     return str(p)
 
 

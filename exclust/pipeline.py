@@ -50,6 +50,7 @@ class ExplainConfig:
     nan_policy: str = "raise"
     title: str | None = None
     plot_features: list[str] | None = None  # the two features of the report's scatter plot (default: the tree's first)
+    storage_options: dict[str, Any] | None = None  # fsspec options of an s3:// (or other) input URL
 
     @classmethod
     def parse_reference(cls, text: str) -> tuple[str, str | None]:
@@ -93,7 +94,7 @@ class ExplainConfig:
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
         if isinstance(self.input, (str, os.PathLike)):
-            self.input = validate_input_path(self.input)
+            self.input = validate_input_path(self.input, self.storage_options)
         return self
 
 
@@ -176,7 +177,8 @@ def load(config: ExplainConfig) -> Dataset:
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
     data = load_dataset(
-        config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
+        config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k,
+        storage_options=config.storage_options,
     )
     unknown = [f for f in config.plot_features or () if f not in data.feature_names]
     if unknown and config.algorithm != "concept-mmdt":
@@ -204,11 +206,22 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), _held(model.predict(data.X)), model)
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
+    values = list(summary.meta.get("labels") or range(summary.n_components))
+    if summary.n_components < 2:
+        raise InputError(
+            f"column '{config.reference_column}' holds a single cluster (label {values[0]!r}); a tree needs at least "
+            "2 clusters to tell apart: name a label column with 2 or more labels, or fit a reference with {fix}",
+            option="reference", value="gmm",
+        )
     if summary.n_components != config.k:
         raise InputError(
             f"column '{config.reference_column}' holds {summary.n_components} clusters but k is {config.k}; "
-            f"pass --k {summary.n_components}"
+            "pass {fix}", option="k", value=summary.n_components,
         )
+    if values != list(range(len(values))):  # labels such as 0, 5, 10, 15: cluster i is the i-th label value
+        from exclust.data import recode_labels
+
+        labels = recode_labels(labels, values)
     return Reference(f"labels:{config.reference_column}", summary, np.asarray(summary.means), labels)
 
 

@@ -13,9 +13,10 @@ Credentials and endpoints of object stores come from the standard environment va
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from exclust.errors import InputError
 
@@ -53,6 +54,10 @@ class Source:
     @property
     def is_local(self) -> bool:
         return is_local_filesystem(self.fs)
+
+    def display(self, f: SourceFile) -> str:
+        """How messages name a file: a local path, or a URL with its scheme."""
+        return f.path if self.is_local else self.fs.unstrip_protocol(f.path)
 
     @property
     def partition_keys(self) -> list[str]:
@@ -94,7 +99,7 @@ def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None
     if proto in (None, "file", "local"):
         return fsspec.filesystem("file"), os.path.abspath(os.path.expanduser(rest))
     try:
-        return url_to_fs(text, **options)
+        fs, path = url_to_fs(text, **options)
     except ImportError as exc:
         package = _PROTOCOL_PACKAGES.get(proto, f"the fsspec implementation of {proto}://")
         raise InputError(f"reading {proto}:// paths needs the package {package}; install it (pip install {package})") from exc
@@ -102,6 +107,10 @@ def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None
         if "Protocol not known" in str(exc):
             raise InputError(f"unknown storage scheme {proto}:// in {text}; use a local path, file:// or s3://") from exc
         raise
+    # fsspec keeps one instance per options, with its listings cached: a long-lived process (a flow
+    # worker running the nightly job) would otherwise not see files written since its last run.
+    fs.invalidate_cache()
+    return fs, path
 
 
 def is_ignored_name(name: str) -> bool:
@@ -118,6 +127,10 @@ def _partition_keys(parts: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(keys)
 
 
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
 def _glob_root(path: str) -> str:
     """The fixed folder before the first glob character."""
     head = path
@@ -126,6 +139,55 @@ def _glob_root(path: str) -> str:
             head = path[:i]
             break
     return head.rsplit("/", 1)[0] if "/" in head else ""
+
+
+@contextlib.contextmanager
+def store_errors(url: str) -> Iterator[None]:
+    """Errors of the filesystem or store behind ``url`` (missing credentials, access denied, no
+    such bucket, endpoint unreachable: each library raises its own types) as one InputError."""
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"cannot read {url}: {type(exc).__name__}: {exc}; check the path and, for an object "
+                         "store, the credentials and endpoint (AWS_* environment variables or storage options "
+                         "such as endpoint_url)") from exc
+
+
+def not_found_message(url: str) -> str:
+    """'input not found' naming where it was looked for (a local path or an object store)."""
+    proto, rest = split_protocol(url)
+    if proto in (None, "file", "local"):
+        return f"input not found: {url}"
+    bucket = rest.split("/", 1)[0]
+    return (f"input {url} not found on {proto}://{bucket}: check the bucket and key, the credentials and, for a "
+            "store other than AWS, the endpoint (AWS_ENDPOINT_URL or the storage option endpoint_url)")
+
+
+def _refuse_incomplete_outputs(fs: Any, url: str, root: str, folders, found: set[str] | None = None) -> None:
+    """InputError when a folder read holds exclust's output marker but not its success manifest.
+
+    Writers put the marker first and the manifest last, so such a folder is a run that did not
+    finish (or is still running): its files are partial. Folders that are not read anyway
+    (hidden, staging, ``_``-prefixed below the root) are left alone. ``found`` is a recursive
+    listing when the caller has one (then no request is made).
+    """
+    prefix = root.rstrip("/") + "/" if root else ""
+    for folder in sorted(folders):
+        rel = folder[len(prefix):] if prefix and folder.startswith(prefix) else ""
+        if rel and any(is_ignored_name(part) for part in rel.split("/")):
+            continue
+        inside = folder.rstrip("/") + "/" if folder else ""
+        if found is not None:
+            marked, complete = inside + OUTPUT_MARKER in found, inside + SUCCESS_MANIFEST in found
+        else:
+            marked = fs.exists(inside + OUTPUT_MARKER)
+            complete = marked and fs.exists(inside + SUCCESS_MANIFEST)
+        if marked and not complete:
+            where = folder if is_local_filesystem(fs) else fs.unstrip_protocol(folder)
+            raise InputError(f"{where} (read from {url}) is an incomplete exclust output, the run that wrote it did "
+                             "not finish (or is still running); rerun that job, or read a complete output")
 
 
 def list_source(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> Source:
@@ -140,17 +202,23 @@ def list_source(url: str | os.PathLike, storage_options: Mapping[str, Any] | Non
         raise InputError("input path is empty; give a Parquet file, a folder of them, a glob or an s3:// URL")
     fs, path = filesystem(text, storage_options)
     path = path.rstrip("/") or path
-    if any(ch in path for ch in GLOB_CHARS):
-        root = _glob_root(path)
-        candidates = [p for p in fs.glob(path) if fs.isfile(p)]
-    elif fs.isdir(path):
-        root = path
-        candidates = [p for p in fs.find(path) if p.endswith(PARQUET_SUFFIXES)]
-    elif fs.isfile(path):
-        root = path.rsplit("/", 1)[0] if "/" in path else ""
-        candidates = [path]
-    else:
-        raise InputError(f"input not found: {text}")
+    with store_errors(text):
+        if any(ch in path for ch in GLOB_CHARS):
+            root = _glob_root(path)
+            candidates = [p for p in fs.glob(path) if fs.isfile(p)]
+            _refuse_incomplete_outputs(fs, text, root, {root, *(_parent(p) for p in candidates)})
+        elif fs.isdir(path):
+            root = path
+            found = fs.find(path)
+            candidates = [p for p in found if p.endswith(PARQUET_SUFFIXES)]
+            marked = {_parent(p) for p in found if p.rsplit("/", 1)[-1] == OUTPUT_MARKER}
+            _refuse_incomplete_outputs(fs, text, root, marked, found=set(found))
+        elif fs.isfile(path):
+            root = _parent(path)
+            candidates = [path]
+            _refuse_incomplete_outputs(fs, text, root, {root})
+        else:
+            raise InputError(not_found_message(text))
     files = []
     prefix = root.rstrip("/") + "/" if root else ""
     for p in candidates:

@@ -8,7 +8,7 @@ when ``EXCLUST_OUTPUT_BASE`` is set on the worker, lie under that folder.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -110,10 +110,14 @@ class ExplainParams(BaseModel):
     )
     random_state: int = Field(default=0, description="Seed of every random choice.")
     nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
+    storage_options: Optional[dict[str, Any]] = Field(
+        default=None,
+        description="Options of the object store an s3:// input lives on, e.g. {\"endpoint_url\": \"http://minio:9000\"}; "
+                    "credentials also come from the AWS_* environment variables of the machine that runs the flow.",
+    )
 
     _lists = field_validator("columns", "concepts", "plot_features", mode="before")(_text_list)
 
-    _input_exists = field_validator("input")(validate_input_path)
     _output_allowed = field_validator("output")(_allowed_output)
 
     @field_validator("scheduler_address", "reference_column", "truth_column", mode="before")
@@ -123,6 +127,7 @@ class ExplainParams(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExplainParams":
+        validate_input_path(self.input, self.storage_options)  # here: an s3:// input needs the storage options
         if self.reference == ReferenceKind.labels.value and not self.reference_column:
             raise ValueError("reference 'labels' needs reference_column, the column that holds the labels")
         if self.algorithm == Algorithm.concept_mmdt.value and not self.concepts:
@@ -140,7 +145,7 @@ class ExplainParams(BaseModel):
             reference=self.reference, reference_column=self.reference_column, threshold=self.threshold,
             truth=self.truth_column, leaves=self.leaves, concepts=self.concepts, kernel=self.kernel,
             bandwidth=self.bandwidth, random_state=self.random_state, nan_policy=self.nan_policy,
-            plot_features=self.plot_features,
+            plot_features=self.plot_features, storage_options=self.storage_options,
         )
 
 

@@ -42,8 +42,9 @@ def test_label_and_kmeans_references(frame):
     assert by_labels.metrics["ari_reference_truth"] == pytest.approx(1.0)
     by_kmeans = explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=4, reference="kmeans"))
     assert by_kmeans.metrics["reference"] == "kmeans" and by_kmeans.tree.n_leaves == 4
-    with pytest.raises(InputError, match="pass --k 4"):
+    with pytest.raises(InputError, match="pass k=4") as caught:  # Python wording; the CLI says --k 4
         explain(ExplainConfig(input=frame, features=["a", "b", "c"], k=3, reference="labels", reference_column="truth"))
+    assert caught.value.describe("cli").endswith("pass --k 4")
 
 
 @pytest.mark.parametrize("algorithm", ["imm", "exkmc", "cart", "kdtree", "kernel-mmdt"])
