@@ -223,12 +223,12 @@ def plan_label(tree: ThresholdTree | str | os.PathLike, source: str | os.PathLik
                storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None) -> LabelPlan:
     """Every check that needs no computing: tree, input listing, output location (raises InputError)."""
     options = dict(storage_options or {})
-    guards: list[Guard] = []
+    tree_guards: list[Guard] = []
     if not isinstance(tree, ThresholdTree):
-        guards.append(file_folder_guard(tree, "the tree file", options))
+        tree_guards.append(file_folder_guard(tree, "the tree file", options))
         tree = load_tree(tree, options)
     listed = list_source(source, options)
-    guards += input_guards(source, listed, options)
+    guards = input_guards(source, listed, options) + tree_guards
     check_output(out, "label", guards, storage_options=options, base=base)
     return LabelPlan(tree, listed, str(out), guards, options, base)
 
