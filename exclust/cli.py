@@ -274,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``exclust`` command."""
     args = build_parser().parse_args(argv)
     import dask
+    import distributed  # noqa: F401  (registers its config defaults before the preload setting below)
 
     commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
     preload = list(dask.config.get("distributed.worker.preload", None) or [])
