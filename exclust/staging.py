@@ -161,7 +161,7 @@ class StagingArea:
                         folder = os.path.join(folder, part)
                         with contextlib.suppress(FileExistsError):
                             os.mkdir(folder)
-                    f = open(os.path.join(self.root, *parts), "xb")
+                    f = open(os.path.join(self.root, *parts), "wb")  # a retried task overwrites its own file
                 except FileNotFoundError:
                     raise StagingGone(f"staging {self.root} is gone (the run was stopped); nothing written") from None
                 with f:

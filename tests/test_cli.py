@@ -231,16 +231,23 @@ def _everything(folder) -> list[str]:
     return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_label_with_one_line_and_leaves_nothing(tmp_path):
+def _signal_label_midway(tmp_path, signum):
+    """Start `exclust label` over 400 files, send ``signum`` to its group once it staged a file; (listing before, proc, out, err)."""
     (tmp_path / "model").mkdir()
     _tree(tmp_path / "model" / "tree.json")
     _many_parts(tmp_path / "in", 400)
     before = _everything(tmp_path)
     proc = _start_label(tmp_path)
     _wait_until_staging_has_data(tmp_path, proc)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group: driver and workers
+    os.killpg(proc.pid, signum)
     out, err = proc.communicate(timeout=180)
+    return before, proc, out, err
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_label_with_one_line_and_leaves_nothing(tmp_path):
+    # Ctrl-C reaches the whole foreground group: driver and workers
+    before, proc, out, err = _signal_label_midway(tmp_path, signal.SIGINT)
     assert proc.returncode == 130, err[-3000:]
     assert err.strip() == "exclust label: interrupted (Ctrl-C); stopped the run and removed its partial output"
     _wait_for_group_to_end(proc.pid)
@@ -251,14 +258,7 @@ def test_ctrl_c_stops_label_with_one_line_and_leaves_nothing(tmp_path):
 def test_a_killed_label_run_leaves_only_hidden_staging_that_the_next_run_removes(tmp_path):
     from exclust.storage import list_source
 
-    (tmp_path / "model").mkdir()
-    _tree(tmp_path / "model" / "tree.json")
-    _many_parts(tmp_path / "in", 400)
-    before = _everything(tmp_path)
-    proc = _start_label(tmp_path)
-    _wait_until_staging_has_data(tmp_path, proc)
-    os.killpg(proc.pid, signal.SIGKILL)  # no process is left to clean up
-    proc.communicate(timeout=60)
+    before, proc, _, _ = _signal_label_midway(tmp_path, signal.SIGKILL)  # no process is left to clean up
     _wait_for_group_to_end(proc.pid)
     left = sorted(set(os.listdir(tmp_path)) - {p.split(os.sep)[0] for p in before})
     assert left and all(name.startswith(".out.exclust-staging-") for name in left)
