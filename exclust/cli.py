@@ -238,7 +238,8 @@ def _quiet_shutdown() -> None:
     """After Ctrl-C: the cluster is torn down mid-task; its loggers' tracebacks are not news."""
     import logging
 
-    for name in ("distributed", "tornado", "asyncio", "bokeh"):
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
+    for name in names + ["distributed", "tornado", "asyncio"]:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
@@ -264,22 +265,15 @@ def _interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def dask_setup(worker) -> None:  # pragma: no cover - runs in Dask worker processes (a worker preload)
-    """Local-cluster workers ignore Ctrl-C: the driver stops them, without a traceback from each."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``exclust`` command."""
     args = build_parser().parse_args(argv)
-    import dask
-    import distributed  # noqa: F401  (registers its config defaults before the preload setting below)
-
     commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
-    preload = list(dask.config.get("distributed.worker.preload", None) or [])
+    # Local-cluster workers report what matters through the driver; their warnings (a task
+    # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     try:
-        with _interrupts(), dask.config.set({"distributed.worker.preload": preload + [__name__.replace("__main__", "exclust.cli")]}):
+        with _interrupts():
             return commands[args.command](args)
     except _user_errors() as exc:
         print(f"exclust {args.command}: error: {_error_line(exc)}", file=sys.stderr)

@@ -101,12 +101,27 @@ def _remove_stale_local_staging(parent: str, name: str) -> None:
             shutil.rmtree(path, ignore_errors=True)
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(path, ignore_errors=True)  # the lock was free: its run is gone
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: the run that made it is gone
+            if _no_writer_inside(path):  # an orphaned task of a remote cluster may still be writing
+                shutil.rmtree(path, ignore_errors=True)
         except BlockingIOError:
             pass  # a live run owns it
         finally:
             os.close(fd)
+
+
+def _no_writer_inside(staging: str) -> bool:
+    try:
+        fd = os.open(os.path.join(staging, WRITERS_NAME), os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _exchange(a: str, b: str) -> bool:

@@ -269,3 +269,43 @@ def test_a_killed_label_run_leaves_only_hidden_staging_that_the_next_run_removes
     assert proc.returncode == 0, err[-3000:]
     assert "labelled 400000 rows in 400 file(s)" in out
     assert sorted(os.listdir(tmp_path)) == ["in", "model", "out"]  # the dead run's staging is gone
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_explain_with_one_line_and_leaves_nothing(tmp_path):
+    from exclust.synthetic import write_gmm_parquet
+
+    write_gmm_parquet(tmp_path / "data", 200_000, n_components=4, n_features=2, rows_per_file=20_000, random_state=1)
+    before = _everything(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exclust.cli", "explain", "--input", str(tmp_path / "data"), "--features", "x0,x1",
+         "--k", "4", "--out", str(tmp_path / "out")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    progress = []
+    for line in proc.stderr:  # progress lines; the first step starts once the local cluster is up
+        progress.append(line)
+        if "load" in line:
+            break
+    assert any(p.name.startswith(".out.exclust-staging-") for p in tmp_path.iterdir())  # staged before computing
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, "".join(progress) + err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    # the one closing line, at most a few progress lines before it, and not a single worker traceback
+    assert lines[-1] == "exclust explain: interrupted (Ctrl-C); stopped the run and removed its partial output"
+    assert "Traceback" not in err and len(err) < 1000, err
+    _wait_for_group_to_end(proc.pid)
+    assert _everything(tmp_path) == before
+
+
+def test_error_lines_use_the_words_of_the_command_line():
+    from exclust.cli import _error_line
+    from exclust.errors import InputError
+
+    class Described(InputError):
+        def describe(self, interface):
+            return f"k is too large; lower it ({interface}: --k)"
+
+    assert _error_line(Described("k is too large; lower k")) == "k is too large; lower it (cli: --k)"
+    assert _error_line(InputError("first line\n  second line\n")) == "first line; second line"
