@@ -8,13 +8,15 @@ Exit status: 0 done, 2 bad input or options (the message says what to change), 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
-from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 ALGORITHMS = ("mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt")
 THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
@@ -65,11 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
 
     lb = sub.add_parser("label", help="apply a saved tree.json to Parquet partitions")
-    lb.add_argument("--tree", required=True, help="tree.json written by explain")
-    lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, or glob")
-    lb.add_argument("--out", required=True, help="output folder for the labelled Parquet files")
+    lb.add_argument("--tree", required=True, help="tree.json written by explain (a path or an s3:// URL)")
+    lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
+    lb.add_argument("--out", required=True,
+                    help="output folder or s3:// prefix for the labelled files (same relative paths as the input)")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")
+    lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="fsspec storage option for s3:// paths, repeatable (e.g. endpoint_url=http://127.0.0.1:9000)")
     lb.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
     lb.add_argument("--quiet", action="store_true")
 
@@ -110,29 +115,24 @@ def cmd_explain(args) -> int:
 
 
 def cmd_label(args) -> int:
-    from exclust.labeling import label_parquet
-    from exclust.outputs import validate_input_path, validate_output_dir
+    from exclust.labeling import plan_label, run_label
     from exclust.pipeline import dask_cluster
     from exclust.progress import StepTimer
+    from exclust.storage import parse_storage_options
 
-    from exclust.data import parquet_files
-    from exclust.tree import ThresholdTree
-
-    validate_input_path(args.tree)
-    validate_input_path(args.input)
-    validate_output_dir(args.out)
-    tree = ThresholdTree.from_json(Path(args.tree))  # a bad tree file fails before any cluster starts
-    parquet_files(args.input)
+    options = parse_storage_options(args.storage_option)
+    # Tree, input and output are all checked before a cluster starts.
+    plan = plan_label(args.tree, args.input, args.out, storage_options=options)
     timer = StepTimer(_log(args.quiet), live=sys.stderr.isatty() and not args.quiet)
     with dask_cluster(args.scheduler):
         with timer.step("label", f"{args.input} -> {args.out}"):
-            result = label_parquet(
-                tree, args.input, args.out,
-                cluster_column=args.cluster_column, leaf_column=args.leaf_column,
-            )
+            result = run_label(plan, cluster_column=args.cluster_column, leaf_column=args.leaf_column)
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
         print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")
+    if result.drift is not None:
+        verdict = "drifted" if result.drift["drifted"] else "no drift"
+        print(f"  leaf drift: PSI {result.drift['psi']:.3g} ({verdict}; alert above {result.drift['threshold']:g})")
     return 0
 
 
@@ -216,20 +216,75 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _error_line(exc: BaseException) -> str:
+    """The one-line message of an error the user can fix, in the words of the command line."""
+    describe = getattr(exc, "describe", None)
+    text = describe("cli") if callable(describe) else str(exc)
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "change the input or options": exit 2 with their message."""
+    from exclust.errors import InputError
+    from exclust.tree import TreeFormatError
+
+    errors: list[type[BaseException]] = [InputError, TreeFormatError, FileNotFoundError, FileExistsError]
+    try:
+        from pydantic import ValidationError  # parameter models (flows.params) check the same options
+
+        errors.append(ValidationError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _quiet_shutdown() -> None:
+    """After Ctrl-C: the cluster is torn down mid-task; its loggers' tracebacks are not news."""
+    import logging
+
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
+    for name in names + ["distributed", "tornado", "asyncio"]:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[None]:
+    """First Ctrl-C: quiet the cluster's loggers and raise KeyboardInterrupt; later ones wait for the clean-up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = []
+
+    def handler(signum, frame):
+        if interrupted:
+            return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
+        interrupted.append(signum)
+        _quiet_shutdown()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``exclust`` command."""
     args = build_parser().parse_args(argv)
-    from exclust.data import InputError
-    from exclust.tree import TreeFormatError
-
     commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
+    # Local-cluster workers report what matters through the driver; their warnings (a task
+    # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     try:
-        return commands[args.command](args)
-    except (InputError, TreeFormatError, FileNotFoundError, FileExistsError) as exc:
-        print(f"exclust {args.command}: error: {exc}", file=sys.stderr)
+        with _interrupts():
+            return commands[args.command](args)
+    except _user_errors() as exc:
+        print(f"exclust {args.command}: error: {_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"exclust {args.command}: interrupted; no output folder was written", file=sys.stderr)
+        print(f"exclust {args.command}: interrupted (Ctrl-C); stopped the run and removed its partial output",
+              file=sys.stderr)
         return 130
 
 

@@ -1,44 +1,98 @@
-"""Output folders that appear whole or not at all.
+"""Where a run may write: output locations checked before any work.
 
-A run writes into a hidden temporary folder beside the target and renames it into place at the
-end, so a failed or killed run leaves no half-written folder under the target's name. Two runs
-aimed at the same folder take turns through a lock file beside it, so the folder always holds
-one run's complete result, never a mix.
-
-Paths given by users (CLI options, flow parameters) are checked here first: an output folder
-may not be the filesystem root, the home folder, an existing file, a folder that exclust did not
-write, or (when a base folder is configured) a path that escapes the base.
+An output may not be the filesystem root, the home folder, a bucket, a path outside
+``EXCLUST_OUTPUT_BASE`` (when set), or anything a run reads: it may not equal, contain or lie
+inside the input file or folder, a glob's root or the folder of any file a glob lists, or the tree
+file's folder (``check_output`` with ``input_guards`` / ``file_folder_guard``). An existing
+output is replaced only when it is a complete exclust output (marker ``.exclust-output`` and
+manifest ``_SUCCESS``) of the same job (explain or label); an empty folder may be used; anything
+else is refused with the reason. How a run then writes its output, so that it appears whole or
+not at all, is ``exclust.staging``.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import shutil
+import socket
 import time
-import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterable, Mapping
 
-from exclust.data import InputError
+from exclust.errors import InputError
+from exclust.storage import (GLOB_CHARS, OUTPUT_MARKER, SUCCESS_MANIFEST, Source, filesystem,
+                             is_local_filesystem, is_remote, list_source)
 
-MARKER = ".exclust-output"  # written into every output folder; lets a later run replace it safely
+MARKER = OUTPUT_MARKER  # written into every output folder; lets a later run of the same job replace it
 BASE_ENV = "EXCLUST_OUTPUT_BASE"  # optional: every output folder must lie under this folder
+STALE_ENV = "EXCLUST_STALE_STAGING_HOURS"  # object stores: staging older than this is abandoned
 
 
-def validate_output_dir(path: str | os.PathLike, base: str | os.PathLike | None = None) -> Path:
-    """The absolute output folder for ``path``, or an InputError saying why it cannot be used."""
-    text = str(path).strip()
+@dataclass(frozen=True)
+class Guard:
+    """A path a run reads: the output may not equal, contain or lie inside it."""
+
+    scheme: str  # "file", "s3", ...
+    path: str  # absolute real path (local) or bucket/key
+    what: str  # for the message: "the input folder data", ...
+    inside_ok: bool = False  # True: an output may lie inside it (it is not read recursively)
+
+
+@dataclass(frozen=True)
+class Location:
+    """An output folder or prefix."""
+
+    url: str  # as the user gave it
+    fs: Any
+    path: str  # absolute real path (local) or bucket/key
+    local: bool
+
+    @property
+    def scheme(self) -> str:
+        return _scheme(self.fs)
+
+    @property
+    def shown(self) -> Path | str:
+        return Path(self.path) if self.local else self.url
+
+
+def _scheme(fs: Any) -> str:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return "file" if is_local_filesystem(fs) else {"s3a": "s3"}.get(protocol, protocol)
+
+
+def join_path(*parts: str) -> str:
+    return "/".join(p.strip("/") if i else p.rstrip("/") for i, p in enumerate(parts) if p)
+
+
+def parent_and_name(path: str) -> tuple[str, str]:
+    parent, _, name = path.rstrip("/").rpartition("/")
+    return parent or "/", name
+
+
+# --------------------------------------------------------------------------- checks
+def output_location(url: str | os.PathLike, *, storage_options: Mapping[str, Any] | None = None,
+                    base: str | os.PathLike | None = None) -> Location:
+    """Where ``url`` points, or an InputError when no output may go there at all."""
+    text = str(url).strip()
     if not text:
         raise InputError("output folder is empty; give a folder name such as --out results")
     base = base if base is not None else os.environ.get(BASE_ENV) or None
-    raw = Path(text).expanduser()
+    if is_remote(text):
+        fs, path = filesystem(text, storage_options)
+        path = path.strip("/")
+        if "/" not in path:
+            raise InputError(f"output {text} is a whole bucket; name a prefix inside it, such as {text.rstrip('/')}/labels")
+        if base is not None and not text.rstrip("/").startswith(str(base).rstrip("/") + "/"):
+            raise InputError(f"output {text} lies outside the allowed base {base}; choose a location under it")
+        return Location(text, fs, path, False)
+    fs, _ = filesystem("file:///")
+    raw = Path(text.removeprefix("file://")).expanduser()
     if base is not None:
         base_path = Path(base).expanduser().resolve()
         target = (base_path / raw).resolve() if not raw.is_absolute() else raw.resolve()
         if target != base_path and base_path not in target.parents:
-            raise InputError(f"output folder {text} lies outside the allowed base folder {base_path}")
+            raise InputError(f"output folder {text} lies outside the allowed base folder {base_path}; choose a folder under it")
         if target == base_path:
             raise InputError(f"output folder {text} is the base folder {base_path} itself; name a folder inside it")
     else:
@@ -47,14 +101,132 @@ def validate_output_dir(path: str | os.PathLike, base: str | os.PathLike | None 
         raise InputError(f"output folder {text} is the filesystem root; choose a folder of its own")
     if target == Path.home().resolve():
         raise InputError(f"output folder {text} is the home folder; choose a folder of its own")
-    if target.exists() and not target.is_dir():
-        raise InputError(f"output path {text} is an existing file; choose a folder name")
-    if target.is_dir() and any(target.iterdir()) and not (target / MARKER).exists():
-        raise InputError(
-            f"output folder {text} exists and was not written by exclust; "
-            "choose a new folder or remove it (exclust replaces only its own output folders)"
-        )
-    return target
+    return Location(text, fs, str(target), True)
+
+
+def read_json(loc_fs: Any, path: str) -> dict:
+    try:
+        doc = json.loads(loc_fs.cat_file(path))
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _inspect(loc: Location) -> tuple[str, dict, bool]:
+    """("absent" | "empty" | "file" | "foreign" | "exclust", marker, has _SUCCESS)."""
+    if loc.local:
+        p = loc.path
+        if not os.path.lexists(p):
+            return "absent", {}, False
+        if not os.path.isdir(p):
+            return "file", {}, False
+        names = os.listdir(p)
+    else:
+        loc.fs.invalidate_cache()
+        if loc.fs.isfile(loc.path):
+            return "file", {}, False
+        names = [k[len(loc.path) + 1:] for k in loc.fs.find(loc.path)]
+        if not names:
+            return "absent", {}, False
+    if not names:
+        return "empty", {}, False
+    if MARKER not in names:
+        return "foreign", {}, False
+    return "exclust", read_json(loc.fs, join_path(loc.path, MARKER)), SUCCESS_MANIFEST in names
+
+
+def check_replaceable(loc: Location, job: str | None) -> None:
+    state, marker, complete = _inspect(loc)
+    where = f"output folder {loc.url}"
+    if state == "file":
+        raise InputError(f"output path {loc.url} is an existing file; choose a folder name")
+    if state == "foreign":
+        raise InputError(f"{where} exists and was not written by exclust; choose a new folder or remove it "
+                         "(exclust replaces only its own output folders)")
+    if state != "exclust":
+        return
+    other = marker.get("job")
+    if job is not None and other != job:
+        raise InputError(f"{where} holds an exclust {other or 'unknown'} output, not a {job} output; "
+                         f"choose another folder (a {job} run replaces only {job} outputs)")
+    if not complete and (loc.local or not owner_gone(marker)):
+        raise InputError(f"{where} holds an incomplete exclust output (no {SUCCESS_MANIFEST}: a run is writing it "
+                         "or was interrupted); wait for that run, or remove the folder")
+
+
+def validate_output_dir(path: str | os.PathLike, base: str | os.PathLike | None = None, *, job: str | None = None,
+                        storage_options: Mapping[str, Any] | None = None) -> Path | str:
+    """The output folder (a Path; the URL for object stores), or an InputError saying why it cannot be used."""
+    loc = output_location(path, storage_options=storage_options, base=base)
+    check_replaceable(loc, job)
+    return loc.shown
+
+
+def check_output(url: str | os.PathLike, job: str, guards: Iterable[Guard] = (), *,
+                 storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None) -> Location:
+    """Every check that needs no writing: the location, overlap with what the run reads, replaceability."""
+    loc = output_location(url, storage_options=storage_options, base=base)
+    for guard in guards:
+        if guard.scheme != loc.scheme:
+            continue
+        a, b = loc.path.rstrip("/"), guard.path.rstrip("/")
+        if a == b or b.startswith(a + "/") or (a.startswith(b + "/") and not guard.inside_ok):
+            relation = "is" if a == b else ("contains" if b.startswith(a + "/") else "lies inside")
+            raise InputError(f"output {loc.url} {relation} {guard.what}, which this run reads; "
+                             "write the output to a folder outside everything the run reads")
+    check_replaceable(loc, job)
+    return loc
+
+
+def _guard(fs: Any, path: str, what: str, inside_ok: bool = False) -> Guard:
+    local = is_local_filesystem(fs)
+    return Guard(_scheme(fs), os.path.realpath(path) if local else path.strip("/"), what, inside_ok)
+
+
+def input_guards(url: str | os.PathLike, source: Source | None = None,
+                 storage_options: Mapping[str, Any] | None = None) -> list[Guard]:
+    """What reading ``url`` touches: the path itself; for a glob its root and every listed file's folder."""
+    text = str(url)
+    fs, path = filesystem(text, storage_options)
+    if not any(ch in path for ch in GLOB_CHARS):
+        return [_guard(fs, path, f"the input {text}")]
+    source = source or list_source(text, storage_options)
+    guards = [_guard(fs, source.root or "/", f"the folder {source.root} under the input glob {text}")]
+    for folder in sorted({parent_and_name(f.path)[0] for f in source.files}):
+        guards.append(_guard(fs, folder, f"the folder {folder} that the input glob {text} reads"))
+    return guards
+
+
+def file_folder_guard(url: str | os.PathLike, what: str, storage_options: Mapping[str, Any] | None = None) -> Guard:
+    """The folder of a single file the run reads (the tree file): the output may not be it or contain it.
+
+    An output inside that folder (``run1/labels`` beside ``run1/tree.json``) leaves the file alone,
+    and a folder holding one file is not read recursively, so that is allowed.
+    """
+    fs, path = filesystem(str(url), storage_options)
+    folder = parent_and_name(path)[0]
+    return _guard(fs, folder, f"the folder {folder} of {what} {url}", inside_ok=True)
+
+
+# --------------------------------------------------------------------------- owners
+def owner_record(run_id: str, job: str | None, info: Mapping[str, Any] | None = None) -> dict:
+    import psutil
+
+    return {"written_by": "exclust", "job": job, "run_id": run_id, "host": socket.gethostname(),
+            "pid": os.getpid(), "pid_started": psutil.Process().create_time(), "time": time.time(), **(info or {})}
+
+
+def owner_gone(record: Mapping[str, Any]) -> bool:
+    """Whether the run that wrote ``record`` has certainly ended (object stores, where no lock exists)."""
+    import psutil
+
+    if record.get("host") == socket.gethostname() and "pid" in record:
+        try:
+            return abs(psutil.Process(int(record["pid"])).create_time() - float(record.get("pid_started", 0))) > 1.0
+        except (psutil.NoSuchProcess, ValueError):
+            return True
+    stale = float(os.environ.get(STALE_ENV) or 48) * 3600
+    return time.time() - float(record.get("time") or 0) > stale
 
 
 def validate_input_path(path: str | os.PathLike, storage_options: dict | None = None) -> str:
@@ -89,66 +261,14 @@ def validate_input_path(path: str | os.PathLike, storage_options: dict | None = 
     return str(p)
 
 
-@contextlib.contextmanager
-def _locked(target: Path, timeout: float) -> Iterator[None]:
-    """Hold an exclusive lock on ``.<name>.lock`` beside ``target`` (shared across processes)."""
-    lock_path = target.with_name(f".{target.name}.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"another run has held the lock on {target} for {timeout:.0f} s; "
-                        "wait for it or choose another output folder"
-                    ) from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock; the lock file stays (removing it would race)
-
-
-@contextlib.contextmanager
-def atomic_output_dir(
-    path: str | os.PathLike, *, base: str | os.PathLike | None = None, lock_timeout: float = 3600.0,
-    info: dict | None = None,
-) -> Iterator[Path]:
-    """Yield a fresh temporary folder; on success it replaces ``path`` whole, on failure it vanishes.
-
-    The caller writes every file into the yielded folder. Writing happens without the lock (two
-    runs may compute at once); only the swap into place is serialized, and each swap installs
-    one run's complete folder.
-    """
-    target = validate_output_dir(path, base)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:12]}")
-    tmp.mkdir()
-    try:
-        yield tmp
-        marker = {"written_by": "exclust", "pid": os.getpid(), "time": time.time(), **(info or {})}
-        (tmp / MARKER).write_text(json.dumps(marker, default=str))
-        with _locked(target, lock_timeout):
-            # Re-check under the lock: the folder may have appeared since validation.
-            validate_output_dir(target, base)
-            old = None
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:12]}")
-                target.rename(old)
-            tmp.rename(target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_json(path: Path, doc: dict) -> None:
     """Write ``doc`` as indented JSON (NaN written as null, which JSON readers accept)."""
-    path.write_text(json.dumps(_jsonable(doc), indent=1, allow_nan=False) + "\n")
+    path.write_text(json_text(doc))
+
+
+def json_text(doc: dict) -> str:
+    """``doc`` as indented JSON text (NaN as null, numpy values as Python values)."""
+    return json.dumps(_jsonable(doc), indent=1, allow_nan=False) + "\n"
 
 
 def _jsonable(obj):

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from exclust.data import Dataset, InputError, is_dask_array, load_dataset
-from exclust.outputs import atomic_output_dir, validate_input_path, validate_output_dir, write_json
+from exclust.outputs import input_guards, json_text, validate_input_path
+from exclust.staging import StagedOutput, staged_output
 from exclust.progress import Log, StepTimer
 from exclust.tree import ThresholdTree
 
@@ -145,6 +146,7 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
             client.close()
         return
     import logging
+    import threading
 
     # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
     for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.http.proxy"):
@@ -153,22 +155,52 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
     # Worker processes read their log level from the environment at start; restore it afterwards.
     saved = os.environ.get("DASK_LOGGING__DISTRIBUTED")
     os.environ["DASK_LOGGING__DISTRIBUTED"] = saved or "warning"
+    # Ctrl-C in a terminal reaches the whole process group. While the cluster starts, SIGINT is
+    # ignored (worker processes inherit that, so the driver alone handles Ctrl-C and stops them,
+    # without a traceback from each) and blocked here (so a Ctrl-C pressed meanwhile stays pending
+    # and arrives once the handler is back).
+    interrupts = _DeferredInterrupts() if threading.current_thread() is threading.main_thread() else None
     try:
         cluster = LocalCluster(
             n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
             host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.WARNING,
         )
+    except BaseException:
+        if interrupts:
+            interrupts.restore()
+        raise
     finally:
         if saved is None:
             os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
-    client = Client(cluster)
     try:
-        yield client
+        if interrupts:
+            interrupts.restore()
+        client = Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
     finally:
-        client.close()
         # Slow worker exits are killed by their nanny; that is the intended end, not news.
-        logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
+        nanny = logging.getLogger("distributed.nanny")
+        nanny.setLevel(max(nanny.level, logging.ERROR))  # (a Ctrl-C may have silenced it entirely)
         cluster.close()
+
+
+class _DeferredInterrupts:
+    """SIGINT ignored for processes started meanwhile and held back for this one, until ``restore``."""
+
+    def __init__(self) -> None:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # blocked, so a Ctrl-C stays pending
+
+    def restore(self) -> None:
+        import signal
+
+        signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C arrives now
 
 
 # --------------------------------------------------------------------------- steps
@@ -407,17 +439,24 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
     )
 
 
-def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.PathLike | None = None) -> Path:
-    """Write tree.json, metrics.json, rules.txt and report.html into ``out`` as one atomic folder."""
-    target = validate_output_dir(out, base)
-    with atomic_output_dir(target, base=base, info={"job": "explain", "algorithm": result.metrics.get("algorithm")}) as tmp:
-        result.tree.to_json(tmp / "tree.json")
-        write_json(tmp / "metrics.json", result.metrics)
-        (tmp / "rules.txt").write_text(result.rules)
-        if result.report_html is not None:
-            (tmp / "report.html").write_text(result.report_html)
-    result.out = target
-    return target
+def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.PathLike | None = None, *,
+                  stage: StagedOutput | None = None) -> Path | str:
+    """Write tree.json, metrics.json, rules.txt and report.html into ``out``, whole or not at all.
+
+    With ``stage`` (opened by the caller before computing) the files go there and the caller's
+    ``staged_output`` commits them.
+    """
+    if stage is None:
+        info = {"algorithm": result.metrics.get("algorithm")}
+        with staged_output(out, "explain", base=base, info=info) as stage:
+            return write_outputs(result, out, base, stage=stage)
+    stage.write_text("tree.json", result.tree.to_json())
+    stage.write_text("metrics.json", json_text(result.metrics))
+    stage.write_text("rules.txt", result.rules)
+    if result.report_html is not None:
+        stage.write_text("report.html", result.report_html)
+    result.out = stage.target.shown
+    return result.out
 
 
 def _held(labels):
@@ -458,13 +497,17 @@ def run_explain(
 
     ``live`` draws a progress bar of the Dask tasks on stderr (for a terminal).
     """
-    validate_output_dir(out, base)  # fail before any work
+    # Before any work: the output may not touch what the run reads, and its staging must be writable.
+    guards = input_guards(config.input, storage_options=getattr(config, "storage_options", None)) \
+        if isinstance(config.input, (str, os.PathLike)) else []
     timer = StepTimer(log, live=live and log is not None)
     t0 = time.perf_counter()
     needs_cluster = isinstance(config.input, (str, os.PathLike))
-    with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):
-        result = explain(config, log=log, timer=timer)
-        with timer.step("write outputs", str(out)):
-            result.metrics["seconds"]["total"] = round(time.perf_counter() - t0, 3)
-            write_outputs(result, out, base)
+    with staged_output(out, "explain", guards, base=base, storage_options=getattr(config, "storage_options", None),
+                       info={"algorithm": config.algorithm}) as stage:
+        with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):
+            result = explain(config, log=log, timer=timer)
+            with timer.step("write outputs", str(out)):
+                result.metrics["seconds"]["total"] = round(time.perf_counter() - t0, 3)
+                write_outputs(result, out, base, stage=stage)
     return result

@@ -35,6 +35,30 @@ def _format_number(v: float) -> str:
     return f"{v:.6g}"
 
 
+_MAX_INDEX = 2**31  # node, feature and cluster indices are stored as int64; anything this large is corrupt
+_FIX = "fix that entry or write the tree again with exclust explain"
+
+
+def _whole(value: Any, where: str, low: int, high: int) -> int:
+    """A whole number in [low, high) from a JSON value (not a bool, a string or a fraction)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float))
+    if ok and isinstance(value, float):
+        ok = math.isfinite(value) and value.is_integer()
+    if not ok or not low <= value < high:
+        raise TreeFormatError(f"tree.json: {where} is {value!r}; it must be a whole number in [{low}, {high}); {_FIX}")
+    return int(value)
+
+
+def _real(value: Any, where: str, *, optional: bool) -> float:
+    """A finite real number from a JSON value (null allowed where the node does not use it)."""
+    if value is None and optional:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TreeFormatError(f"tree.json: {where} is {value!r}; it must be a finite number (not a string, "
+                              f"a boolean or null); {_FIX}")
+    return float(value)
+
+
 class ThresholdTree:
     """An axis-aligned decision tree whose leaves stand for clusters."""
 
@@ -318,30 +342,45 @@ class ThresholdTree:
             raise TreeFormatError(
                 f"tree schema version {version!r} is not supported (this exclust reads {SCHEMA_VERSION})"
             )
-        try:
-            nodes = doc["nodes"]
-            kinds = [_KIND_CODES[k] for k in nodes["kind"]]
-
-            def floats(values):
-                return [math.nan if v is None else float(v) for v in values]
-
-            return cls(
-                kinds,
-                [int(v) for v in nodes["feature"]],
-                floats(nodes["threshold"]),
-                [int(v) for v in nodes["left"]],
-                [int(v) for v in nodes["right"]],
-                [int(v) for v in nodes["value"]],
-                center=floats(nodes["center"]),
-                n_features=int(doc["n_features"]),
-                feature_names=[str(s) for s in doc["feature_names"]],
-                n_clusters=int(doc["n_clusters"]),
-                meta=dict(doc.get("meta") or {}),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, TreeFormatError):
-                raise
-            raise TreeFormatError(f"malformed tree document: {exc!r}") from exc
+        n_features = _whole(doc.get("n_features"), "n_features", 1, _MAX_INDEX)
+        n_clusters = _whole(doc.get("n_clusters"), "n_clusters", 1, _MAX_INDEX)
+        names = doc.get("feature_names")
+        if not isinstance(names, list) or len(names) != n_features or not all(isinstance(s, str) for s in names):
+            raise TreeFormatError(f"tree.json: feature_names must be a list of {n_features} strings (one per feature); {_FIX}")
+        meta = doc.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise TreeFormatError(f"tree.json: meta is {type(meta).__name__}, not an object; {_FIX}")
+        nodes = doc.get("nodes")
+        fields = ("kind", "feature", "threshold", "center", "left", "right", "value")
+        if not isinstance(nodes, dict) or any(not isinstance(nodes.get(f), list) for f in fields):
+            raise TreeFormatError(f"tree.json: nodes must hold the lists {', '.join(fields)}; {_FIX}")
+        m = len(nodes["kind"])
+        for name in fields:
+            if len(nodes[name]) != m:
+                raise TreeFormatError(f"tree.json: nodes.{name} has {len(nodes[name])} entries but nodes.kind has {m}; "
+                                      f"every node array needs one entry per node; {_FIX}")
+        kinds, feature, threshold, center, left, right, value = [], [], [], [], [], [], []
+        for i in range(m):
+            kind = nodes["kind"][i]
+            if not isinstance(kind, str) or kind not in _KIND_CODES:
+                raise TreeFormatError(f"tree.json: nodes.kind[{i}] is {kind!r}, not one of {sorted(_KIND_CODES)}: "
+                                      f"malformed tree document; {_FIX}")
+            code = _KIND_CODES[kind]
+            internal = code != LEAF
+            kinds.append(code)
+            where = f"nodes.%s[{i}]"
+            feature.append(_whole(nodes["feature"][i], where % "feature", 0, n_features) if internal
+                           else _whole(nodes["feature"][i], where % "feature", -1, _MAX_INDEX))
+            threshold.append(_real(nodes["threshold"][i], where % "threshold", optional=not internal))
+            center.append(_real(nodes["center"][i], where % "center", optional=code != INTERVAL))
+            left.append(_whole(nodes["left"][i], where % "left", 1, m) if internal
+                        else _whole(nodes["left"][i], where % "left", -1, _MAX_INDEX))
+            right.append(_whole(nodes["right"][i], where % "right", 1, m) if internal
+                         else _whole(nodes["right"][i], where % "right", -1, _MAX_INDEX))
+            value.append(_whole(nodes["value"][i], where % "value", 0, n_clusters) if not internal
+                         else _whole(nodes["value"][i], where % "value", -1, _MAX_INDEX))
+        return cls(kinds, feature, threshold, left, right, value, center=center, n_features=n_features,
+                   feature_names=names, n_clusters=n_clusters, meta=dict(meta))
 
     @classmethod
     def from_json(cls, text_or_path: str | Path) -> "ThresholdTree":

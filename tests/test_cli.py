@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +62,14 @@ def test_label_command_writes_labelled_parquet(tmp_path, capsys, dask_client):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["label", "--tree", "{tmp}/nope.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "input not found: {tmp}/nope.json"),
+        (["label", "--tree", "{tmp}/nope.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "tree file not found: {tmp}/nope.json"),
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/none", "--out", "{tmp}/o"], "input not found: {tmp}/none"),
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "/"], "filesystem root"),
         (["label", "--tree", "{tmp}/bad.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "not valid JSON"),
+        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}/o", "--storage-option", "anon"],
+         "storage option 'anon' is not key=value"),
+        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}/in/o"], "lies inside the input"),
+        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}"], "contains the input"),
         (["explain", "--input", "{tmp}/none", "--k", "3", "--out", "{tmp}/o"], "input not found"),
         (["explain", "--input", "{tmp}/in", "--k", "3", "--reference", "dbscan", "--out", "{tmp}/o"], "gmm, kmeans or labels:COLUMN"),
         (["explain", "--input", "{tmp}/in", "--k", "3", "--algorithm", "concept-mmdt", "--out", "{tmp}/o"], "--concepts"),
@@ -77,7 +83,9 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
     assert code == 2
     err = capsys.readouterr().err
     assert message.format(tmp=tmp_path) in err and err.startswith(f"exclust {argv[0]}: error:")
-    assert not (tmp_path / "o").exists()
+    assert err.count("\n") == 1  # one line
+    assert not (tmp_path / "o").exists() and not (tmp_path / "in" / "o").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_console_entry_point_runs():
@@ -121,3 +129,183 @@ def test_demo_e2e_runs_the_flow_with_no_server_in_a_fresh_home(tmp_path):
     assert "Finished in state Completed" in proc.stderr + proc.stdout
     assert not (tmp_path / "home" / ".prefect").exists()  # nothing written into the user's home
     assert len(list((tmp_path / "demo-data").glob("*.parquet"))) >= 2
+
+
+def snapshot(folder) -> dict[str, bytes]:
+    """Every file below ``folder`` (hidden ones included) with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def _explain_output(folder, tree_maker=_tree):
+    """A complete exclust explain output folder (as explain's writer commits it)."""
+    from exclust.staging import atomic_output_dir
+
+    with atomic_output_dir(folder, info={"job": "explain"}) as tmp:
+        tree_maker(tmp / "tree.json")
+        (tmp / "metrics.json").write_text("{}")
+        (tmp / "report.html").write_text("<html></html>")
+
+
+def test_three_ways_to_lose_data_are_refused_and_leave_every_byte(tmp_path, capsys, dask_client):
+    """Issue 8: explain over a label output it reads, label over the tree's run folder, a glob of same-named files."""
+    scheduler = ["--scheduler", dask_client.scheduler.address, "--quiet"]
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "data")
+    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "lbl"), *scheduler]) == 0
+    _explain_output(tmp_path / "run1")
+    before = snapshot(tmp_path)
+    capsys.readouterr()
+    # 1. explain reading a label output and writing over it
+    assert main(["explain", "--input", str(tmp_path / "lbl"), "--k", "2", "--features", "a,b",
+                 "--out", str(tmp_path / "lbl"), *scheduler]) == 2
+    assert f"output {tmp_path / 'lbl'} is the input {tmp_path / 'lbl'}, which this run reads" in capsys.readouterr().err
+    # 2. label writing over the run folder that holds its tree
+    assert main(["label", "--tree", str(tmp_path / "run1" / "tree.json"), "--input", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "run1"), *scheduler]) == 2
+    err = capsys.readouterr().err
+    assert f"is the folder {tmp_path / 'run1'} of the tree file" in err and err.count("\n") == 1
+    # ... and over an explain output that is not its tree's folder: a label run replaces only label outputs
+    _explain_output(tmp_path / "run2")
+    before["run2"] = None
+    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "run2"), *scheduler]) == 2
+    assert "holds an exclust explain output, not a label output" in capsys.readouterr().err
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith("run2")} == \
+        {k: v for k, v in before.items() if k != "run2"}  # inputs, tree and earlier outputs byte-identical
+    # 3. a glob over same-named files: rows out equal rows in
+    for day in (1, 2):
+        (tmp_path / "hive" / f"day={day}").mkdir(parents=True)
+        pq.write_table(pa.table({"a": np.linspace(-1, 1, 3000), "b": np.zeros(3000)}),
+                       tmp_path / "hive" / f"day={day}" / "part.parquet")
+    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "hive" / "*" / "part.parquet"),
+                 "--out", str(tmp_path / "out"), *scheduler]) == 0
+    assert "labelled 6000 rows in 2 file(s)" in capsys.readouterr().out
+    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "out").rglob("*.parquet"))
+    assert rows == 6000 == json.loads((tmp_path / "out" / "_labels.json").read_text())["n_rows"]
+    # a glob's root and every folder it reads are guarded too
+    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "hive" / "*" / "part.parquet"),
+                 "--out", str(tmp_path / "hive" / "day=1"), *scheduler]) == 2
+    assert "the folder" in capsys.readouterr().err
+
+
+def _many_parts(folder, n_files, rows=1000):
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    for i in range(n_files):
+        pq.write_table(pa.table({"a": rng.normal(size=rows), "b": rng.normal(size=rows)}), folder / f"p{i:04d}.parquet")
+
+
+def _start_label(tmp_path):
+    """`exclust label` in its own process group (as a terminal runs it), started with its own local cluster."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "exclust.cli", "label", "--tree", str(tmp_path / "model" / "tree.json"),
+         "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--quiet"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+
+
+def _wait_until_staging_has_data(tmp_path, proc) -> None:
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        staging = [p for p in tmp_path.iterdir() if p.name.startswith(".out.exclust-staging-")]
+        if staging and any(p.suffix == ".parquet" for p in staging[0].iterdir()):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the run never wrote into its staging folder (exit {proc.poll()})")
+
+
+def _wait_for_group_to_end(pgid) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("worker processes outlived the command")
+
+
+def _everything(folder) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+
+
+def _signal_label_midway(tmp_path, signum):
+    """Start `exclust label` over 400 files, send ``signum`` to its group once it staged a file; (listing before, proc, out, err)."""
+    (tmp_path / "model").mkdir()
+    _tree(tmp_path / "model" / "tree.json")
+    _many_parts(tmp_path / "in", 400)
+    before = _everything(tmp_path)
+    proc = _start_label(tmp_path)
+    _wait_until_staging_has_data(tmp_path, proc)
+    os.killpg(proc.pid, signum)
+    out, err = proc.communicate(timeout=180)
+    return before, proc, out, err
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_label_with_one_line_and_leaves_nothing(tmp_path):
+    # Ctrl-C reaches the whole foreground group: driver and workers
+    before, proc, out, err = _signal_label_midway(tmp_path, signal.SIGINT)
+    assert proc.returncode == 130, err[-3000:]
+    assert err.strip() == "exclust label: interrupted (Ctrl-C); stopped the run and removed its partial output"
+    _wait_for_group_to_end(proc.pid)
+    assert _everything(tmp_path) == before  # hidden entries included
+
+
+@pytest.mark.slow
+def test_a_killed_label_run_leaves_only_hidden_staging_that_the_next_run_removes(tmp_path):
+    from exclust.storage import list_source
+
+    before, proc, _, _ = _signal_label_midway(tmp_path, signal.SIGKILL)  # no process is left to clean up
+    _wait_for_group_to_end(proc.pid)
+    left = sorted(set(os.listdir(tmp_path)) - {p.split(os.sep)[0] for p in before})
+    assert left and all(name.startswith(".out.exclust-staging-") for name in left)
+    assert [f.relpath for f in list_source(str(tmp_path)).files] == \
+        [p for p in before if p.endswith(".parquet")]  # no reader picks the staging up
+    proc = _start_label(tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert "labelled 400000 rows in 400 file(s)" in out
+    assert sorted(os.listdir(tmp_path)) == ["in", "model", "out"]  # the dead run's staging is gone
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_explain_with_one_line_and_leaves_nothing(tmp_path):
+    from exclust.synthetic import write_gmm_parquet
+
+    write_gmm_parquet(tmp_path / "data", 200_000, n_components=4, n_features=2, rows_per_file=20_000, random_state=1)
+    before = _everything(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exclust.cli", "explain", "--input", str(tmp_path / "data"), "--features", "x0,x1",
+         "--k", "4", "--out", str(tmp_path / "out")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    progress = []
+    for line in proc.stderr:  # progress lines; the first step starts once the local cluster is up
+        progress.append(line)
+        if "load" in line:
+            break
+    assert any(p.name.startswith(".out.exclust-staging-") for p in tmp_path.iterdir())  # staged before computing
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, "".join(progress) + err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    # the one closing line, at most a few progress lines before it, and not a single worker traceback
+    assert lines[-1] == "exclust explain: interrupted (Ctrl-C); stopped the run and removed its partial output"
+    assert "Traceback" not in err and len(err) < 1000, err
+    _wait_for_group_to_end(proc.pid)
+    assert _everything(tmp_path) == before
+
+
+def test_error_lines_use_the_words_of_the_command_line():
+    from exclust.cli import _error_line
+    from exclust.errors import InputError
+
+    class Described(InputError):
+        def describe(self, interface):
+            return f"k is too large; lower it ({interface}: --k)"
+
+    assert _error_line(Described("k is too large; lower k")) == "k is too large; lower it (cli: --k)"
+    assert _error_line(InputError("first line\n  second line\n")) == "first line; second line"

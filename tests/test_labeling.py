@@ -1,7 +1,9 @@
-"""Labelling Parquet partitions with a saved tree; atomic output folders and path checks."""
+"""Labelling Parquet partitions with a saved tree: rows, relative paths, hive keys, drift, failures."""
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -10,7 +12,7 @@ import pytest
 
 from exclust.data import InputError
 from exclust.labeling import label_parquet, label_table
-from exclust.outputs import MARKER, atomic_output_dir, validate_input_path, validate_output_dir
+from exclust.storage import list_source
 from exclust.tree import ThresholdTree, TreeBuilder
 
 
@@ -61,6 +63,11 @@ def test_label_parquet_writes_every_row_with_cluster_and_leaf(tmp_path):
     assert result.counts == {c: int((clusters == c).sum()) for c in range(3)}
     doc = json.loads((tmp_path / "out" / "_labels.json").read_text())
     assert doc["n_rows"] == 3000 and doc["tree"]["algorithm"] == "handmade"
+    assert result.leaf_counts == {int(v): int((leaves == v).sum()) for v in np.unique(leaves)}
+    assert doc["rows_per_leaf"] == {str(k): v for k, v in sorted(result.leaf_counts.items())}
+    assert result.drift is None and doc["drift"] is None  # a handmade tree stores no leaf shares
+    manifest = json.loads((tmp_path / "out" / "_SUCCESS").read_text())
+    assert manifest["rows"] == 3000 and {f["path"] for f in manifest["files"]} >= {"part-0.parquet", "_labels.json"}
 
 
 def test_label_on_dask_cluster_matches_local(tmp_path, dask_client):
@@ -96,53 +103,67 @@ def test_corrupt_partition_fails_naming_it_and_leaves_no_folder(tmp_path):
     with pytest.raises(InputError, match="part-1.parquet"):
         label_parquet(two_feature_tree(), tmp_path / "in", tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # no output, no temporary folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # no output, no staging folder
 
 
-def test_atomic_output_replaces_whole_or_not_at_all(tmp_path):
-    target = tmp_path / "res"
-    with atomic_output_dir(target) as tmp:
-        (tmp / "a.txt").write_text("first")
-    assert (target / "a.txt").read_text() == "first" and (target / MARKER).exists()
-    with pytest.raises(RuntimeError):
-        with atomic_output_dir(target) as tmp:
-            (tmp / "b.txt").write_text("second, half done")
-            raise RuntimeError("boom")
-    assert sorted(p.name for p in target.iterdir()) == [MARKER, "a.txt"]  # the old result stands
-    with atomic_output_dir(target) as tmp:
-        (tmp / "c.txt").write_text("third")
-    assert sorted(p.name for p in target.iterdir()) == [MARKER, "c.txt"]  # replaced whole, no mix
-    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+def everything(folder) -> list[str]:
+    """Every file and folder below ``folder``, hidden ones included."""
+    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
-def test_output_paths_are_checked(tmp_path, monkeypatch):
-    with pytest.raises(InputError, match="root"):
-        validate_output_dir("/")
-    with pytest.raises(InputError, match="home"):
-        validate_output_dir("~")
-    (tmp_path / "file.txt").write_text("x")
-    with pytest.raises(InputError, match="existing file"):
-        validate_output_dir(tmp_path / "file.txt")
-    (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "precious.doc").write_text("x")
-    with pytest.raises(InputError, match="not written by exclust"):
-        validate_output_dir(tmp_path / "mine")
-    base = tmp_path / "base"
-    base.mkdir()
-    assert validate_output_dir("run1", base=base) == base / "run1"
-    with pytest.raises(InputError, match="outside the allowed base"):
-        validate_output_dir("../escape", base=base)
-    monkeypatch.setenv("EXCLUST_OUTPUT_BASE", str(base))
-    with pytest.raises(InputError, match="outside the allowed base"):
-        validate_output_dir(tmp_path / "elsewhere")
-    with pytest.raises(InputError, match="input not found"):
-        validate_input_path(tmp_path / "nope.parquet")
-    with pytest.raises(InputError, match="no file matches"):
-        validate_input_path(str(tmp_path / "*.nothing"))
+def test_same_named_files_of_a_glob_keep_their_relative_paths(tmp_path, dask_client):
+    for day in (1, 2, 3):
+        write_parts(tmp_path / "data" / "hive" / f"day={day}", n_files=1, rows=2000, seed=day)
+        os.rename(tmp_path / "data" / "hive" / f"day={day}" / "part-0.parquet", tmp_path / "data" / "hive" / f"day={day}" / "part.parquet")
+    result = label_parquet(two_feature_tree(), str(tmp_path / "data" / "hive" / "*" / "part.parquet"), tmp_path / "out")
+    written = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.parquet"))
+    assert written == ["day=1/part.parquet", "day=2/part.parquet", "day=3/part.parquet"]
+    rows_out = sum(pq.ParquetFile(tmp_path / "out" / w).metadata.num_rows for w in written)
+    assert rows_out == result.n_rows == 6000
+    assert json.loads((tmp_path / "out" / "_labels.json").read_text())["n_rows"] == 6000
 
 
-def test_output_inside_the_input_folder_is_refused(tmp_path):
-    write_parts(tmp_path / "in", n_files=1, rows=10)
-    with pytest.raises(InputError, match="overlaps the input folder"):
-        label_parquet(two_feature_tree(), tmp_path / "in", tmp_path / "in" / "labelled")
-    assert sorted(p.name for p in (tmp_path / "in").iterdir()) == ["part-0.parquet"]
+def test_a_hive_key_the_tree_cuts_is_read_from_the_path_and_not_written_twice(tmp_path):
+    b = TreeBuilder(n_features=2)
+    left, right = b.split(b.add_node(), feature=1, threshold=1.5)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    tree = b.build(feature_names=["a", "day"])
+    for day in (1, 2):
+        write_parts(tmp_path / "in" / f"day={day}", n_files=1, rows=50, seed=day)
+    result = label_parquet(tree, tmp_path / "in", tmp_path / "out")
+    assert result.counts == {0: 50, 1: 50}
+    day2 = pq.read_table(tmp_path / "out" / "day=2" / "part-0.parquet")
+    assert set(day2.column("cluster").to_pylist()) == {1} and "day" not in day2.column_names
+
+
+def test_drift_of_the_rows_per_leaf_is_recorded(tmp_path):
+    tree = two_feature_tree()
+    leaves = tree.leaves.tolist()
+    tree.meta["leaf_shares"] = {str(leaf): share for leaf, share in zip(leaves, (0.9, 0.05, 0.05))}
+    write_parts(tmp_path / "in", n_files=1, rows=3000)
+    result = label_parquet(tree, tmp_path / "in", tmp_path / "out")
+    assert result.drift is not None and result.drift["drifted"] and result.drift["psi"] > 0.2
+    doc = json.loads((tmp_path / "out" / "_labels.json").read_text())
+    assert doc["drift"]["psi"] == pytest.approx(result.drift["psi"])
+    assert sum(result.leaf_counts.values()) == 3000
+
+
+def test_a_bad_file_among_good_ones_on_a_cluster_leaves_nothing_anywhere(tmp_path, dask_client):
+    write_parts(tmp_path / "in", n_files=12, rows=2000)
+    (tmp_path / "in" / "part-9.parquet").write_bytes(b"PAR1 random bytes, not parquet PAR1")
+    before = everything(tmp_path)
+    with pytest.raises(InputError, match="part-9.parquet"):
+        label_parquet(two_feature_tree(), tmp_path / "in", tmp_path / "out")
+    assert everything(tmp_path) == before  # no output, no hidden staging, nothing written late
+    time.sleep(1.0)  # a worker still writing after the driver gave up would show up now
+    assert everything(tmp_path) == before
+    assert not dask_client.run(lambda: __import__("exclust.labeling").labeling._RUNNING) or \
+        all(not v for v in dask_client.run(lambda: dict(__import__("exclust.labeling").labeling._RUNNING)).values())
+
+
+def test_a_later_reader_never_sees_label_output_debris(tmp_path):
+    write_parts(tmp_path / "in", n_files=2, rows=100)
+    label_parquet(two_feature_tree(), tmp_path / "in", tmp_path / "out")
+    listed = list_source(str(tmp_path / "out"))
+    assert sorted(f.relpath for f in listed.files) == ["part-0.parquet", "part-1.parquet"]

@@ -61,16 +61,38 @@ def test_json_round_trip_is_exact(tmp_path):
     [
         (lambda d: d.update(schema_version=99), "schema version 99"),
         (lambda d: d.update(format="pickle"), "not an exclust tree"),
-        (lambda d: d["nodes"]["left"].__setitem__(0, 0), "child index"),
-        (lambda d: d["nodes"]["feature"].__setitem__(0, 7), "feature outside"),
+        (lambda d: d["nodes"]["left"].__setitem__(0, 0), r"nodes.left\[0\] is 0; it must be a whole number in \[1, 7\)"),
+        (lambda d: d["nodes"]["left"].__setitem__(0, 99), r"nodes.left\[0\] is 99"),
+        (lambda d: d["nodes"]["feature"].__setitem__(0, 7), r"nodes.feature\[0\] is 7; it must be a whole number in \[0, 2\)"),
         (lambda d: d["nodes"]["kind"].__setitem__(0, "exec"), "malformed"),
+        # issue 8: each of these was an IndexError, an OverflowError, or silently accepted
+        (lambda d: d["nodes"]["left"].pop(), "nodes.left has 6 entries but nodes.kind has 7"),
+        (lambda d: d["nodes"]["threshold"].append(1.0), "nodes.threshold has 8 entries"),
+        (lambda d: d["nodes"]["feature"].__setitem__(0, 1e30), r"nodes.feature\[0\] is 1e\+30"),
+        (lambda d: d["nodes"]["feature"].__setitem__(0, 2.7), r"nodes.feature\[0\] is 2.7; it must be a whole number"),
+        (lambda d: d["nodes"]["feature"].__setitem__(0, True), r"nodes.feature\[0\] is True"),
+        (lambda d: d["nodes"]["threshold"].__setitem__(0, "7.5"), r"nodes.threshold\[0\] is '7.5'; it must be a finite number"),
+        (lambda d: d["nodes"]["threshold"].__setitem__(0, True), r"nodes.threshold\[0\] is True"),
+        (lambda d: d["nodes"]["threshold"].__setitem__(0, None), r"nodes.threshold\[0\] is None"),
+        (lambda d: d["nodes"]["value"].__setitem__(2, 1e30), r"nodes.value\[2\] is 1e\+30"),
+        (lambda d: d["nodes"]["right"].__setitem__(0, "2"), r"nodes.right\[0\] is '2'"),
+        (lambda d: d.update(n_features=1e300), r"n_features is 1e\+300"),
+        (lambda d: d.update(feature_names=["only one"]), "feature_names must be a list of 2 strings"),
+        (lambda d: d["nodes"].pop("center"), "nodes must hold the lists"),
     ],
 )
 def test_bad_tree_files_are_rejected(mutate, message):
     doc = small_tree().to_dict()
     mutate(doc)
-    with pytest.raises(TreeFormatError, match=message):
+    with pytest.raises(TreeFormatError, match=message) as caught:
         ThresholdTree.from_json(json.dumps(doc))
+    assert "\n" not in str(caught.value)
+
+
+def test_whole_floats_in_index_fields_are_accepted():
+    doc = small_tree().to_dict()
+    doc["nodes"]["feature"] = [float(v) for v in doc["nodes"]["feature"]]  # 1.0 from another JSON writer
+    assert ThresholdTree.from_dict(doc) == small_tree()
 
 
 def test_numpy_and_dask_predictions_agree():
