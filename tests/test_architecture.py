@@ -19,7 +19,6 @@ MAP = ROOT / "ARCHITECTURE.md"
 ARRIVING = {
     "exclust/parts.py",
     "exclust/nightly.py",
-    "exclust/staging.py",
     "exclust/_kernels_shallow.py",
     "exclust/algorithms/exshallow.py",
 }
