@@ -101,10 +101,10 @@ def test_explain_writes_its_folder_to_s3_whole(s3):
     import pandas as pd
 
     from exclust.pipeline import ExplainConfig, explain, write_outputs
-    from exclust.synthetic import make_gmm_dataset
 
     fs, bucket, options = s3
-    X, _, _ = make_gmm_dataset(2000, n_components=3, n_features=2, random_state=1)
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 3, size=2000)[:, None] * np.array([[5.0, 5.0]]) + rng.normal(size=(2000, 2))
     result = explain(ExplainConfig(input=pd.DataFrame(X, columns=["a", "b"]), features=["a", "b"], k=3))
     assert write_outputs(result, f"s3://{bucket}/runs/run1") == f"s3://{bucket}/runs/run1"
     keys = _keys(fs, f"{bucket}/runs/run1")
