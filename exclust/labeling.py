@@ -64,7 +64,8 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise InputError(
-            f"columns {missing} used by the tree are missing; the table has {table.column_names}"
+            f"columns {missing} used by the tree are missing (the data has {table.column_names}); "
+            "label data with the columns the tree was built on, or use the tree built for this data"
         )
     for name in (cluster_column, leaf_column):
         if name in table.column_names:
@@ -73,7 +74,8 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
     for j, name in enumerate(columns):
         col = table.column(name)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type)):
-            raise InputError(f"column '{name}' has type {col.type}; the tree needs numbers")
+            raise InputError(f"column '{name}' has type {col.type}, but the tree cuts it as a number; "
+                             "label data whose column holds numbers")
         # Nulls become NaN, so they are caught with the other non-finite values below.
         X[:, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     if cavs:

@@ -440,7 +440,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
 
 
 def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.PathLike | None = None, *,
-                  stage: StagedOutput | None = None) -> Path | str:
+                  stage: StagedOutput | None = None, storage_options: dict | None = None) -> Path | str:
     """Write tree.json, metrics.json, rules.txt and report.html into ``out``, whole or not at all.
 
     With ``stage`` (opened by the caller before computing) the files go there and the caller's
@@ -448,7 +448,7 @@ def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.
     """
     if stage is None:
         info = {"algorithm": result.metrics.get("algorithm")}
-        with staged_output(out, "explain", base=base, info=info) as stage:
+        with staged_output(out, "explain", base=base, info=info, storage_options=storage_options) as stage:
             return write_outputs(result, out, base, stage=stage)
     stage.write_text("tree.json", result.tree.to_json())
     stage.write_text("metrics.json", json_text(result.metrics))

@@ -273,9 +273,12 @@ def test_a_killed_label_run_leaves_only_hidden_staging_that_the_next_run_removes
 
 @pytest.mark.slow
 def test_ctrl_c_stops_explain_with_one_line_and_leaves_nothing(tmp_path):
-    from exclust.synthetic import write_gmm_parquet
-
-    write_gmm_parquet(tmp_path / "data", 200_000, n_components=4, n_features=2, rows_per_file=20_000, random_state=1)
+    rng = np.random.default_rng(1)
+    (tmp_path / "data").mkdir()
+    for i in range(10):  # four blobs, 200,000 rows in 10 files
+        centers = rng.integers(0, 4, size=20_000)[:, None] * np.array([[6.0, 3.0]])
+        X = centers + rng.normal(size=(20_000, 2))
+        pq.write_table(pa.table({"x0": X[:, 0], "x1": X[:, 1]}), tmp_path / "data" / f"part-{i}.parquet")
     before = _everything(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-m", "exclust.cli", "explain", "--input", str(tmp_path / "data"), "--features", "x0,x1",

@@ -93,5 +93,21 @@ def test_a_reader_refuses_a_label_prefix_without_success(s3, dask_client):
                   storage_options=options)
     assert len(list_source(f"s3://{bucket}/labelled", options).files) == 3
     fs.rm(f"{bucket}/labelled/_SUCCESS")  # as an interrupted commit leaves it
-    with pytest.raises(InputError, match="_SUCCESS"):
+    with pytest.raises(InputError, match="incomplete exclust output"):
         list_source(f"s3://{bucket}/labelled", options)
+
+
+def test_explain_writes_its_folder_to_s3_whole(s3):
+    import pandas as pd
+
+    from exclust.pipeline import ExplainConfig, explain, write_outputs
+
+    fs, bucket, options = s3
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 3, size=2000)[:, None] * np.array([[5.0, 5.0]]) + rng.normal(size=(2000, 2))
+    result = explain(ExplainConfig(input=pd.DataFrame(X, columns=["a", "b"]), features=["a", "b"], k=3))
+    assert write_outputs(result, f"s3://{bucket}/runs/run1") == f"s3://{bucket}/runs/run1"
+    keys = _keys(fs, f"{bucket}/runs/run1")
+    assert keys[:2] == [".exclust-output", "_SUCCESS"] and {"tree.json", "metrics.json", "rules.txt"} <= set(keys)
+    assert json.loads(fs.cat_file(f"{bucket}/runs/run1/.exclust-output"))["job"] == "explain"
+    assert not [k for k in _keys(fs, bucket) if "exclust-staging" in k]
