@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--tree", required=True, help="tree.json written by explain")
     lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, or glob")
     lb.add_argument("--out", required=True, help="output folder for the labelled Parquet files")
+    lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
+                    "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")
     lb.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
@@ -106,6 +108,10 @@ def cmd_explain(args) -> int:
 
 
 def cmd_label(args) -> int:
+    from exclust.nightly import has_date, label_command
+
+    if args.date or has_date(args.input) or has_date(args.out):
+        return label_command(args, _log(args.quiet))
     from exclust.labeling import label_parquet
     from exclust.outputs import validate_input_path, validate_output_dir
     from exclust.pipeline import dask_cluster
