@@ -4,7 +4,8 @@ Uses the end-to-end stack of test_e2e_prefect (real Prefect server with its UI, 
 deploy/prefect.yaml, a process worker, a Dask cluster). Opens the deployment's custom-run form,
 checks that every field is titled by its name and that the enumerations are drop-downs, fills
 two fields, submits, and waits for the run to complete. Screenshots of the form and of the
-finished run go to the system's temporary folder (exclust-ui-form.png, exclust-ui-run.png).
+finished run go to the system's temporary folder (exclust-ui-form.png, exclust-ui-run.png,
+exclust-ui-artifacts.png).
 Skips when Chromium or its driver is not installed (Debian: apt-get install chromium chromium-driver).
 """
 from __future__ import annotations
@@ -38,8 +39,9 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--window-size=1400,2600"):
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--window-size=1400,3000"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, kept for failures
     profile = tempfile.TemporaryDirectory(prefix="exclust-chromium-")
     options.add_argument(f"--user-data-dir={profile.name}")
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
@@ -78,6 +80,7 @@ def _fields(driver) -> dict[str, object]:
 def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     import prefect.settings
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -113,12 +116,24 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     n_clusters.clear()
     n_clusters.send_keys("3")
     browser.save_screenshot(str(SHOTS / "exclust-ui-form.png"))
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-
-    run_id = _wait_for(lambda: "/runs/flow-run/" in browser.current_url and browser.current_url.rsplit("/", 1)[-1],
-                       60, "the run page after Submit")
     with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
         with get_client(sync_client=True) as client:
+            only_this = DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+            created = None
+            for attempt in range(2):  # on a loaded machine the UI's request can fail ("Oops"); press again once
+                submit = browser.find_element(By.CSS_SELECTOR, "button[type=submit]")
+                browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
+                submit.click()
+                try:
+                    created = _wait_for(lambda: client.read_flow_runs(deployment_filter=only_this), 45,
+                                        "a run created by Submit")
+                    break
+                except TimeoutError:
+                    browser.save_screenshot(str(SHOTS / f"exclust-ui-submit-failed-{attempt}.png"))
+                    (SHOTS / f"exclust-ui-submit-failed-{attempt}.log").write_text(
+                        "\n".join(str(entry) for entry in browser.get_log("browser")))
+            assert created, "Submit created no run (see exclust-ui-submit-failed-*.png/.log)"
+            run_id = created[0].id
             run = _wait_for(lambda: (r := client.read_flow_run(run_id)).state.is_final() and r, 300, "a final state")
     assert run.state.is_completed(), f"{run.state.type}: {run.state.message}"
     assert run.parameters["params"]["algorithm"] == "imm" and run.parameters["params"]["columns"] == "x0, x1"
@@ -128,8 +143,11 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     browser.get(f"{ui}/runs/flow-run/{run_id}")
     _wait_for(lambda: "Completed" in browser.find_element(By.TAG_NAME, "body").text, 60, "Completed on the run page")
     browser.save_screenshot(str(SHOTS / "exclust-ui-run.png"))
-    tabs = [t for t in browser.find_elements(By.CSS_SELECTOR, "[role=tab], .p-tabs__tab, button") if t.text.strip() == "Artifacts"]
-    if tabs:
-        tabs[0].click()
-        _wait_for(lambda: "explain-report" in browser.find_element(By.TAG_NAME, "body").text, 30, "the artifacts")
+    # the run page's Artifacts tab lists the rules digest, the metrics table and the report
+    browser.find_element(By.CSS_SELECTOR, "li.p-tab#artifacts").click()
+    try:
+        _wait_for(lambda: all(key in browser.find_element(By.TAG_NAME, "body").text
+                              for key in ("explain-rules", "explain-report", "explain-metrics")), 60, "the run's artifacts")
+    finally:
         browser.save_screenshot(str(SHOTS / "exclust-ui-artifacts.png"))
+        (SHOTS / "exclust-ui-artifacts.html").write_text(browser.page_source)
