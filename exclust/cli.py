@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
     lb.add_argument("--out", required=True,
                     help="output folder or s3:// prefix for the labelled files (same relative paths as the input)")
+    lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
+                    "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")
     lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
@@ -115,6 +117,10 @@ def cmd_explain(args) -> int:
 
 
 def cmd_label(args) -> int:
+    from exclust.nightly import has_date, label_command
+
+    if args.date or has_date(args.input) or has_date(args.out):
+        return label_command(args, _log(args.quiet))
     from exclust.labeling import plan_label, run_label
     from exclust.pipeline import dask_cluster
     from exclust.progress import StepTimer

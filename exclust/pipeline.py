@@ -324,7 +324,23 @@ def score_tree(data: Dataset, ref: Reference | None, built: Built, config: Expla
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
     # Centers live in feature space: they mean nothing to a tree over concept coordinates.
     centers = None if ref is None or built.space is not None else ref.centers
-    return dict(score(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true))
+    scores = dict(score(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true))
+    # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.drift).
+    built.tree.meta["leaf_shares"] = leaf_shares(built.tree, X)
+    return scores
+
+
+def leaf_shares(tree, X) -> dict[str, float]:
+    """Share of the rows of X in each leaf of ``tree``, keyed by leaf id as a string (JSON keys)."""
+    leaves = tree.apply(X)
+    if is_dask_array(leaves):
+        import dask.array as da
+
+        counts = da.bincount(leaves, minlength=tree.node_count).compute()
+    else:
+        counts = np.bincount(leaves, minlength=tree.node_count)
+    total = float(counts.sum()) or 1.0
+    return {str(int(leaf)): float(counts[leaf]) / total for leaf in tree.leaves}
 
 
 def enr_of(ref: Reference | None, built: Built) -> float | None:

@@ -4,15 +4,21 @@ Every field has a description, a default where one makes sense, and an enumerati
 choices are fixed. Paths are checked when a run starts (on the machine that runs it): the input
 must exist, the output folder must be one exclust may write (see ``exclust.outputs``), and,
 when ``EXCLUST_OUTPUT_BASE`` is set on the worker, lie under that folder.
+
+No field is nullable: lists are one comma-separated text and "none" is blank (or 0 for numbers),
+so the form shows one plain input per field, titled by the field's name, with no type toggle.
 """
 from __future__ import annotations
 
+import os
 from enum import Enum
-from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from exclust.nightly import check_templates, has_date, parse_dates
 from exclust.outputs import validate_input_path, validate_output_dir
+
+SCHEDULER_ENV = "EXCLUST_DASK_SCHEDULER"  # read on the worker when a run names no scheduler
 
 
 class Algorithm(str, Enum):
@@ -59,13 +65,25 @@ class NanPolicy(str, Enum):
     drop = "drop"
 
 
-def _text_list(value):
-    """Accept 'a,b,c' as well as ['a', 'b', 'c'] (forms and command lines give the former)."""
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    if value is not None and len(value) == 0:
-        return None
+def _names(text: str) -> list[str] | None:
+    """'a, b,c' -> ['a', 'b', 'c']; blank -> None."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    return names or None
+
+
+def _one_text(value):
+    """Lists become one comma-separated text and None becomes blank: the form shows one text box."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v).strip() for v in value)
+    if isinstance(value, dict):  # storage options given from Python
+        return ",".join(f"{k}={v}" for k, v in value.items())
     return value
+
+
+def _none_is_zero(value):
+    return 0 if value is None else value
 
 
 def _allowed_output(value: str) -> str:
@@ -74,10 +92,32 @@ def _allowed_output(value: str) -> str:
     return value
 
 
-class ExplainParams(BaseModel):
-    """Parameters of the ``explain`` flow."""
+def _existing_or_dated_input(value: str) -> str:
+    """An input that exists, or a {date} template (checked per date when the run labels it)."""
+    return value if has_date(value) else validate_input_path(value)
 
-    model_config = ConfigDict(extra="forbid", use_enum_values=True, validate_default=True)
+
+def _plain_titles(name: str, _info) -> str:
+    """Every form field is titled by its own name (the name the API and the command line use)."""
+    return name
+
+
+def dask_scheduler(address: str) -> str | None:
+    """The Dask scheduler of a run: the parameter, else the worker's EXCLUST_DASK_SCHEDULER, else None (local)."""
+    return address.strip() or os.environ.get(SCHEDULER_ENV, "").strip() or None
+
+
+FORM = ConfigDict(extra="forbid", use_enum_values=True, validate_default=True, field_title_generator=_plain_titles)
+SCHEDULER_HELP = (
+    "Dask scheduler address such as tcp://dask-scheduler:8786; blank: the worker's EXCLUST_DASK_SCHEDULER, "
+    "or a local Dask cluster started for the run when that is unset too."
+)
+
+
+class ExplainParams(BaseModel):
+    """Parameters of the explain flow: what to read, which clustering to explain, and where to write."""
+
+    model_config = FORM
 
     input: str = Field(
         description="Parquet input: a file, a folder of Parquet files, or a glob (seen from the machine that runs the flow)."
@@ -85,8 +125,8 @@ class ExplainParams(BaseModel):
     output: str = Field(
         description="Folder for tree.json, metrics.json, rules.txt and report.html; replaced whole at the end of a run."
     )
-    columns: Optional[list[str]] = Field(
-        default=None, description="Feature columns, in order; empty means every numeric column except the named label columns."
+    columns: str = Field(
+        default="", description="Feature columns, comma-separated, in order; blank: every numeric column except the named label columns."
     )
     algorithm: Algorithm = Field(default=Algorithm.mmdt, description="Tree algorithm.")
     n_clusters: int = Field(default=5, ge=2, le=10_000, description="Number of clusters k of the reference clustering.")
@@ -94,79 +134,103 @@ class ExplainParams(BaseModel):
         default=ReferenceKind.gmm,
         description="Reference clustering: a Gaussian mixture, k-means, or labels from a column (name it in reference_column).",
     )
-    reference_column: Optional[str] = Field(default=None, description="Label column when reference is 'labels'.")
+    reference_column: str = Field(default="", description="Label column when reference is labels; blank otherwise.")
     threshold: ThresholdVariant = Field(default=ThresholdVariant.midpoint, description="MMDT threshold variant.")
-    truth_column: Optional[str] = Field(default=None, description="Ground-truth label column, scored with ARI when given.")
-    leaves: Optional[int] = Field(default=None, ge=2, description="Leaf budget of ExKMC, KDTree and CART (default: n_clusters).")
-    concepts: Optional[list[str]] = Field(default=None, description="Concept label columns, for concept-mmdt.")
+    truth_column: str = Field(default="", description="Ground-truth label column, scored with ARI; blank: none.")
+    leaves: int = Field(default=0, ge=0, le=100_000, description="Leaf budget of ExKMC, KDTree and CART; 0: n_clusters.")
+    concepts: str = Field(default="", description="Concept label columns for concept-mmdt, comma-separated.")
     kernel: Kernel = Field(default=Kernel.gaussian, description="Kernel of kernel-mmdt.")
-    bandwidth: Optional[float] = Field(default=None, gt=0, description="Kernel bandwidth of kernel-mmdt (default: chosen from the data).")
-    scheduler_address: Optional[str] = Field(
-        default=None,
-        description="Dask scheduler address such as tcp://dask-scheduler:8786; empty starts a local Dask cluster for the run.",
-    )
-    plot_features: Optional[list[str]] = Field(
-        default=None, description="Two features for the report's scatter plot; empty: the features of the tree's first cuts."
+    bandwidth: float = Field(default=0.0, ge=0, description="Kernel bandwidth of kernel-mmdt; 0: chosen from the data.")
+    scheduler_address: str = Field(default="", description=SCHEDULER_HELP)
+    plot_features: str = Field(
+        default="", description="Two features for the report's scatter plot, comma-separated; blank: the features of the tree's first cuts."
     )
     random_state: int = Field(default=0, description="Seed of every random choice.")
     nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
-    storage_options: Optional[dict[str, Any]] = Field(
-        default=None,
-        description="Options of the object store an s3:// input lives on, e.g. {\"endpoint_url\": \"http://minio:9000\"}; "
-                    "credentials also come from the AWS_* environment variables of the machine that runs the flow.",
+    storage_options: str = Field(
+        default="",
+        description="Options of the object store an s3:// input lives on, comma-separated key=value, e.g. "
+                    "endpoint_url=http://minio:9000; credentials come from the AWS_* environment of the machine that runs the flow.",
     )
 
-    _lists = field_validator("columns", "concepts", "plot_features", mode="before")(_text_list)
-
+    _texts = field_validator("columns", "concepts", "plot_features", "reference_column", "truth_column",
+                             "scheduler_address", "storage_options", mode="before")(_one_text)
+    _numbers = field_validator("leaves", "bandwidth", mode="before")(_none_is_zero)
     _output_allowed = field_validator("output")(_allowed_output)
-
-    @field_validator("scheduler_address", "reference_column", "truth_column", mode="before")
-    @classmethod
-    def _blank_is_none(cls, v):
-        return None if isinstance(v, str) and not v.strip() else v
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExplainParams":
-        validate_input_path(self.input, self.storage_options)  # here: an s3:// input needs the storage options
-        if self.reference == ReferenceKind.labels.value and not self.reference_column:
+        validate_input_path(self.input, self.storage_options_dict())  # an s3:// input needs its storage options
+        if self.reference == ReferenceKind.labels.value and not self.reference_column.strip():
             raise ValueError("reference 'labels' needs reference_column, the column that holds the labels")
-        if self.algorithm == Algorithm.concept_mmdt.value and not self.concepts:
+        if self.algorithm == Algorithm.concept_mmdt.value and not _names(self.concepts):
             raise ValueError("algorithm 'concept-mmdt' needs concepts, the concept label columns")
-        if self.leaves is not None and self.leaves < self.n_clusters:
+        if self.leaves and self.leaves < self.n_clusters:
             raise ValueError(f"leaves ({self.leaves}) must be at least n_clusters ({self.n_clusters})")
         return self
+
+    def storage_options_dict(self) -> dict:
+        """The storage_options text as fsspec keyword arguments."""
+        from exclust.storage import parse_storage_options
+
+        return parse_storage_options(_names(self.storage_options) or [])
 
     def to_config(self):
         """The library's ExplainConfig for these parameters."""
         from exclust.pipeline import ExplainConfig
 
         return ExplainConfig(
-            input=self.input, features=self.columns, algorithm=self.algorithm, k=self.n_clusters,
-            reference=self.reference, reference_column=self.reference_column, threshold=self.threshold,
-            truth=self.truth_column, leaves=self.leaves, concepts=self.concepts, kernel=self.kernel,
-            bandwidth=self.bandwidth, random_state=self.random_state, nan_policy=self.nan_policy,
-            plot_features=self.plot_features, storage_options=self.storage_options,
+            input=self.input, features=_names(self.columns), algorithm=self.algorithm, k=self.n_clusters,
+            reference=self.reference, reference_column=self.reference_column.strip() or None,
+            threshold=self.threshold, truth=self.truth_column.strip() or None, leaves=self.leaves or None,
+            concepts=_names(self.concepts), kernel=self.kernel, bandwidth=self.bandwidth or None,
+            random_state=self.random_state, nan_policy=self.nan_policy, plot_features=_names(self.plot_features),
+            storage_options=self.storage_options_dict(),
         )
 
 
 class LabelParams(BaseModel):
-    """Parameters of the ``label`` flow."""
+    """Parameters of the label flow: the saved tree, the Parquet to label, and where the labelled copy goes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = FORM
 
     tree: str = Field(description="Path of a tree.json written by an explain run.")
-    input: str = Field(description="Parquet input to label: a file, a folder of Parquet files, or a glob.")
-    output: str = Field(description="Folder for the labelled Parquet files (same names, two more columns); replaced whole.")
+    input: str = Field(
+        description="Parquet input to label: a file, a folder of Parquet files, or a glob; "
+                    "{date} in it is replaced by the date labelled, e.g. /data/incoming/date={date}."
+    )
+    output: str = Field(
+        description="Folder for the labelled Parquet files (same names, two more columns), replaced whole; "
+                    "with {date} (e.g. /data/labelled/date={date}) each date has its own folder."
+    )
+    date: str = Field(
+        default="",
+        description="Date to label when the paths hold {date}: YYYY-MM-DD, or FIRST..LAST for an inclusive backfill; "
+                    "blank: the date the run was scheduled for (UTC).",
+    )
     cluster_column: str = Field(default="cluster", min_length=1, description="Name of the cluster column added to every file.")
     leaf_column: str = Field(default="leaf", min_length=1, description="Name of the leaf-id column added to every file.")
-    scheduler_address: Optional[str] = Field(
-        default=None, description="Dask scheduler address; empty starts a local Dask cluster for the run."
-    )
+    scheduler_address: str = Field(default="", description=SCHEDULER_HELP)
 
-    _inputs_exist = field_validator("tree", "input")(validate_input_path)
+    _texts = field_validator("date", "scheduler_address", mode="before")(_one_text)
+    _tree_exists = field_validator("tree")(validate_input_path)
+    _input_exists = field_validator("input")(_existing_or_dated_input)
     _output_allowed = field_validator("output")(_allowed_output)
 
-    @field_validator("scheduler_address", mode="before")
+    @field_validator("date")
     @classmethod
-    def _blank_is_none(cls, v):
-        return None if isinstance(v, str) and not v.strip() else v
+    def _dates_parse(cls, value: str) -> str:
+        if value.strip():
+            parse_dates(value)
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _templates_agree(self) -> "LabelParams":
+        dated = bool(self.date) or has_date(self.input) or has_date(self.output)
+        check_templates(self.input, self.output, dated)
+        return self
+
+    @property
+    def dated(self) -> bool:
+        """True when the run labels by date ({date} in the paths)."""
+        return has_date(self.output)

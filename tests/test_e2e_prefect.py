@@ -3,7 +3,9 @@
 Everything listens on 127.0.0.1 at free ports, with a temporary PREFECT_HOME (SQLite). The
 deployments are registered from deploy/prefect.yaml with ``prefect deploy`` into a process work
 pool, a ``prefect worker`` runs them, and the runs are created through the API the way the UI's
-Run button does (``run_deployment(..., timeout=0)``). Select with ``pytest -k e2e``.
+Run button does (``run_deployment(..., timeout=0)``), or by the server's own scheduler from a
+deployment's schedule (its loop shortened to two seconds). The worker's outputs folder is
+served over HTTP, as ``EXCLUST_OUTPUTS_URL`` tells the flows. Select with ``pytest -k e2e``.
 """
 from __future__ import annotations
 
@@ -60,8 +62,8 @@ class Services:
         self.procs.append((p, log))
         return p
 
-    def run(self, args: list[str], timeout: float = 240):
-        proc = subprocess.run(args, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+    def run(self, args: list[str], timeout: float = 240, env: dict | None = None):
+        proc = subprocess.run(args, cwd=ROOT, env=env or self.env, capture_output=True, text=True, timeout=timeout)
         assert proc.returncode == 0, f"{args[:4]} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         return proc
 
@@ -86,7 +88,7 @@ def stack(tmp_path_factory):
     folder = tmp_path_factory.mktemp("e2e")
     data = folder / "data"
     data.mkdir()
-    api_port, dask_port = _free_port(), _free_port()
+    api_port, dask_port, files_port = _free_port(), _free_port(), _free_port()
     api = f"http://127.0.0.1:{api_port}/api"
     scheduler = f"tcp://127.0.0.1:{dask_port}"
     env = {
@@ -98,6 +100,12 @@ def stack(tmp_path_factory):
         "PREFECT_WORKER_QUERY_SECONDS": "2",
         "PREFECT_WORKER_PREFETCH_SECONDS": "5",
         "PREFECT_LOGGING_LEVEL": "INFO",
+        # The scheduler service looks for due schedules every 2 s (default 60 s) and keeps few runs ahead.
+        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2",
+        "PREFECT_SERVER_SERVICES_SCHEDULER_MIN_RUNS": "1",
+        "PREFECT_SERVER_SERVICES_SCHEDULER_MAX_RUNS": "3",
+        "EXCLUST_OUTPUT_BASE": str(data),
+        "EXCLUST_OUTPUTS_URL": f"http://127.0.0.1:{files_port}/",
         "EXCLUST_HOME": str(ROOT),
         "EXCLUST_DATA": str(data),
         "EXCLUST_DASK_SCHEDULER": scheduler,
@@ -119,11 +127,16 @@ def stack(tmp_path_factory):
         client = Client(scheduler, timeout="60s")
         _wait(lambda: len(client.scheduler_info()["workers"]) == 2, 120, "two Dask workers", svc.procs[1:])
         svc.run([str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"])
-        svc.run([str(BIN / "prefect"), "--no-prompt", "deploy", "--all", "--prefect-file", "deploy/prefect.yaml"])
+        # Deployed as documented for the default (a local Dask cluster per run): EXCLUST_DASK_SCHEDULER unset.
+        deploy_env = {k: v for k, v in env.items() if k != "EXCLUST_DASK_SCHEDULER"}
+        deploy = svc.run([str(BIN / "prefect"), "--no-prompt", "deploy", "--all", "--prefect-file", "deploy/prefect.yaml"],
+                         env=deploy_env)
         svc.start("prefect-worker", [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process"])
+        svc.start("outputs-http", [sys.executable, "-m", "http.server", str(files_port), "--bind", "127.0.0.1",
+                                   "--directory", str(data)])
         setup = time.monotonic() - t0
         yield {"api": api, "scheduler": scheduler, "client": client, "data": data, "folder": folder,
-               "env": env, "setup_seconds": setup, "server": server}
+               "env": env, "setup_seconds": setup, "server": server, "svc": svc, "deploy_output": deploy.stdout + deploy.stderr}
         client.close()
     finally:
         svc.stop()
@@ -149,6 +162,16 @@ def _run_and_wait(env: dict, name: str, parameters: dict, timeout: float = 420):
     return run, {a.key: a for a in artifacts if a.flow_run_id == run.id}, deployment
 
 
+def deployment_parameters(stack, name: str) -> dict:
+    """The ``params`` a deployment holds (as prefect deploy filled them in)."""
+    import prefect.settings
+    from prefect.client.orchestration import get_client
+
+    with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
+        with get_client(sync_client=True) as client:
+            return dict(client.read_deployment_by_name(name).parameters["params"])
+
+
 def _scheduler_keys(client) -> set[str]:
     """Names of the task groups the shared Dask scheduler has run (proof the flows used it)."""
     return set(client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes)))
@@ -156,6 +179,7 @@ def _scheduler_keys(client) -> set[str]:
 
 def test_e2e_explain_then_label_through_deployments(stack):
     """Create explain and label runs through the API; check outputs, artifacts and the labelled Parquet."""
+    import httpx
     import pyarrow.parquet as pq
 
     from exclust.datasets.synthetic import write_gmm_parquet
@@ -163,19 +187,21 @@ def test_e2e_explain_then_label_through_deployments(stack):
 
     data = stack["data"]
     write_gmm_parquet(data / "input", 24_000, n_components=4, n_features=2, rows_per_file=6_000, random_state=1, noise_scale=3.0)
-    write_gmm_parquet(data / "incoming", 9_000, n_components=4, n_features=2, rows_per_file=3_000, random_state=5, noise_scale=3.0)
+    write_gmm_parquet(data / "incoming" / "date=2026-11-20", 9_000, n_components=4, n_features=2, rows_per_file=3_000,
+                      random_state=5, noise_scale=3.0)
     timings = {"setup": stack["setup_seconds"]}
 
     t0 = time.monotonic()
     run, artifacts, deployment = _run_and_wait(stack["env"], "explain/explain", {"params": {
-        "input": str(data / "input"), "output": str(data / "explain"), "columns": ["x0", "x1"],
+        "input": str(data / "input"), "output": str(data / "explain"), "columns": "x0,x1",
         "n_clusters": 4, "truth_column": "truth", "threshold": "gaussian",
         "scheduler_address": stack["scheduler"],
     }})
     timings["explain"] = time.monotonic() - t0
     assert run.state.is_completed(), f"{run.state.type}: {run.state.message}"
-    # deploy/prefect.yaml filled its defaults from the environment of `prefect deploy`
-    assert deployment.parameters["params"]["scheduler_address"] == stack["scheduler"]
+    # deploy/prefect.yaml filled its defaults from the environment of `prefect deploy`, without a warning
+    assert deployment.parameters["params"]["input"] == str(data / "input")
+    assert "EXCLUST_DASK_SCHEDULER" not in stack["deploy_output"]
     out = data / "explain"
     tree = ThresholdTree.from_json(out / "tree.json")
     metrics = json.loads((out / "metrics.json").read_text())
@@ -189,18 +215,23 @@ def test_e2e_explain_then_label_through_deployments(stack):
     assert {"explain-metrics", "explain-rules", "explain-report"} <= set(artifacts)
     table = {r["metric"]: r["value"] for r in json.loads(artifacts["explain-metrics"].data)}
     assert table["algorithm"] == "mmdt" and table["k"] == 4
-    assert (out / "report.html").resolve().as_uri() in artifacts["explain-report"].data
+    # the report is a link to where the worker's outputs are served, and it opens
+    url = stack["env"]["EXCLUST_OUTPUTS_URL"] + "explain/report.html"
+    assert artifacts["explain-report"].data == f"[report.html]({url})"  # Prefect stores a link as markdown
+    assert f"[open report.html]({url})" in artifacts["explain-rules"].data
+    assert "<svg" in httpx.get(url, timeout=10).text
     assert "cluster 0:" in artifacts["explain-rules"].data
 
     t0 = time.monotonic()
-    run, artifacts, deployment = _run_and_wait(stack["env"], "label/label-nightly", {"params": {
-        "tree": str(out / "tree.json"), "input": str(data / "incoming"), "output": str(data / "labelled"),
-        "scheduler_address": stack["scheduler"],
-    }})
+    # The nightly deployment's own templates, a night named by hand; no scheduler_address: the worker's setting.
+    nightly = {**deployment_parameters(stack, "label/label-nightly"), "date": "2026-11-20"}
+    run, artifacts, deployment = _run_and_wait(stack["env"], "label/label-nightly", {"params": nightly})
     timings["label"] = time.monotonic() - t0
     assert run.state.is_completed(), f"{run.state.type}: {run.state.message}"
     assert deployment.schedules and deployment.schedules[0].schedule.cron == "30 2 * * *"
-    labelled = pq.read_table(sorted((data / "labelled").glob("*.parquet")))
+    assert deployment.global_concurrency_limit.limit == 1
+    assert sorted(p.name for p in (data / "labelled").iterdir() if not p.name.startswith(".")) == ["date=2026-11-20"]
+    labelled = pq.read_table(sorted((data / "labelled" / "date=2026-11-20").glob("*.parquet")))
     assert labelled.num_rows == 9_000
     clusters = labelled.column("cluster").to_numpy()
     assert ((clusters >= 0) & (clusters < 4)).all()
@@ -223,3 +254,81 @@ def test_e2e_bad_input_run_fails_with_reason(stack):
     assert run.state.is_failed(), f"{run.state.type}: {run.state.message}"
     assert str(missing) in run.state.message
     assert not (data / "never").exists()
+    # the run's log says it in one line: no traceback, no engine repeat
+    logs = _run_logs(stack, run.id)
+    said = [line for line in logs if str(missing) in line]
+    assert len(said) == 1 and said[0].startswith("Run failed on bad input") and "\n" not in said[0], logs
+    assert not any("Traceback" in line or "Engine execution exited" in line for line in logs), logs
+
+
+def _run_logs(stack, flow_run_id) -> list[str]:
+    import prefect.settings
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
+        with get_client(sync_client=True) as client:
+            time.sleep(3)  # the worker ships its last log lines in batches
+            found = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+    return [entry.message for entry in found]
+
+
+def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(stack):
+    """The server's scheduler (not the API) creates a run from a deployment's schedule; the worker labels that night.
+
+    The deployment is label-nightly from deploy/prefect.yaml with a 10-second interval instead of 02:30
+    each night, under another name, and its own folders.
+    """
+    import yaml
+    from datetime import datetime, timedelta, timezone
+
+    import prefect.settings
+    import pyarrow.parquet as pq
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    from exclust.synthetic import write_gmm_parquet
+    from exclust.tree import TreeBuilder
+
+    data = stack["data"] / "scheduled"
+    b = TreeBuilder(n_features=2)
+    root = b.add_node()
+    left, right = b.split(root, feature=0, threshold=0.0)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    data.mkdir()
+    b.build(feature_names=["x0", "x1"]).to_json(data / "tree.json")
+    today = datetime.now(timezone.utc).date()
+    for day in (today, today + timedelta(days=1)):  # the run may be scheduled just after midnight
+        write_gmm_parquet(data / "incoming" / f"date={day}", 2_000, n_components=2, n_features=2, rows_per_file=1_000,
+                          random_state=3)
+
+    doc = yaml.safe_load((ROOT / "deploy" / "prefect.yaml").read_text())
+    nightly = next(d for d in doc["deployments"] if d["name"] == "label-nightly")
+    nightly.update(name="label-every-10s", schedules=[{"interval": 10, "active": True}])
+    nightly["parameters"]["params"].update(tree=str(data / "tree.json"), input=str(data / "incoming" / "date={date}"),
+                                           output=str(data / "labelled" / "date={date}"))
+    doc["deployments"] = [nightly]
+    spec = stack["folder"] / "scheduled.yaml"
+    spec.write_text(yaml.safe_dump(doc))
+    stack["svc"].run([str(BIN / "prefect"), "--no-prompt", "deploy", "--prefect-file", str(spec), "--name", "label-every-10s"])
+
+    with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
+        with get_client(sync_client=True) as client:
+            deployment = client.read_deployment_by_name("label/label-every-10s")
+            assert deployment.global_concurrency_limit.limit == 1
+            only_this = DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+            done, deadline = None, time.monotonic() + 150
+            while done is None and time.monotonic() < deadline:
+                runs = client.read_flow_runs(deployment_filter=only_this)
+                failed = [r for r in runs if r.state is not None and r.state.is_final() and not r.state.is_completed()]
+                assert not failed, f"{failed[0].state.type}: {failed[0].state.message}"
+                done = next((r for r in runs if r.state is not None and r.state.is_completed()), None)
+                time.sleep(1)
+            client.pause_deployment(deployment.id)  # no more runs while the other tests go on
+    assert done is not None, f"no scheduled run completed in 150 s; runs: {[(r.name, r.state_type) for r in runs]}"
+    assert done.auto_scheduled  # created by the server's scheduler, not through the API
+    night = done.expected_start_time.astimezone(timezone.utc).date()
+    out = data / "labelled" / f"date={night}"
+    assert pq.read_table(sorted(out.glob("*.parquet"))).num_rows == 2_000
+    assert json.loads((out / "_labels.json").read_text())["n_rows"] == 2_000

@@ -52,7 +52,7 @@ def _tree(path):
 
 def _parts(folder, n_files=2, rows=2000, seed=0):
     rng = np.random.default_rng(seed)
-    folder.mkdir()
+    folder.mkdir(parents=True)
     for i in range(n_files):
         pq.write_table(pa.table({"u": rng.normal(size=rows), "v": rng.uniform(size=rows)}), folder / f"p{i}.parquet")
 
@@ -70,7 +70,16 @@ def test_parameter_models_render_as_forms():
             "scheduler_address"} <= set(fields)
     assert all(f.get("description") for f in fields.values())
     assert fields["n_clusters"]["default"] == 5
-    assert "tree" in label.parameters.model_dump()["definitions"]["LabelParams"]["properties"]
+    label_defs = label.parameters.model_dump()["definitions"]
+    assert {"tree", "input", "output", "date"} <= set(label_defs["LabelParams"]["properties"])
+    for model in (defs["ExplainParams"], label_defs["LabelParams"]):
+        assert "`" not in model["description"]
+        for name, field in model["properties"].items():
+            assert field["title"] == name  # enumerations too, not "ReferenceKind"
+            assert "anyOf" not in field and field.get("type") != "null", name  # no type toggle in the form
+            assert "`" not in field["description"], name
+    assert fields["reference"]["$ref"].endswith("/ReferenceKind")  # still a drop-down
+    assert fields["columns"]["type"] == "string" and fields["leaves"]["default"] == 0
 
 
 def test_parameters_reject_bad_paths(tmp_path):
@@ -82,7 +91,27 @@ def test_parameters_reject_bad_paths(tmp_path):
     with pytest.raises(ValidationError, match="reference_column"):
         ExplainParams(input=str(tmp_path / "in"), output=str(tmp_path / "o"), reference="labels")
     p = ExplainParams(input=str(tmp_path / "in"), output=str(tmp_path / "o"), columns="u, v", scheduler_address="")
-    assert p.columns == ["u", "v"] and p.scheduler_address is None and p.algorithm == "mmdt"
+    config = p.to_config()
+    assert config.features == ["u", "v"] and config.leaves is None and config.truth is None and p.algorithm == "mmdt"
+    # Python callers may still pass lists and None
+    p = ExplainParams(input=str(tmp_path / "in"), output=str(tmp_path / "o"), columns=["u", "v"], leaves=None,
+                      scheduler_address=None, truth_column=None)
+    assert p.to_config().features == ["u", "v"] and p.scheduler_address == ""
+    with pytest.raises(ValidationError, match="has no \\{date\\}"):
+        LabelParams(tree=str(tmp_path / "in" / "p0.parquet"), input=str(tmp_path / "in" / "date={date}"),
+                    output=str(tmp_path / "out"))
+    with pytest.raises(ValidationError, match="2026-13-01"):
+        LabelParams(tree=str(tmp_path / "in" / "p0.parquet"), input=str(tmp_path / "in" / "date={date}"),
+                    output=str(tmp_path / "out" / "date={date}"), date="2026-13-01")
+
+
+def test_dask_scheduler_falls_back_to_the_workers_setting(monkeypatch):
+    from flows.params import dask_scheduler
+
+    monkeypatch.delenv("EXCLUST_DASK_SCHEDULER", raising=False)
+    assert dask_scheduler("") is None and dask_scheduler("tcp://a:1") == "tcp://a:1"
+    monkeypatch.setenv("EXCLUST_DASK_SCHEDULER", "tcp://b:2")
+    assert dask_scheduler(" ") == "tcp://b:2" and dask_scheduler("tcp://a:1") == "tcp://a:1"
 
 
 def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api, dask_client):
@@ -93,9 +122,9 @@ def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api,
     state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out"),
                               scheduler_address=dask_client.scheduler.address), return_state=True)
     assert state.is_completed(), state.message
-    result = state.result()
+    result = state.result()["nights"][0]
     table = pq.read_table(sorted((tmp_path / "out").glob("*.parquet")))
-    assert table.num_rows == 4000 == result["n_rows"]
+    assert table.num_rows == 4000 == result["n_rows"] and result["date"] is None
     v, cluster = table.column("v").to_numpy(), table.column("cluster").to_numpy()
     np.testing.assert_array_equal(cluster, (v > 0.5).astype(int))
     art = _artifacts(state.state_details.flow_run_id)["label-counts"]
@@ -139,8 +168,7 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     (tmp_path / "explain").mkdir()
     (tmp_path / "explain" / "tree.json").write_text("{}")
     (tmp_path / "explain" / ".exclust-output").write_text("{}")  # an earlier explain run wrote it
-    for sub in ("input", "incoming"):
-        (tmp_path / sub).mkdir()
+    (tmp_path / "input").mkdir()
     monkeypatch.setenv("EXCLUST_DATA", str(tmp_path))
     models = {"explain": ExplainParams, "label": LabelParams}
     for dep in model.deployments:
@@ -149,7 +177,10 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
         params = apply_values(dep.parameters, {})  # fills {{ $EXCLUST_DATA }} as `prefect deploy` does
         models[flow.name](**params["params"])  # defaults are valid parameters of the flow
     nightly = next(d for d in model.deployments if d.name == "label-nightly")
-    assert nightly.schedules[0].cron == "30 2 * * *"
+    assert nightly.schedules[0].cron == "30 2 * * *" and nightly.concurrency_limit == 1
+    assert nightly.parameters["params"]["output"].endswith("/labelled/date={date}")
+    # deploying with EXCLUST_DASK_SCHEDULER unset must not warn: the file does not template it
+    assert "$EXCLUST_DASK_SCHEDULER" not in (root / "prefect.yaml").read_text()
     compose = yaml.safe_load((root / "docker-compose.yml").read_text())
     assert {"postgres", "prefect-server", "prefect-worker", "dask-scheduler", "dask-worker"} <= set(compose["services"])
     ports = [p for s in compose["services"].values() for p in s.get("ports", [])]
@@ -176,7 +207,20 @@ def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_c
     arts = _artifacts(state.state_details.flow_run_id)
     assert {"explain-metrics", "explain-rules", "explain-report"} <= set(arts)
     assert "cluster 0:" in arts["explain-rules"].data
-    assert (tmp_path / "out" / "report.html").as_uri() in arts["explain-report"].data
+    report = str((tmp_path / "out" / "report.html").resolve())
+    assert report in arts["explain-report"].data and report in arts["explain-rules"].data  # no server: the path
+
+
+def test_report_link_where_outputs_are_served(tmp_path, monkeypatch):
+    from flows.explain import report_url
+
+    report = tmp_path / "runs" / "a b" / "report.html"
+    monkeypatch.setenv("EXCLUST_OUTPUT_BASE", str(tmp_path))
+    monkeypatch.delenv("EXCLUST_OUTPUTS_URL", raising=False)
+    assert report_url(report) is None
+    monkeypatch.setenv("EXCLUST_OUTPUTS_URL", "https://outputs.example/exclust/")
+    assert report_url(report) == "https://outputs.example/exclust/runs/a%20b/report.html"
+    assert report_url(tmp_path.parent / "elsewhere" / "report.html") is None  # not under the served folder
 
 
 def test_retry_only_transient_failures():
@@ -192,3 +236,87 @@ def test_retry_only_transient_failures():
     assert is_transient(KilledWorker("task", "worker", 3)) and is_transient(TimeoutError()) and is_transient(ConnectionError())
     assert retry_if_transient(None, None, Failed(data=OSError("disk busy"))) is True
     assert retry_if_transient(None, None, Failed(data=InputError("no rows"))) is False
+
+
+def _tree_with_shares(path, low_share):
+    """The two-leaf tree of _tree, with built-on shares per leaf as explain stores them; its leaves."""
+    from exclust.tree import ThresholdTree
+
+    _tree(path)
+    doc = json.loads(path.read_text())
+    low, high = ThresholdTree.from_json(path).leaves.tolist()  # v <= 0.5, v > 0.5
+    doc["meta"]["leaf_shares"] = {str(low): low_share, str(high): 1 - low_share}
+    path.write_text(json.dumps(doc))
+    return [low, high]
+
+
+def test_label_flow_labels_the_scheduled_date_and_skips_a_night_without_input(tmp_path, prefect_api, dask_client):
+    """Blank date: the run's scheduled date (today, UTC, for a run started by hand); drift published per night."""
+    from datetime import datetime, timedelta, timezone
+
+    from exclust.labeling import LabelResult
+    from flows.label import label
+
+    leaves = _tree_with_shares(tmp_path / "tree.json", 0.5)
+    today = datetime.now(timezone.utc).date()
+    _parts(tmp_path / "in" / f"date={today}")  # v uniform on [0, 1): both leaves about half
+    common = dict(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
+                  output=str(tmp_path / "out" / "date={date}"), scheduler_address=dask_client.scheduler.address)
+    state = label(LabelParams(**common), return_state=True)
+    assert state.is_completed(), state.message
+    night = state.result()["nights"][0]
+    assert night["date"] == today.isoformat() and night["n_rows"] == 4000
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")) == [f"date={today}"]
+    arts = _artifacts(state.state_details.flow_run_id)
+    assert today.isoformat() in arts["label-counts"].description
+    if "drift" in LabelResult.__dataclass_fields__:
+        rows = json.loads(arts["label-drift"].data)
+        assert {r["leaf"] for r in rows} == set(leaves) and "no drift" in arts["label-drift"].description
+        assert "label-drift-alert" not in arts
+
+    yesterday = (today - timedelta(days=1)).isoformat()
+    state = label(LabelParams(**common, date=yesterday), return_state=True)
+    assert state.is_completed() and f"{yesterday}: nothing to label (input not found" in state.message
+    assert not (tmp_path / "out" / f"date={yesterday}").exists()
+
+
+def test_label_flow_flags_a_drifted_night(tmp_path, prefect_api, dask_client):
+    from exclust.labeling import LabelResult
+    from flows.label import label
+
+    if "drift" not in LabelResult.__dataclass_fields__:
+        pytest.skip("exclust.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
+    _tree_with_shares(tmp_path / "tree.json", 0.9)  # built on mostly v <= 0.5
+    _parts(tmp_path / "in" / "date=2026-11-20")  # tonight: half and half
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
+                              output=str(tmp_path / "out" / "date={date}"), date="2026-11-20",
+                              scheduler_address=dask_client.scheduler.address), return_state=True)
+    assert state.is_completed(), state.message
+    arts = _artifacts(state.state_details.flow_run_id)
+    assert "DRIFT" in arts["label-drift"].description
+    assert "Drift on 2026-11-20" in arts["label-drift-alert"].data
+
+
+def test_bad_parameters_fail_the_run_with_one_log_line(tmp_path, prefect_api):
+    """A parameter the model rejects: one line naming it, no traceback, on Prefect's run logger."""
+    import logging
+
+    from flows.label import label
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.engine", "prefect.flows")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        state = label(params={"tree": str(tmp_path / "missing.json"), "input": str(tmp_path), "output": str(tmp_path / "o")},
+                      return_state=True)
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    assert state.is_failed()
+    errors = [r for r in records if r.levelno >= logging.ERROR]
+    assert errors, [r.getMessage() for r in records]
+    assert len(errors) == 1 and "params.tree: Value error, input not found:" in errors[0].getMessage()
+    assert errors[0].exc_info is None and "\n" not in errors[0].getMessage()
