@@ -140,6 +140,15 @@ def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
     )
 
 
+def _block_shallow(part, tree_arrays, slot, member_group, n_groups, n_bins, n_splits):
+    from exclust._kernels_shallow import shallow_histograms
+
+    return shallow_histograms(
+        part["codes"], part["dots"], *tree_arrays, slot, member_group.shape[0], member_group,
+        n_groups, n_bins, n_splits, _threads(),
+    )
+
+
 def _block_summary(part, k):
     """(sum of ||x||^2, rows per reference cluster) of one encoded partition."""
     return np.asarray([part["sq"]]), np.bincount(part["labels"], minlength=k).astype(np.int64)
@@ -225,6 +234,16 @@ class EncodedData:
         (n_slots, d, n_bins, k) rows per reference cluster."""
         self.n_passes += 1
         return self._reduce(_block_surrogate, tree.arrays(), slot, n_slots, self.n_bins)
+
+    def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
+                           n_groups: np.ndarray, n_splits: int):
+        """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
+        distances to the nearest center left / right of each center split, (d, n_bins) row
+        counts, and the summed distance to the nearest of the slot's centers."""
+        if not self.holds_distances:
+            raise ValueError("ExShallow histograms need distances: encode with a metric")
+        self.n_passes += 1
+        return self._reduce(_block_shallow, tree.arrays(), slot, member_group, n_groups, self.n_bins, n_splits)
 
     def release(self) -> None:
         """Forget the per-row state (frees worker memory once the tree is built)."""
