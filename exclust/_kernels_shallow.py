@@ -21,60 +21,84 @@ from exclust._kernels_hist import rows_by_slot
 @numba.njit(cache=True, nogil=True, parallel=True)
 def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_slots, member_group,
                        n_groups, n_bins, n_splits, nt):
-    """Per (slot, feature, bin, center split, side) the summed distance to the nearest center
-    on that side; per (slot, feature, bin) the row count; per slot the summed distance to the
-    nearest of the node's centers (the cost before any cut).
+    """Per (slot, feature, bin) one cell: the row count, then per center split q the *steps*
+    of the distance to the nearest center on the left and on the right (summed over q they give
+    the distance itself): cell ``[count, left_0, right_0, left_1, right_1, ...]``. Also, per slot,
+    the summed distance to the nearest of the node's centers (the cost before any cut). The
+    count shares the cell, so a row touches one place per feature.
 
     ``member_group[s, f, j]`` is the group of center j along feature f at slot s (-1: center
-    j is not at the node); ``n_groups[s, f]`` the number of groups. Rows are visited slot by
-    slot in ``nt`` blocks, each with a private histogram.
+    j is not at the node); ``n_groups[s, f]`` the number of groups. A row's node centers are
+    sorted by distance once; along each feature the nearest center on the left of split q is
+    the first of them in a group <= q, so walking that order finds the few splits where it
+    changes, and only those are written. Rows are visited slot by slot in ``nt`` blocks, each
+    with a private histogram.
     """
     d = codes.shape[1]
     k = dists.shape[1]
     order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
     m = order.shape[0]
-    parts = np.zeros((nt, n_slots, d, n_bins, n_splits, 2), dtype=np.float64)
-    counts = np.zeros((nt, n_slots, d, n_bins), dtype=np.int64)
+    width = 1 + 2 * n_splits  # values per (slot, feature, bin)
+    parts = np.zeros((nt, n_slots, d, n_bins, width), dtype=np.float64)
     base = np.zeros((nt, n_slots), dtype=np.float64)
     step = (m + nt - 1) // nt
     for t in numba.prange(nt):
-        group_min = np.empty(k)
+        flat = parts[t].reshape(-1)  # one offset per (row, feature), not five strides per write
+        near = np.empty(k, dtype=np.int64)  # the row's node centers, nearest first
+        near_d = np.empty(k)
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             s = row_slot[i]
-            nearest = np.inf
-            for j in range(k):
-                if member_group[s, 0, j] >= 0 and dists[i, j] < nearest:
-                    nearest = dists[i, j]
-            base[t, s] += nearest
-            for f in range(d):
-                b = codes[i, f]
-                counts[t, s, f, b] += 1
-                g_count = n_groups[s, f]
-                if g_count < 2:
+            groups = member_group[s]
+            n_near = 0
+            for j in range(k):  # insertion sort: k is small
+                if groups[0, j] < 0:
                     continue
-                for g in range(g_count):
-                    group_min[g] = np.inf
-                for j in range(k):
-                    g = member_group[s, f, j]
-                    if g >= 0 and dists[i, j] < group_min[g]:
-                        group_min[g] = dists[i, j]
-                run = np.inf
-                for q in range(g_count - 1):  # left side: groups 0 .. q
-                    run = min(run, group_min[q])
-                    parts[t, s, f, b, q, 0] += run
-                run = np.inf
-                for q in range(g_count - 2, -1, -1):  # right side: groups q + 1 .. G - 1
-                    run = min(run, group_min[q + 1])
-                    parts[t, s, f, b, q, 1] += run
-    out = np.zeros((n_slots, d, n_bins, n_splits, 2), dtype=np.float64)
-    out_counts = np.zeros((n_slots, d, n_bins), dtype=np.int64)
+                v = dists[i, j]
+                p = n_near
+                while p > 0 and near_d[p - 1] > v:
+                    near_d[p] = near_d[p - 1]
+                    near[p] = near[p - 1]
+                    p -= 1
+                near_d[p] = v
+                near[p] = j
+                n_near += 1
+            base[t, s] += near_d[0]
+            for f in range(d):
+                cell = ((s * d + f) * n_bins + codes[i, f]) * width
+                flat[cell] += 1.0
+                top = n_groups[s, f] - 1
+                if top < 1:
+                    continue
+                # Left of split q: the first center in a group <= q (channels [g, lim) get it);
+                # right of split q: the first center in a group > q (channels [hi, g) get it).
+                # One walk down the sorted centers serves both sides.
+                lim, hi = top, 0
+                prev_left, prev_right = 0.0, 0.0
+                for p in range(n_near):
+                    g = groups[f, near[p]]
+                    v = near_d[p]
+                    if g < lim:
+                        if lim < top:
+                            flat[cell + 1 + 2 * lim] += prev_left - v
+                        prev_left = v
+                        lim = g
+                    if g > hi:
+                        if hi > 0:
+                            flat[cell + 2 + 2 * hi] += v - prev_right
+                        else:
+                            flat[cell + 2] += v
+                        prev_right = v
+                        hi = g
+                    if lim == 0 and hi == top:
+                        break
+                flat[cell + 1] += prev_left
+    out = np.zeros((n_slots, d, n_bins, width), dtype=np.float64)
     out_base = np.zeros(n_slots, dtype=np.float64)
     for t in range(nt):
         out += parts[t]
-        out_counts += counts[t]
         out_base += base[t]
-    return out, out_counts, out_base
+    return out, out_base
 
 
 @numba.njit(cache=True, nogil=True)

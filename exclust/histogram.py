@@ -243,7 +243,12 @@ class EncodedData:
         if not self.holds_distances:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
-        return self._reduce(_block_shallow, tree.arrays(), slot, member_group, n_groups, self.n_bins, n_splits)
+        cells, base = self._reduce(
+            _block_shallow, tree.arrays(), slot, member_group, n_groups, self.n_bins, n_splits
+        )
+        n_slots, d, n_bins, _ = cells.shape
+        sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)
+        return sums, np.rint(cells[..., 0]).astype(np.int64), base
 
     def release(self) -> None:
         """Forget the per-row state (frees worker memory once the tree is built)."""
