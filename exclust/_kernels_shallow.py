@@ -20,7 +20,7 @@ from exclust._kernels_hist import rows_by_slot
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_slots, member_group,
-                       n_groups, n_bins, n_splits, nt):
+                       n_groups, center_span, n_bins, n_splits, nt):
     """Per (slot, feature, bin) one cell: the row count, then per center split q the *steps*
     of the distance to the nearest center on the left and on the right (summed over q they give
     the distance itself): cell ``[count, left_0, right_0, left_1, right_1, ...]``. Also, per slot,
@@ -28,7 +28,10 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
     count shares the cell, so a row touches one place per feature.
 
     ``member_group[s, f, j]`` is the group of center j along feature f at slot s (-1: center
-    j is not at the node); ``n_groups[s, f]`` the number of groups. A row's node centers are
+    j is not at the node); ``n_groups[s, f]`` the number of groups; ``center_span[s, f]`` the
+    lowest and the highest bin code of the slot's centers. A row at or below the lowest center
+    is left of every cut that parts the centers, one at or above the highest is right of all of
+    them: for those only one side is ever read, and only that side is written. A row's node centers are
     sorted by distance once; along each feature the nearest center on the left of split q is
     the first of them in a group <= q, so walking that order finds the few splits where it
     changes, and only those are written. Rows are visited slot by slot in ``nt`` blocks, each
@@ -65,15 +68,21 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
                 n_near += 1
             base[t, s] += near_d[0]
             for f in range(d):
-                cell = ((s * d + f) * n_bins + codes[i, f]) * width
+                code = codes[i, f]
+                cell = ((s * d + f) * n_bins + code) * width
                 flat[cell] += 1.0
                 top = n_groups[s, f] - 1
                 if top < 1:
                     continue
+                need_left = np.int64(code < center_span[s, f, 1])
+                need_right = np.int64(code > center_span[s, f, 0])
                 # Left of split q: the first center in a group <= q (channels [g, lim) get it);
                 # right of split q: the first center in a group > q (channels [hi, g) get it).
                 # One walk down the sorted centers serves both sides.
-                lim, hi = top, 0
+                # A side not needed starts finished (arithmetic, not a branch: which side a row
+                # needs is data, and mispredicted branches would cost more than the walk).
+                lim = top * need_left
+                hi = top * (1 - need_right)
                 prev_left, prev_right = 0.0, 0.0
                 for p in range(n_near):
                     g = groups[f, near[p]]
@@ -92,7 +101,7 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
                         hi = g
                     if lim == 0 and hi == top:
                         break
-                flat[cell + 1] += prev_left
+                flat[cell + 1] += prev_left  # 0 when the left side is not needed
     out = np.zeros((n_slots, d, n_bins, width), dtype=np.float64)
     out_base = np.zeros(n_slots, dtype=np.float64)
     for t in range(nt):

@@ -104,10 +104,13 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
             slot = np.full(tree.n_nodes, -1, dtype=np.int64)
             member_group = np.full((len(batch), d, k), -1, dtype=np.int64)
             n_groups = np.zeros((len(batch), d), dtype=np.int64)
+            span = np.zeros((len(batch), d, 2), dtype=np.int64)
             for s, node in enumerate(batch):
                 slot[node] = s
                 member_group[s], n_groups[s] = center_groups(center_codes, members[node], k)
-            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, n_splits)
+                own = center_codes[members[node]]
+                span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
+            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits)
             for s, node in enumerate(batch):
                 own = np.ascontiguousarray(center_codes[members[node]])
                 f, b, _ = best_shallow_cut(sums[s], counts[s], base[s], own, bounded[node], depth_factor, True)
