@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.imm import check_n_clusters, check_objective, grow_imm, prepare_fit
+from exclust.algorithms.imm import CenterTreePredictor, check_n_clusters, check_objective, grow_imm, prepare_fit
 from exclust.histogram import (
     CodeTree,
     EncodedData,
@@ -111,7 +111,7 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     return {"order": order, "surrogate_costs": costs}
 
 
-class ExKMC:
+class ExKMC(CenterTreePredictor):
     """Explainable k-means with up to ``max_leaves`` leaves (paper 003).
 
     Parameters
@@ -198,11 +198,3 @@ class ExKMC:
         meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
                 "objective": self.objective}
         return b.build(feature_names=self._feature_names, n_clusters=len(self.centers_), meta=meta)
-
-    def predict(self, X):
-        """Cluster (reference center index) of every row."""
-        return self.tree_.predict(X)
-
-    def fit_predict(self, X, centers=None):
-        """Fit, then return the cluster of every row of X."""
-        return self.fit(X, centers).predict(X)

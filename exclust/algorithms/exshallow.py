@@ -50,7 +50,7 @@ import math
 import numpy as np
 
 from exclust._kernels_shallow import best_shallow_cut
-from exclust.algorithms.imm import check_n_clusters, check_objective, prepare_fit
+from exclust.algorithms.imm import CenterTreePredictor, check_n_clusters, check_objective, prepare_fit
 from exclust.errors import InputError
 from exclust.histogram import CodeTree, EncodedData
 
@@ -147,7 +147,7 @@ def _batches(nodes: list[int], members: dict, d: int, n_bins: int):
         yield batch
 
 
-class ExShallow:
+class ExShallow(CenterTreePredictor):
     """Explainable k-means (or k-medians) tree with one leaf per center and a penalty on depth.
 
     Parameters
@@ -193,11 +193,3 @@ class ExShallow:
         self.tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
         data.release()
         return self
-
-    def predict(self, X):
-        """Cluster (reference center index) of every row."""
-        return self.tree_.predict(X)
-
-    def fit_predict(self, X, centers=None):
-        """Fit, then return the cluster of every row of X."""
-        return self.fit(X, centers).predict(X)

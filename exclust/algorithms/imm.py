@@ -179,7 +179,20 @@ def _keep_clusters(hist: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-class IMM:
+class CenterTreePredictor:
+    """``predict`` and ``fit_predict`` of the trees grown against reference centers (IMM,
+    ExKMC, ExShallow): a row's cluster is the center of the leaf it reaches."""
+
+    def predict(self, X):
+        """Cluster (reference center index) of every row."""
+        return self.tree_.predict(X)
+
+    def fit_predict(self, X, centers=None):
+        """Fit, then return the cluster of every row of X."""
+        return self.fit(X, centers).predict(X)
+
+
+class IMM(CenterTreePredictor):
     """Iterative Mistake Minimization: a threshold tree with one leaf per reference center.
 
     Parameters
@@ -218,11 +231,3 @@ class IMM:
         )
         data.release()
         return self
-
-    def predict(self, X):
-        """Cluster (reference center index) of every row."""
-        return self.tree_.predict(X)
-
-    def fit_predict(self, X, centers=None):
-        """Fit, then return the cluster of every row of X."""
-        return self.fit(X, centers).predict(X)
