@@ -1,4 +1,4 @@
-"""The split-search engine of IMM and ExKMC: encoded partitions, histograms, prefix-sum scoring.
+"""The split-search engine of IMM, ExKMC and ExShallow: encoded partitions, histograms, prefix-sum scoring.
 
 Data flow (DESIGN.md, "How data flows"):
 
@@ -13,7 +13,9 @@ Data flow (DESIGN.md, "How data flows"):
    tree reduction, so only histograms reach the driver.
 
 Prefix sums over the bins then score every candidate threshold of every feature at once, and
-a sibling's histogram is its parent's minus the one computed (see the algorithms).
+(IMM, ExKMC) a sibling's histogram is its parent's minus the one computed (see the algorithms).
+ExShallow's histograms (``_kernels_shallow.py``) depend on each node's own centers, so every
+node that splits is computed.
 ``EncodedData.n_passes`` counts every pass over the rows.
 """
 from __future__ import annotations
