@@ -32,6 +32,7 @@ _PUBLIC = {
     "KernelMMDT": "exclust.algorithms.kernel_mmdt",
     "IMM": "exclust.algorithms.imm",
     "ExKMC": "exclust.algorithms.exkmc",
+    "ExShallow": "exclust.algorithms.exshallow",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",

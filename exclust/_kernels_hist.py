@@ -88,6 +88,42 @@ def encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, c
     return total
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_and_measure(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, centers, l1, codes, dists, labels):
+    """Pass 2 with distances in place of dot products: bin codes, the distance of every row to
+    every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
+
+    Each distance is summed from its own differences, so it carries no cancellation error (the
+    dot-product form ``||x||^2 - 2<x, mu> + ||mu||^2`` would). Returns the block's sum of ||x||^2.
+    """
+    n, d = X.shape
+    k = centers.shape[0]
+    total = 0.0
+    chunk = 4096
+    n_chunks = (n + chunk - 1) // chunk
+    for c in numba.prange(n_chunks):
+        part = 0.0
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            for f in range(d):
+                v = X[i, f]
+                codes[i, f] = _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi)
+                part += v * v
+            best = np.inf
+            arg = 0
+            for j in range(k):
+                acc = 0.0
+                for f in range(d):
+                    diff = X[i, f] - centers[j, f]
+                    acc += abs(diff) if l1 else diff * diff
+                dists[i, j] = acc
+                if acc < best:
+                    best = acc
+                    arg = j
+            labels[i] = arg
+        total += part
+    return total
+
+
 @numba.njit(cache=True, nogil=True)
 def route_codes(codes, i, feature, split_bin, left, right):
     """Leaf reached by row ``i`` of ``codes`` (split_bin < 0 marks a leaf)."""

@@ -20,7 +20,9 @@ Edges of a feature:
   still get a code (the bin between their neighbouring edges), only no edge of their own.
 - **extra edges** (the reference centers' coordinates, for IMM) are added to a feature's
   edges, so that cuts placed exactly at a center coordinate are candidates, as in IMM's
-  sorting implementation.
+  sorting implementation. With ``between_extra`` (ExShallow), an exact feature's midpoints are
+  taken between the distinct values *and* the extra values together, so a cut can also fall
+  just below a center: every way a threshold can part the values and the centers is a bin.
 """
 from __future__ import annotations
 
@@ -128,6 +130,7 @@ def edges_from_sample(
     sample: np.ndarray,
     max_bins: int = 256,
     extra_edges: np.ndarray | None = None,
+    between_extra: bool = False,
 ) -> BinMapper:
     """Bin edges per feature from a sample of rows (the whole data when it is small).
 
@@ -146,8 +149,9 @@ def edges_from_sample(
         col = np.sort(sample[:, f])
         distinct = col[np.concatenate([[True], col[1:] != col[:-1]])]
         extra = np.unique(np.asarray(extra_edges, dtype=np.float64)[:, f]) if n_extra else np.empty(0)
-        if distinct.size <= max_bins and distinct.size + extra.size <= MAX_CODE_BINS:
-            e = _midpoints(distinct)
+        n_codes = distinct.size + (2 if between_extra else 1) * extra.size
+        if distinct.size <= max_bins and n_codes <= MAX_CODE_BINS:
+            e = _midpoints(np.union1d(distinct, extra) if between_extra else distinct)
             exact[f] = True
         else:
             budget = max(1, max_bins - 1 - extra.size)

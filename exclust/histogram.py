@@ -1,17 +1,21 @@
-"""The split-search engine of IMM and ExKMC: encoded partitions, histograms, prefix-sum scoring.
+"""The split-search engine of IMM, ExKMC and ExShallow: encoded partitions, histograms, prefix-sum scoring.
 
 Data flow (DESIGN.md, "How data flows"):
 
 1. bin edges per feature from a sample (binning.py),
 2. one pass that turns each partition into bin codes, reference labels and the dot products
-   ``<x, mu_j>`` with the reference centers; the result stays where it was computed (in this
-   process for numpy input, persisted on the workers for Dask input),
+   ``<x, mu_j>`` with the reference centers (or, with a ``metric``, the distance of every row to
+   every center: squared Euclidean for ExShallow, l1 for the k-medians objective); the result
+   stays where it was computed (in this process for numpy input, persisted on the workers for
+   Dask input),
 3. per round, one pass that routes every row through the current tree *by its codes* and sums,
    per requested leaf, a histogram over (feature, bin); partitions' histograms are added in a
    tree reduction, so only histograms reach the driver.
 
 Prefix sums over the bins then score every candidate threshold of every feature at once, and
-a sibling's histogram is its parent's minus the one computed (see the algorithms).
+(IMM, ExKMC) a sibling's histogram is its parent's minus the one computed (see the algorithms).
+ExShallow's histograms (``_kernels_shallow.py``) depend on each node's own centers, so every
+node that splits is computed.
 ``EncodedData.n_passes`` counts every pass over the rows.
 """
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust._kernels_hist import encode_and_project, mistake_histograms, surrogate_histograms
+from exclust._kernels_hist import encode_and_measure, encode_and_project, mistake_histograms, surrogate_histograms
 from exclust.binning import BinMapper
 from exclust.stats import add_parts, map_reduce, tree_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
@@ -98,18 +102,25 @@ class CodeTree:
 
 
 # --------------------------------------------------------------------------- encoded partitions
-def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype) -> dict:
-    """Pass 2 on one partition: codes, nearest-center labels, dot products, sum of ||x||^2."""
+METRICS = (None, "sqeuclidean", "l1")
+
+
+def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype, metric=None) -> dict:
+    """Pass 2 on one partition: codes, nearest-center labels, sum of ||x||^2 and, per center,
+    the dot products (``metric`` None) or the distances (under key "dots" either way)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     n, k = X.shape[0], centers.shape[0]
     codes = np.empty(X.shape, dtype=mapper.code_dtype)
     dots = np.empty((n, k), dtype=dots_dtype)
     # One byte per row for the label whenever it fits: it is persisted for every row.
     labels = np.empty(n, dtype=np.uint8 if k <= 256 else np.int32)
-    sq = encode_and_project(
-        X, *mapper.grid(), np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),
-        codes, dots, labels,
-    )
+    if metric is None:
+        sq = encode_and_project(
+            X, *mapper.grid(), np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),
+            codes, dots, labels,
+        )
+    else:
+        sq = encode_and_measure(X, *mapper.grid(), centers, metric == "l1", codes, dots, labels)
     return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n}
 
 
@@ -131,6 +142,15 @@ def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
     )
 
 
+def _block_shallow(part, tree_arrays, slot, member_group, n_groups, center_span, n_bins, n_splits):
+    from exclust._kernels_shallow import shallow_histograms
+
+    return shallow_histograms(
+        part["codes"], part["dots"], *tree_arrays, slot, member_group.shape[0], member_group,
+        n_groups, center_span, n_bins, n_splits, _threads(),
+    )
+
+
 def _block_summary(part, k):
     """(sum of ||x||^2, rows per reference cluster) of one encoded partition."""
     return np.asarray([part["sq"]]), np.bincount(part["labels"], minlength=k).astype(np.int64)
@@ -142,16 +162,22 @@ def map_reduce_blocks(X, fn, *args):
 
 
 class EncodedData:
-    """The per-row state of IMM / ExKMC (codes, labels, dot products) kept where it was made.
+    """The per-row state of IMM / ExKMC / ExShallow (codes, labels, per-center values) kept where
+    it was made.
 
     For numpy input the state is one in-process block; for a Dask array it is one persisted
     block per partition on the workers. Every method that reads the rows is one pass, counted
-    in ``n_passes``.
+    in ``n_passes``. ``metric`` None keeps the dot products ``<x, mu_j>`` (the k-means surrogate
+    of ExKMC); "sqeuclidean" or "l1" keeps each row's distance to each center instead, and the
+    labels are the nearest centers under that distance (``holds_distances``).
     """
 
-    def __init__(self, X, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0) -> None:
+    def __init__(self, X, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None) -> None:
         from exclust.data import is_dask_array
 
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        self.metric = metric
         self.mapper = mapper
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         self.k = int(self.centers.shape[0])
@@ -160,19 +186,34 @@ class EncodedData:
         self.n_passes = n_passes
         self.distributed = is_dask_array(X)
         if not self.distributed:
-            self._parts = [_encode_block(X, mapper, self.centers, np.float64)]
+            self._parts = [_encode_block(X, mapper, self.centers, np.float64, metric)]
         else:
             import dask
 
-            # Dot products are kept as float32 on the workers to halve their memory; every sum
-            # over them is accumulated in float64.
+            # Dot products (or distances) are kept as float32 on the workers to halve their
+            # memory; every sum over them is accumulated in float64.
             blocks = X.to_delayed().ravel()
             enc = dask.delayed(_encode_block, pure=True)
-            self._parts = list(dask.persist(*[enc(b, mapper, self.centers, np.float32) for b in blocks]))
+            self._parts = list(dask.persist(*[enc(b, mapper, self.centers, np.float32, metric) for b in blocks]))
         self.n_passes += 1
         self.n_rows = int(X.shape[0])
         sq, self.label_counts = self._reduce(_block_summary, self.k)
         self.sum_sq = float(sq[0])
+
+    @property
+    def holds_distances(self) -> bool:
+        """Whether the per-center values are distances (summed as costs) rather than dot products."""
+        return self.metric is not None
+
+    @property
+    def center_sq(self) -> np.ndarray | None:
+        """||mu_j||^2 for the dot-product form of the surrogate cost; None when distances are held."""
+        return None if self.holds_distances else np.einsum("ij,ij->i", self.centers, self.centers)
+
+    @property
+    def cost_offset(self) -> float:
+        """What the scored costs leave out: the sum of ||x||^2 with dot products, nothing with distances."""
+        return 0.0 if self.holds_distances else self.sum_sq
 
     def _reduce(self, fn, *args):
         if not self.distributed:
@@ -195,6 +236,21 @@ class EncodedData:
         (n_slots, d, n_bins, k) rows per reference cluster."""
         self.n_passes += 1
         return self._reduce(_block_surrogate, tree.arrays(), slot, n_slots, self.n_bins)
+
+    def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
+                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int):
+        """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
+        distances to the nearest center left / right of each center split, (d, n_bins) row
+        counts, and the summed distance to the nearest of the slot's centers."""
+        if not self.holds_distances:
+            raise ValueError("ExShallow histograms need distances: encode with a metric")
+        self.n_passes += 1
+        cells, base = self._reduce(
+            _block_shallow, tree.arrays(), slot, member_group, n_groups, center_span, self.n_bins, n_splits
+        )
+        n_slots, d, n_bins, _ = cells.shape
+        sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)
+        return sums, np.rint(cells[..., 0]).astype(np.int64), base
 
     def release(self) -> None:
         """Forget the per-row state (frees worker memory once the tree is built)."""
@@ -230,8 +286,11 @@ def best_mistake_split(hist: np.ndarray, center_codes: np.ndarray, members: np.n
     return f, b, int(mistakes[f, b])
 
 
-def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray) -> np.ndarray:
-    """Surrogate cost of a set of rows with each center, less the shared sum of ||x||^2."""
+def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray | None) -> np.ndarray:
+    """Surrogate cost of a set of rows with each center: from sums of dot products, less the
+    shared sum of ||x||^2; or, when ``center_sq`` is None, the sums are distances already."""
+    if center_sq is None:
+        return dots
     return n[..., None] * center_sq - 2.0 * dots
 
 
@@ -277,10 +336,11 @@ def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.nda
     return f, b, float(cost[f, b]), int(jl[f, b]), int(jr[f, b])
 
 
-def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray, center: int) -> float:
-    """Surrogate cost (less sum ||x||^2) of a whole leaf with a given center, from feature 0's bins."""
+def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray | None, center: int) -> float:
+    """Surrogate cost (less sum ||x||^2 with dot products) of a whole leaf with a given center,
+    from feature 0's bins."""
     tot = hist[0].sum(axis=0)
-    return float(tot[0] * center_sq[center] - 2.0 * tot[1 + center])
+    return float(side_costs(np.asarray(tot[0]), tot[1:], center_sq)[center])
 
 
 def cheapest_center(hist: np.ndarray, center_sq: np.ndarray) -> int:

@@ -10,10 +10,16 @@ from exclust.binning import edges_from_sample
 from exclust.data import InputError
 
 
-def brute_force_imm(X, centers):
+def nearest_centers(X, centers, objective="kmeans"):
+    diff = X[:, None, :] - centers[None]
+    return np.argmin(np.abs(diff).sum(-1) if objective == "kmedians" else (diff ** 2).sum(-1), axis=1)
+
+
+def brute_force_imm(X, centers, objective="kmeans"):
     """Textbook IMM: every threshold (midpoints of distinct values, and center coordinates) tried
-    directly on the node's alive points; ties to the lowest feature, then the lowest threshold."""
-    labels = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
+    directly on the node's alive points; ties to the lowest feature, then the lowest threshold.
+    A point's reference cluster is its nearest center (l1 for k-medians)."""
+    labels = nearest_centers(X, centers, objective)
     d = X.shape[1]
     cands = []
     for f in range(d):
@@ -134,3 +140,35 @@ def test_edges_include_center_coordinates(rng):
     C = np.array([[0.3, 1.7], [3.2, 2.5]])
     m = edges_from_sample(X, extra_edges=C)
     assert np.isin(C[:, 0], m.edges[0]).all() and np.isin(C[:, 1], m.edges[1]).all()
+
+
+@pytest.mark.parametrize("seed", [1, 3])  # seeds where the l1 and the Euclidean IMM trees differ
+def test_kmedians_assigns_by_l1_and_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    k = 5
+    C = rng.uniform(-6, 6, size=(k, 3))
+    X = C[rng.integers(0, k, 400)] + 2.5 * rng.normal(size=(400, 3))
+    # The l1 and the Euclidean reference assignments differ on some rows of this data.
+    assert (nearest_centers(X, C, "kmedians") != nearest_centers(X, C)).any()
+    model = IMM(k, objective="kmedians", max_bins=1024).fit(X, C)  # exact bins
+    nested = brute_force_imm(X, C, "kmedians")
+    np.testing.assert_array_equal(model.predict(X), [predict_nested(nested, x) for x in X])
+    kmeans_tree = brute_force_imm(X, C)
+    kmeans_pred = IMM(k, max_bins=1024).fit(X, C).predict(X)
+    assert kmeans_pred.tolist() == [predict_nested(kmeans_tree, x) for x in X]
+    assert (kmeans_pred != model.predict(X)).any()
+    assert model.tree_.meta["objective"] == "kmedians"
+
+
+def test_kmedians_on_dask_gives_the_same_tree(dask_client, rng):
+    C = rng.uniform(-10, 10, (5, 3))
+    X = C[rng.integers(0, 5, 3000)] + 2.0 * rng.normal(size=(3000, 3))
+    local = IMM(5, objective="kmedians").fit(X, C)
+    dist = IMM(5, objective="kmedians").fit(da.from_array(X, chunks=(700, 3)), C)
+    assert dist.tree_ == local.tree_
+
+
+def test_unknown_objective_is_named():
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(InputError, match="objective"):
+        IMM(3, objective="kmedoids").fit(X, np.zeros((3, 2)))

@@ -14,12 +14,17 @@ computes the smaller child's histogram; the sibling's is the parent's minus it.
 
 ExKMC is greedy and a split never changes the gain of another leaf, so the tree with L leaves is
 a prefix of the tree with more: ``tree_at(L)`` and ``surrogate_costs_`` give every prefix.
+
+``objective="kmedians"``: the surrogate cost of a leaf with center j is the sum of its rows' l1
+distances to j. The engine then keeps each row's l1 distance to every center in place of the
+dot products, so a side's cost with center j is a prefix sum of that channel directly (exact,
+no ``||x||^2`` term); the reference labels, and IMM's base tree, use the nearest center in l1.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.imm import check_n_clusters, grow_imm, prepare_fit
+from exclust.algorithms.imm import CenterTreePredictor, check_n_clusters, check_objective, grow_imm, prepare_fit
 from exclust.histogram import (
     CodeTree,
     EncodedData,
@@ -43,9 +48,10 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     make room for later gains. Returns the split order and the surrogate cost after each split
     (index 0: the base tree).
     """
-    center_sq = np.einsum("ij,ij->i", data.centers, data.centers)
+    center_sq = data.center_sq  # None: the histograms hold distances, summed as they are
     n_bins = data.mapper.n_bins
-    scale = data.sum_sq / max(data.n_rows, 1)  # mean ||x||^2
+    # Mean ||x||^2: the size of the terms that cancel in the dot-product form (none with distances).
+    scale = 0.0 if data.holds_distances else data.sum_sq / max(data.n_rows, 1)
     leaves = tree.leaves()
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     for s, leaf in enumerate(leaves):
@@ -79,7 +85,7 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     for leaf in leaves:
         score(leaf)
     order: list[int] = []
-    costs = [data.sum_sq + sum(cost.values())]
+    costs = [data.cost_offset + sum(cost.values())]
     n_leaves = len(leaves)
     while n_leaves < max_leaves and best:
         # Largest gain; among equal gains (zero, mostly) the leaf holding most points of other
@@ -101,11 +107,11 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
         score(left)
         score(right)
         n_leaves += 1
-        costs.append(data.sum_sq + sum(cost.values()))
+        costs.append(data.cost_offset + sum(cost.values()))
     return {"order": order, "surrogate_costs": costs}
 
 
-class ExKMC:
+class ExKMC(CenterTreePredictor):
     """Explainable k-means with up to ``max_leaves`` leaves (paper 003).
 
     Parameters
@@ -117,20 +123,25 @@ class ExKMC:
     base_tree : ``"imm"`` (IMM's k-leaf tree first, as in the paper's main results) or ``"none"``.
     max_bins : bins per feature for the split search (2..65536).
     random_state : seed of the reference k-means (when no centers are given) and the binning sample.
+    objective : "kmeans" (squared Euclidean surrogate) or "kmedians" (l1 surrogate; reference
+        centers from exclust.KMedians when none are given).
 
     Fitted attributes: ``tree_``, ``centers_``, ``n_passes_``, ``surrogate_costs_`` (surrogate
     cost of every prefix tree, from the base tree's leaf count up), ``leaf_counts_``.
     """
 
-    def __init__(self, n_clusters: int, max_leaves: int, base_tree: str = "imm", max_bins: int = 256, random_state=None) -> None:
+    def __init__(self, n_clusters: int, max_leaves: int, base_tree: str = "imm", max_bins: int = 256,
+                 random_state=None, objective: str = "kmeans") -> None:
         self.n_clusters = n_clusters
         self.max_leaves = max_leaves
         self.base_tree = base_tree
         self.max_bins = max_bins
         self.random_state = random_state
+        self.objective = objective
 
     def _check_params(self) -> None:
         k = check_n_clusters(self.n_clusters)
+        check_objective(self.objective)
         if self.base_tree not in BASE_TREES:
             raise ValueError(f"base_tree must be one of {BASE_TREES}, got {self.base_tree!r}")
         m = self.max_leaves
@@ -145,7 +156,9 @@ class ExKMC:
     def fit(self, X, centers=None) -> "ExKMC":
         """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
-        ds, centers, data = prepare_fit(X, self.n_clusters, centers, self.max_bins, self.random_state)
+        ds, centers, data = prepare_fit(
+            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
+        )
         if self.base_tree == "imm":
             tree, _ = grow_imm(data)
         else:
@@ -182,13 +195,6 @@ class ExKMC:
             left, right = b.split(new, f, mapper.threshold(f, t.split_bin[node]))
             stack.append((t.right[node], right))
             stack.append((t.left[node], left))
-        meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins}
+        meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
+                "objective": self.objective}
         return b.build(feature_names=self._feature_names, n_clusters=len(self.centers_), meta=meta)
-
-    def predict(self, X):
-        """Cluster (reference center index) of every row."""
-        return self.tree_.predict(X)
-
-    def fit_predict(self, X, centers=None):
-        """Fit, then return the cluster of every row of X."""
-        return self.fit(X, centers).predict(X)

@@ -9,6 +9,9 @@ Here a node's points are counted per (feature, bin, reference cluster) in one hi
 over all partitions (histogram.py); mistakes of every cut come from prefix sums. All nodes of a
 level are split in the same pass, and of two children that both need a histogram only one is
 computed; the other is the parent's minus it (IMM's counts are integers, so this is exact).
+
+``objective="kmedians"`` (the paper's k-medians case): mistakes are counted the same way, but a
+point's reference cluster is its nearest center in l1 distance.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import numpy as np
 
 from exclust.binning import check_max_bins, edges_from_sample, sample_rows
 from exclust.data import as_matrix, is_dask_array
+from exclust.errors import InputError
 from exclust.histogram import CodeTree, EncodedData, best_mistake_split
 
 
@@ -40,8 +44,30 @@ def check_centers(centers, n_clusters: int, n_features: int) -> np.ndarray:
     return c
 
 
-def fit_reference_centers(X, n_clusters: int, random_state=None) -> np.ndarray:
-    """Reference k-means centers when none are given (exclust.KMeans; scikit-learn if absent)."""
+OBJECTIVES = ("kmeans", "kmedians")
+
+
+def check_objective(objective) -> str:
+    """Validate ``objective`` ("kmeans" or "kmedians")."""
+    if objective not in OBJECTIVES:
+        raise InputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    return objective
+
+
+def fit_reference_centers(X, n_clusters: int, random_state=None, objective: str = "kmeans") -> np.ndarray:
+    """Reference centers when none are given: k-means (exclust.KMeans; scikit-learn if absent),
+    or exclust.KMedians for the k-medians objective."""
+    if objective == "kmedians":
+        import exclust
+
+        try:
+            KMedians = exclust.KMedians
+        except (AttributeError, ImportError):
+            raise InputError(
+                "objective='kmedians' needs reference centers and exclust.KMedians is not available "
+                "in this installation; pass centers= (one k-medians center per cluster)"
+            ) from None
+        return np.asarray(KMedians(n_clusters=n_clusters, random_state=random_state).fit(X).cluster_centers_)
     try:
         from exclust.reference import KMeans
     except ImportError:  # reference.py not installed in this checkout
@@ -55,23 +81,32 @@ def fit_reference_centers(X, n_clusters: int, random_state=None) -> np.ndarray:
     return SkKMeans(n_clusters=n_clusters, n_init=10, random_state=random_state).fit(X).cluster_centers_
 
 
-def encode_for_trees(X, centers: np.ndarray, max_bins: int, random_state=None) -> EncodedData:
-    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions."""
+def encode_for_trees(X, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
+                     between_extra: bool = False) -> EncodedData:
+    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions.
+
+    ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample."""
     sample, passes = sample_rows(X, random_state=random_state)
-    mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers)
+    mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers, between_extra=between_extra)
     del sample
-    return EncodedData(X, mapper, centers, n_passes=passes)
+    return EncodedData(X, mapper, centers, n_passes=passes, metric=metric)
 
 
-def prepare_fit(X, n_clusters, centers, max_bins, random_state):
-    """Validate the inputs of IMM / ExKMC and encode the data; returns (dataset, centers, data)."""
+def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
+                distances: bool = False, between_extra: bool = False):
+    """Validate the inputs of IMM / ExKMC / ExShallow and encode the data; returns (dataset,
+    centers, data). The k-medians objective keeps l1 distances to the centers; ``distances``
+    keeps squared Euclidean distances for k-means instead of dot products."""
     k = check_n_clusters(n_clusters)
     max_bins = check_max_bins(max_bins)
+    objective = check_objective(objective)
     ds = as_matrix(X, n_clusters=k)
     if centers is None:
-        centers = fit_reference_centers(ds.X, k, random_state)
+        centers = fit_reference_centers(ds.X, k, random_state, objective)
     centers = check_centers(centers, k, ds.n_features)
-    return ds, centers, encode_for_trees(ds.X, centers, max_bins, random_state)
+    metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
+    data = encode_for_trees(ds.X, centers, max_bins, random_state, metric=metric, between_extra=between_extra)
+    return ds, centers, data
 
 
 # --------------------------------------------------------------------------- IMM on histograms
@@ -144,38 +179,9 @@ def _keep_clusters(hist: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-class IMM:
-    """Iterative Mistake Minimization: a threshold tree with one leaf per reference center.
-
-    Parameters
-    ----------
-    n_clusters : number of reference clusters (and leaves).
-    max_bins : bins per feature for the split search (2..65536); features with at most this
-        many distinct values are searched exactly (see exclust.binning).
-    random_state : seed of the reference k-means (when no centers are given) and of the
-        binning sample. Ties between cuts go to the lowest feature, then the lowest threshold.
-
-    Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
-    ``n_passes_`` (passes over the rows, reference fit excluded), ``n_mistakes_``.
-    """
-
-    def __init__(self, n_clusters: int, max_bins: int = 256, random_state=None) -> None:
-        self.n_clusters = n_clusters
-        self.max_bins = max_bins
-        self.random_state = random_state
-
-    def fit(self, X, centers=None) -> "IMM":
-        """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
-        ds, centers, data = prepare_fit(X, self.n_clusters, centers, self.max_bins, self.random_state)
-        tree, mistakes = grow_imm(data)
-        self.centers_ = centers
-        self.n_mistakes_ = mistakes
-        self.n_passes_ = data.n_passes
-        self.tree_ = tree.to_threshold_tree(
-            data.mapper, len(centers), ds.feature_names, meta={"algorithm": "imm", "max_bins": self.max_bins}
-        )
-        data.release()
-        return self
+class CenterTreePredictor:
+    """``predict`` and ``fit_predict`` of the trees grown against reference centers (IMM,
+    ExKMC, ExShallow): a row's cluster is the center of the leaf it reaches."""
 
     def predict(self, X):
         """Cluster (reference center index) of every row."""
@@ -184,3 +190,44 @@ class IMM:
     def fit_predict(self, X, centers=None):
         """Fit, then return the cluster of every row of X."""
         return self.fit(X, centers).predict(X)
+
+
+class IMM(CenterTreePredictor):
+    """Iterative Mistake Minimization: a threshold tree with one leaf per reference center.
+
+    Parameters
+    ----------
+    n_clusters : number of reference clusters (and leaves).
+    max_bins : bins per feature for the split search (2..65536); features with at most this
+        many distinct values are searched exactly (see exclust.binning).
+    objective : "kmeans" (points belong to their nearest center in Euclidean distance) or
+        "kmedians" (nearest in l1 distance; reference centers from exclust.KMedians when none
+        are given).
+    random_state : seed of the reference k-means (when no centers are given) and of the
+        binning sample. Ties between cuts go to the lowest feature, then the lowest threshold.
+
+    Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
+    ``n_passes_`` (passes over the rows, reference fit excluded), ``n_mistakes_``.
+    """
+
+    def __init__(self, n_clusters: int, max_bins: int = 256, random_state=None, objective: str = "kmeans") -> None:
+        self.n_clusters = n_clusters
+        self.max_bins = max_bins
+        self.random_state = random_state
+        self.objective = objective
+
+    def fit(self, X, centers=None) -> "IMM":
+        """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
+        ds, centers, data = prepare_fit(
+            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
+        )
+        tree, mistakes = grow_imm(data)
+        self.centers_ = centers
+        self.n_mistakes_ = mistakes
+        self.n_passes_ = data.n_passes
+        self.tree_ = tree.to_threshold_tree(
+            data.mapper, len(centers), ds.feature_names,
+            meta={"algorithm": "imm", "max_bins": self.max_bins, "objective": self.objective},
+        )
+        data.release()
+        return self
