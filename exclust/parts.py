@@ -172,16 +172,12 @@ def align(column: Any, X: Any, what: str = "column"):
     if hasattr(column, "to_numpy") and not is_lazy(column):
         column = column.to_numpy()
     if is_lazy(column):
-        if column.ndim == 2 and column.shape[1] == 1:
-            column = column[:, 0]
         if any(np.isnan(c) for c in column.chunks[0]):
             column = column.compute_chunk_sizes()
     else:
         column = np.asarray(column)
-        if column.ndim == 2 and column.shape[1] == 1:
-            column = column[:, 0]
-    if column.ndim != 1:
-        raise InputError(f"{what} must be one-dimensional, got shape {column.shape}")
+    if column.ndim not in (1, 2):
+        raise InputError(f"{what} must be one value (or one row of values) per row, got shape {column.shape}")
     if column.shape[0] != X.shape[0]:
         raise InputError(f"{what} has {column.shape[0]} entries for {X.shape[0]} rows of data")
     if not is_lazy(X):
@@ -189,10 +185,10 @@ def align(column: Any, X: Any, what: str = "column"):
     import dask.array as da
 
     if not is_lazy(column):
-        return da.from_array(column, chunks=(X.chunks[0],))
+        return da.from_array(column, chunks=(X.chunks[0],) + column.shape[1:])
     if column.chunks[0] != X.chunks[0]:
-        column = column.rechunk((X.chunks[0],))
-    return column
+        column = column.rechunk({0: X.chunks[0]})
+    return _one_column_chunk(column)
 
 
 @dataclass
@@ -321,9 +317,9 @@ def run_reductions(X, reductions: Sequence[Reduction], *, fan_in: int = FAN_IN, 
     # One task per part hands over the part's rows and columns together: the columns then come
     # from the same read as the rows. Graph optimization would fuse the read into each consumer
     # and read it twice, so it is off (measured: tests/test_parts.py counts the reads).
-    index = [X, "ij"]
+    index = [X, "ij"[: X.ndim]]
     for c in columns:
-        index += [c, "i"]
+        index += [c, "ij"[: c.ndim]]
     packed = da.blockwise(_pack, "i", *index, dtype=object, meta=np.empty((0,), dtype=object),
                           concatenate=True, align_arrays=False)
     blocks = list(packed.to_delayed(optimize_graph=False).ravel())
