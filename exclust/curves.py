@@ -21,7 +21,7 @@ from exclust.algorithms.cart import CART
 from exclust.algorithms.exkmc import ExKMC
 from exclust.algorithms.kdtree import KDTree
 from exclust.data import as_matrix
-from exclust.parts import Reduction, map_reduce, map_rows, run_reductions, uniform_sample
+from exclust.parts import PASSES, Reduction, map_reduce, map_rows, run_reductions, uniform_sample
 from exclust.tree import ThresholdTree
 
 
@@ -167,11 +167,12 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
         and exkmc.centers_.shape == centers.shape
         and np.array_equal(exkmc.centers_, centers)
     )
-    ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
-    trees = [ex.tree_at(L) for L in leaves]
-    trees += cart_prefix_trees(ds, sample_labels, leaves, random_state)
-    kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
-    trees += [kd.tree_at(L) for L in leaves]
+    with PASSES.paused():  # passes over the in-memory sample, not over the data
+        ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
+        trees = [ex.tree_at(L) for L in leaves]
+        trees += cart_prefix_trees(ds, sample_labels, leaves, random_state)
+        kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
+        trees += [kd.tree_at(L) for L in leaves]
     surrogate = [ex.surrogate_costs_[min(L, ex.leaf_counts_[-1]) - ex.leaf_counts_[0]] for L in leaves]
     if not reusable and n_rows:  # an ExKMC on the sample: its surrogate costs scale to all rows
         surrogate = [c * n_rows / sample.shape[0] for c in surrogate]

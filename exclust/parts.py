@@ -111,9 +111,20 @@ class PassCounter:
         finally:
             self._stack.pop()
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Count nothing inside: passes over an in-memory sample are not passes over the data."""
+        self._stack.append(None)  # type: ignore[arg-type]
+        try:
+            yield
+        finally:
+            self._stack.pop()
+
     def record(self, *arrays: Any) -> None:
         """Count one pass over ``arrays`` (and a read when their graph reads the files)."""
         name = self._stack[-1] if self._stack else "other"
+        if name is None:
+            return
         with self._lock:
             self.passes[name] = self.passes.get(name, 0) + 1
             if reads_source(*arrays):
