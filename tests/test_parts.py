@@ -129,3 +129,53 @@ def test_counter_reads_equal_the_real_reads(tmp_path, dask_client, monkeypatch, 
     assert real_reads(log, 3) == parts.PASSES.total()[1]
     assert parts.PASSES.reads == ({"hold": 1, "work": 0} if held else {"hold": 0, "work": 2})
     assert parts.PASSES.passes == ({"hold": 1, "work": 2} if held else {"hold": 0, "work": 2})
+
+
+@pytest.fixture(scope="module")
+def mixture():
+    from sklearn.cluster import KMeans as SKKMeans
+
+    from exclust.synthetic import make_gmm_dataset
+
+    X, y, _ = make_gmm_dataset(3000, n_components=4, n_features=3, random_state=3)
+    centers = SKKMeans(4, n_init=3, random_state=0).fit(X).cluster_centers_
+    labels = SKKMeans(4, n_init=1, random_state=1).fit(X).labels_
+    return X, y, centers, labels
+
+
+def _trees_and_scores(X, y, centers, labels):
+    from exclust.algorithms.cart import CART
+    from exclust.algorithms.exkmc import ExKMC
+    from exclust.algorithms.imm import IMM
+    from exclust.algorithms.kdtree import KDTree
+    from exclust.metrics import score
+    from exclust.reference import kmeans_parallel_init
+
+    trees = {
+        "imm": IMM(4, random_state=0).fit(X, centers).tree_,
+        "exkmc": ExKMC(4, 8, random_state=0).fit(X, centers).tree_,
+        "kdtree": KDTree(6, random_state=0).fit(X, centers).tree_,
+        "cart": CART(6, max_sample_rows=1000, random_state=0).fit(X, labels).tree_,
+    }
+    scores = score(trees["exkmc"], X, reference_labels=labels, centers=centers, y_true=y)
+    seeds, _ = kmeans_parallel_init(X, 4, 0, rounds=2)
+    return trees, scores, seeds
+
+
+def test_numpy_and_dask_give_the_same_trees_scores_and_seeds(dask_client, mixture):
+    X, y, centers, labels = mixture
+    trees, scores, seeds = _trees_and_scores(X, y, centers, labels)
+    for n in CHUNKINGS:
+        import dask.array as da
+
+        got_trees, got_scores, got_seeds = _trees_and_scores(
+            _chunked(X, n), da.from_array(y, chunks=700), centers, da.from_array(labels, chunks=1100)
+        )
+        for name, tree in trees.items():
+            assert got_trees[name] == tree, f"{name} differs with {n} chunks"
+        for key, value in scores.items():
+            if isinstance(value, float):
+                assert got_scores[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+            else:
+                assert got_scores[key] == value, key
+        np.testing.assert_allclose(got_seeds, seeds, rtol=1e-9)
