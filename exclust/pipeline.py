@@ -32,7 +32,9 @@ SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
 # One exact uniform sample of the rows, drawn once per run: the k-means seeding, the cost
 # curve's baselines and the report's scatter plot all use it.
 RUN_SAMPLE_ROWS = 200_000
-# Full passes of Lloyd's algorithm that refine the k-means seeded on the run's sample.
+# k-means on a dask input: scikit-learn's (10 restarts) on this many rows of the run's sample,
+# then a few full passes of Lloyd's algorithm refine the centers.
+KMEANS_SAMPLE_ROWS = 50_000
 KMEANS_REFINE_PASSES = 3
 
 
@@ -268,7 +270,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         if data.is_distributed:
             # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
             model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
-                           sample_rows=RUN_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
+                           sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
             model.fit(data, sample=run_sample(data, config).X)
         else:
             model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)

@@ -311,7 +311,10 @@ class KMeans:
         if sample is None:
             (sample,) = parts.uniform_sample(X, size=int(self.sample_rows), random_state=_seed(rs))
             passes = int(is_lazy(X))
-        sample = np.asarray(sample, dtype=np.float64)[: int(self.sample_rows)]
+        sample = np.asarray(sample, dtype=np.float64)
+        if sample.shape[0] > self.sample_rows:  # a uniform subsample of a uniform sample is uniform
+            keep = np.sort(np.random.default_rng(_seed(rs)).permutation(sample.shape[0])[: int(self.sample_rows)])
+            sample = sample[keep]
         if np.unique(sample, axis=0).shape[0] < k:
             raise InputError(f"the data hold fewer than {k} distinct points; ask for fewer clusters")
         km = SKKMeans(k, n_init=_RECLUSTER_N_INIT, random_state=_seed(rs)).fit(sample)
