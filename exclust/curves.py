@@ -62,23 +62,56 @@ def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[
     return [prune_tree(cart.tree_, order[: L - 1], values) for L in leaves]
 
 
-def _block_curve(X, trees: list[ThresholdTree], k: int, centers: np.ndarray):
-    """One part of the curve's pass: per tree and cluster (count, sum of x, sum of ||x||^2)
-    -> (n_trees, k, d + 2), and the part's cost to the nearest reference center."""
+def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray):
+    """One part of the curve's pass.
+
+    Per final tree of a family of prefix trees: per leaf node (count, sum of x, sum of ||x||^2)
+    and one row of the part that reached the leaf (NaN where none did); and the part's cost to
+    the nearest reference center. A prefix tree's clusters are unions of its final tree's leaves
+    (a prefix only leaves some cuts out), so these few sums score every prefix tree.
+    """
     X = np.ascontiguousarray(X, dtype=np.float64)
-    d = X.shape[1]
-    out = np.zeros((len(trees), k, d + 2))
+    n, d = X.shape
     sq = np.einsum("ij,ij->i", X, X)
-    for t, tree in enumerate(trees):
-        c = tree.predict(X)
-        out[t, :, 0] = np.bincount(c, minlength=k)
+    out = []
+    for tree in finals:
+        m = tree.node_count
+        leaf = np.asarray(tree.apply(X), dtype=np.int64)
+        mom = np.zeros((m, d + 2))
+        mom[:, 0] = np.bincount(leaf, minlength=m)
         for f in range(d):
-            out[t, :, 1 + f] = np.bincount(c, weights=X[:, f], minlength=k)
-        out[t, :, d + 1] = np.bincount(c, weights=sq, minlength=k)
-    if centers.shape[0] == 0:
+            mom[:, 1 + f] = np.bincount(leaf, weights=X[:, f], minlength=m)
+        mom[:, d + 1] = np.bincount(leaf, weights=sq, minlength=m)
+        reps = np.full((m, d), np.nan)
+        seen, first = np.unique(leaf, return_index=True)
+        reps[seen] = X[first]
+        out.append((mom, reps))
+    if centers.shape[0] == 0 or n == 0:
         return out, np.zeros(1)
     dist = sq[:, None] - 2.0 * X @ centers.T + np.einsum("ij,ij->i", centers, centers)
     return out, np.asarray([np.maximum(dist.min(axis=1), 0.0).sum()])
+
+
+def _merge_curve(a, b):
+    families = []
+    for (mom_a, rep_a), (mom_b, rep_b) in zip(a[0], b[0]):
+        families.append((mom_a + mom_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
+    return families, a[1] + b[1]
+
+
+def _prefix_moments(final_moments: np.ndarray, reps: np.ndarray, tree: ThresholdTree, k: int) -> np.ndarray:
+    """(k, d + 2) cluster moments of a prefix tree from its final tree's leaf moments: each
+    reached leaf goes to the prefix cluster of a row that reached it."""
+    reached = np.flatnonzero(final_moments[:, 0] > 0)
+    out = np.zeros((k, final_moments.shape[1]))
+    if reached.size:
+        clusters = np.asarray(tree.predict(reps[reached]), dtype=np.int64)
+        np.add.at(out, clusters, final_moments[reached])
+    return out
+
+
+def _cost_of(mom: np.ndarray) -> float:
+    return float(_costs_from_moments(mom[None])[0])
 
 
 def _costs_from_moments(mom: np.ndarray) -> np.ndarray:
@@ -90,13 +123,15 @@ def _costs_from_moments(mom: np.ndarray) -> np.ndarray:
 
 def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarray:
     """k-means cost of each tree's clusters (each scored by its own mean), all in one pass."""
-    mom, _ = map_reduce(_block_curve, X, args=(list(trees), int(n_clusters), np.zeros((0, X.shape[1]))))
-    return _costs_from_moments(mom)
+    trees = list(trees)
+    families, _ = map_reduce(_block_curve, X, args=(trees, np.zeros((0, X.shape[1]))), combine=_merge_curve)
+    k = max(int(n_clusters), max(t.n_clusters for t in trees))
+    return np.asarray([_cost_of(_prefix_moments(mom, reps, t, k)) for t, (mom, reps) in zip(trees, families)])
 
 
 def reference_cost(X, centers: np.ndarray) -> float:
     """Sum of squared distances of every point to its nearest reference center (one pass)."""
-    _, cost = map_reduce(_block_curve, X, args=([], 1, np.asarray(centers, dtype=np.float64)))
+    _, cost = map_reduce(_block_curve, X, args=([], np.asarray(centers, dtype=np.float64)), combine=_merge_curve)
     return float(cost[0])
 
 
@@ -115,29 +150,32 @@ class CurvePlan:
     """The trees of a cost curve, built without a pass over the data, and the one pass that scores them."""
 
     leaves: list[int]
-    trees: list[ThresholdTree]
+    families: list[list[ThresholdTree]]  # ExKMC, CART, KDTree: one tree per leaf count, the last the largest
     centers: np.ndarray
     surrogate: list[float]  # ExKMC's surrogate cost of each prefix (divided by the reference cost later)
     baselines: str  # how CART and KDTree (and an ExKMC not fitted by the run) were built
 
     @property
     def n_clusters(self) -> int:
-        return max(self.centers.shape[0], max(t.n_clusters for t in self.trees))
+        return max(self.centers.shape[0], max(t.n_clusters for f in self.families for t in f))
 
     def reduction(self) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass."""
-        return Reduction(_block_curve, (), (self.trees, self.n_clusters, self.centers))
+        return Reduction(_block_curve, (), ([f[-1] for f in self.families], self.centers), _merge_curve)
 
     def finish(self, result) -> dict:
-        mom, ref = result
-        costs = _costs_from_moments(mom)
+        families, ref = result
         ref = float(ref[0])
-        m = len(self.leaves)
+        k = self.n_clusters
+        ratios = [
+            [_cost_of(_prefix_moments(mom, reps, tree, k)) / ref for tree in family]
+            for family, (mom, reps) in zip(self.families, families)
+        ]
         return {
             "leaves": self.leaves,
-            "exkmc": (costs[:m] / ref).tolist(),
-            "cart": (costs[m : 2 * m] / ref).tolist(),
-            "kdtree": (costs[2 * m :] / ref).tolist(),
+            "exkmc": ratios[0],
+            "cart": ratios[1],
+            "kdtree": ratios[2],
             "exkmc_surrogate": [c / ref for c in self.surrogate],
             "reference_cost": ref,
             "baselines": self.baselines,
@@ -169,16 +207,17 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     )
     with PASSES.paused():  # passes over the in-memory sample, not over the data
         ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
-        trees = [ex.tree_at(L) for L in leaves]
-        trees += cart_prefix_trees(ds, sample_labels, leaves, random_state)
+        families = [[ex.tree_at(L) for L in leaves], cart_prefix_trees(ds, sample_labels, leaves, random_state)]
         kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
-        trees += [kd.tree_at(L) for L in leaves]
+        families.append([kd.tree_at(L) for L in leaves])
     surrogate = [ex.surrogate_costs_[min(L, ex.leaf_counts_[-1]) - ex.leaf_counts_[0]] for L in leaves]
     if not reusable and n_rows:  # an ExKMC on the sample: its surrogate costs scale to all rows
         surrogate = [c * n_rows / sample.shape[0] for c in surrogate]
-    of = f"{sample.shape[0]} sampled rows" + (f" of {n_rows}" if n_rows else "")
-    baselines = f"CART and KDTree on a uniform sample of {of}" + ("" if reusable else "; ExKMC too")
-    return CurvePlan(leaves, trees, centers, surrogate, baselines)
+    of = f"{sample.shape[0]} rows" + (f" of {n_rows}" if n_rows else "")
+    # Where the run fitted no ExKMC, the curve's ExKMC is fitted on the sample too (fits on the
+    # sample and on all rows agree when the sample is all rows).
+    baselines = f"CART and KDTree fitted on a uniform sample of {of}, every tree scored on all rows"
+    return CurvePlan(leaves, families, centers, surrogate, baselines)
 
 
 def cost_ratio_curve(

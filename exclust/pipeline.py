@@ -274,7 +274,10 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
             model.fit(data, sample=run_sample(data, config).X)
         else:
             model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
-        summary = MixtureSummary.from_kmeans(model, data.X, names)
+        # Full covariances only for algorithms that read them (MMDT's thresholds); the others need
+        # the means and spreads, which the k-means kept from its last pass.
+        full = config.algorithm in SUMMARY_ALGORITHMS
+        summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
         labels = _held(model.predict(data.X), data)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]

@@ -192,7 +192,8 @@ class KMeans:
     the centers with a few full passes.
 
     Fitted: ``cluster_centers_``, ``labels_`` (numpy for numpy input, a lazy dask array for dask
-    input), ``inertia_``, ``n_iter_``, ``n_passes_`` (passes over the data made by the fit; for
+    input), ``inertia_``, ``n_iter_``, ``statistics_`` (per-center count, sum and sum of squares
+    of the rows nearest each final center, from the last pass; Lloyd backend), ``n_passes_`` (passes over the data made by the fit; for
     the scikit-learn backend, iterations + 1 for the k-means++ seeding, a lower bound).
     """
 
@@ -344,11 +345,11 @@ class KMeans:
                         init + 1, n_iter, inertia, shift)
                 if shift <= tol_abs:
                     break
-            _, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
+            final, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
             passes += 1
             if best is None or inertia < best[1]:
-                best = (centers, float(inertia), n_iter)
-        self.cluster_centers_, self.inertia_, self.n_iter_ = best
+                best = (centers, float(inertia), n_iter, final)
+        self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_ = best
         self.n_passes_ = passes
         self.labels_ = self.predict(X)  # fit() relabels a dask input lazily from its unpersisted graph
 
