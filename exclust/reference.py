@@ -362,9 +362,7 @@ class KMeans:
         self._check_fitted()
         centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
         X = _check_predict_input(X, self.n_features_in_)
-        if is_lazy(X):
-            return X.map_blocks(_predict_block, centers, dtype=np.int64, drop_axis=1, chunks=(X.chunks[0],))
-        return _predict_block(X, centers)
+        return parts.map_rows(_predict_block, X, centers, dtype=np.int64)
 
     def fit_predict(self, X, y=None):
         """Fit, then return ``labels_``."""
@@ -603,11 +601,7 @@ class GaussianMixture:
         X = _check_predict_input(X, self.n_features_in_)
         diag = self.covariance_type == "diag"
         args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
-        if is_lazy(X):
-            if out_cols is None:
-                return X.map_blocks(block, *args, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],))
-            return X.map_blocks(block, *args, dtype=dtype, chunks=(X.chunks[0], (out_cols,)))
-        return block(X, *args)
+        return parts.map_rows(block, X, *args, dtype=dtype, width=out_cols)
 
     def predict(self, X):
         """Most probable component of every row: numpy in, numpy out; dask in, lazy dask out."""
