@@ -17,6 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
+from exclust._kernels_score import leaf_moments
+from exclust._kernels_stats import nearest_center
 from exclust.algorithms.cart import CART
 from exclust.algorithms.exkmc import ExKMC
 from exclust.algorithms.kdtree import KDTree
@@ -72,24 +74,17 @@ def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray):
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n, d = X.shape
-    sq = np.einsum("ij,ij->i", X, X)
     out = []
     for tree in finals:
-        m = tree.node_count
-        leaf = np.asarray(tree.apply(X), dtype=np.int64)
-        mom = np.zeros((m, d + 2))
-        mom[:, 0] = np.bincount(leaf, minlength=m)
-        for f in range(d):
-            mom[:, 1 + f] = np.bincount(leaf, weights=X[:, f], minlength=m)
-        mom[:, d + 1] = np.bincount(leaf, weights=sq, minlength=m)
-        reps = np.full((m, d), np.nan)
-        seen, first = np.unique(leaf, return_index=True)
-        reps[seen] = X[first]
+        mom, first = leaf_moments(X, np.asarray(tree.apply(X), dtype=np.int64), tree.node_count)
+        reps = np.full((tree.node_count, d), np.nan)
+        seen = first >= 0
+        reps[seen] = X[first[seen]]
         out.append((mom, reps))
     if centers.shape[0] == 0 or n == 0:
         return out, np.zeros(1)
-    dist = sq[:, None] - 2.0 * X @ centers.T + np.einsum("ij,ij->i", centers, centers)
-    return out, np.asarray([np.maximum(dist.min(axis=1), 0.0).sum()])
+    _, d2 = nearest_center(X, np.ascontiguousarray(centers))
+    return out, np.asarray([float(d2.sum())])
 
 
 def _merge_curve(a, b):
