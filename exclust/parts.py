@@ -404,6 +404,8 @@ def sample_ids(n: int, size: int, random_state=None) -> np.ndarray:
     """Sorted global row ids of an exact uniform sample of ``min(size, n)`` rows."""
     if size >= n:
         return np.arange(n, dtype=np.int64)
+    if isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(np.iinfo(np.int32).max))
     rng = np.random.default_rng(random_state)
     return np.sort(rng.choice(n, size=int(size), replace=False)).astype(np.int64)
 
