@@ -219,3 +219,24 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
                 if lo[g, j] <= x < hi[g, j]:
                     _add_to_hist(hist, edges, scale, g, j, x, n_bins)
     return hist
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_moments(X, leaf, n_nodes):
+    """Per node: (count, sum of x, sum of ||x||^2) of the rows routed to it, and the first such
+    row's index (-1 where none): one sweep over the rows (the cost curve's pass)."""
+    n, d = X.shape
+    mom = np.zeros((n_nodes, d + 2))
+    first = np.full(n_nodes, -1, dtype=np.int64)
+    for i in range(n):
+        node = leaf[i]
+        if first[node] < 0:
+            first[node] = i
+        mom[node, 0] += 1.0
+        s = 0.0
+        for f in range(d):
+            v = X[i, f]
+            mom[node, 1 + f] += v
+            s += v * v
+        mom[node, d + 1] += s
+    return mom, first

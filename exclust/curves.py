@@ -4,19 +4,26 @@ For each leaf count L the k-means cost of a tree's clusters, each scored by its 
 divided by the reference cost (every point to its nearest reference center). All three
 algorithms grow greedily and a split never changes the choice at another leaf, so one fit at
 ``max(leaves)`` holds every smaller tree as a prefix (``ExKMC.tree_at``, ``KDTree.tree_at``,
-``cart_prefix_trees``): three fits, then all trees are scored in one pass.
+``cart_prefix_trees``). CART and KDTree (and ExKMC when the run did not fit one) are built on
+an exact uniform sample of the rows, in memory; then every tree and the reference cost are
+scored in ONE pass (``CurvePlan.reduction``), which the pipeline fuses into scoring's pass:
+the curve costs at most 2 passes (the sample, and the scoring pass), none of its own when the
+sample and the scoring pass are shared.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from exclust._kernels_score import leaf_moments
+from exclust._kernels_stats import nearest_center
 from exclust.algorithms.cart import CART
 from exclust.algorithms.exkmc import ExKMC
 from exclust.algorithms.kdtree import KDTree
-from exclust.data import as_matrix, is_dask_array
-from exclust.histogram import map_reduce_blocks
+from exclust.data import as_matrix
+from exclust.parts import PASSES, Reduction, map_reduce, map_rows, run_reductions, uniform_sample
 from exclust.tree import ThresholdTree
 
 
@@ -57,39 +64,70 @@ def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[
     return [prune_tree(cart.tree_, order[: L - 1], values) for L in leaves]
 
 
-def _block_cluster_moments(X, trees: list[ThresholdTree], k: int) -> np.ndarray:
-    """Per tree and cluster: count, sum of x, sum of ||x||^2 -> (n_trees, k, d + 2)."""
+def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray):
+    """One part of the curve's pass.
+
+    Per final tree of a family of prefix trees: per leaf node (count, sum of x, sum of ||x||^2)
+    and one row of the part that reached the leaf (NaN where none did); and the part's cost to
+    the nearest reference center. A prefix tree's clusters are unions of its final tree's leaves
+    (a prefix only leaves some cuts out), so these few sums score every prefix tree.
+    """
     X = np.ascontiguousarray(X, dtype=np.float64)
-    d = X.shape[1]
-    out = np.zeros((len(trees), k, d + 2))
-    sq = np.einsum("ij,ij->i", X, X)
-    for t, tree in enumerate(trees):
-        c = tree.predict(X)
-        out[t, :, 0] = np.bincount(c, minlength=k)
-        for f in range(d):
-            out[t, :, 1 + f] = np.bincount(c, weights=X[:, f], minlength=k)
-        out[t, :, d + 1] = np.bincount(c, weights=sq, minlength=k)
+    n, d = X.shape
+    out = []
+    for tree in finals:
+        mom, first = leaf_moments(X, np.asarray(tree.apply(X), dtype=np.int64), tree.node_count)
+        reps = np.full((tree.node_count, d), np.nan)
+        seen = first >= 0
+        reps[seen] = X[first[seen]]
+        out.append((mom, reps))
+    if centers.shape[0] == 0 or n == 0:
+        return out, np.zeros(1)
+    _, d2 = nearest_center(X, np.ascontiguousarray(centers))
+    return out, np.asarray([float(d2.sum())])
+
+
+def _merge_curve(a, b):
+    families = []
+    for (mom_a, rep_a), (mom_b, rep_b) in zip(a[0], b[0]):
+        families.append((mom_a + mom_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
+    return families, a[1] + b[1]
+
+
+def _prefix_moments(final_moments: np.ndarray, reps: np.ndarray, tree: ThresholdTree, k: int) -> np.ndarray:
+    """(k, d + 2) cluster moments of a prefix tree from its final tree's leaf moments: each
+    reached leaf goes to the prefix cluster of a row that reached it."""
+    reached = np.flatnonzero(final_moments[:, 0] > 0)
+    out = np.zeros((k, final_moments.shape[1]))
+    if reached.size:
+        clusters = np.asarray(tree.predict(reps[reached]), dtype=np.int64)
+        np.add.at(out, clusters, final_moments[reached])
     return out
 
 
-def _block_reference_cost(X, centers: np.ndarray) -> np.ndarray:
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    dist = np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ centers.T + np.einsum("ij,ij->i", centers, centers)
-    return np.asarray([np.maximum(dist.min(axis=1), 0.0).sum()])
+def _cost_of(mom: np.ndarray) -> float:
+    return float(_costs_from_moments(mom[None])[0])
 
 
-def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarray:
-    """k-means cost of each tree's clusters (each scored by its own mean), all in one pass."""
-    mom = map_reduce_blocks(X, _block_cluster_moments, list(trees), int(n_clusters))
+def _costs_from_moments(mom: np.ndarray) -> np.ndarray:
     n, sums, sq = mom[..., 0], mom[..., 1:-1], mom[..., -1]
     with np.errstate(invalid="ignore", divide="ignore"):
         between = np.where(n > 0, np.einsum("tkd,tkd->tk", sums, sums) / np.maximum(n, 1), 0.0)
     return (sq - between).sum(axis=1)
 
 
+def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarray:
+    """k-means cost of each tree's clusters (each scored by its own mean), all in one pass."""
+    trees = list(trees)
+    families, _ = map_reduce(_block_curve, X, args=(trees, np.zeros((0, X.shape[1]))), combine=_merge_curve)
+    k = max(int(n_clusters), max(t.n_clusters for t in trees))
+    return np.asarray([_cost_of(_prefix_moments(mom, reps, t, k)) for t, (mom, reps) in zip(trees, families)])
+
+
 def reference_cost(X, centers: np.ndarray) -> float:
     """Sum of squared distances of every point to its nearest reference center (one pass)."""
-    return float(map_reduce_blocks(X, _block_reference_cost, np.asarray(centers, dtype=np.float64))[0])
+    _, cost = map_reduce(_block_curve, X, args=([], np.asarray(centers, dtype=np.float64)), combine=_merge_curve)
+    return float(cost[0])
 
 
 def _nearest_center_block(X, centers):
@@ -99,56 +137,103 @@ def _nearest_center_block(X, centers):
 
 def nearest_center_labels(X, centers: np.ndarray):
     """Reference labels: the nearest center of every row (lazy on Dask)."""
-    centers = np.asarray(centers, dtype=np.float64)
-    if is_dask_array(X):
-        return X.map_blocks(_nearest_center_block, centers, dtype=np.int64, drop_axis=1)
-    return _nearest_center_block(X, centers)
+    return map_rows(_nearest_center_block, X, np.asarray(centers, dtype=np.float64), dtype=np.int64)
 
 
-def cost_ratio_curve(
-    X, centers, leaves: Sequence[int], reference_labels=None, max_bins: int = 256, random_state=0, exkmc=None
-) -> dict:
-    """k-means cost ratio (tree cost / reference cost) of ExKMC, CART and KDTree at each leaf count.
+@dataclass
+class CurvePlan:
+    """The trees of a cost curve, built without a pass over the data, and the one pass that scores them."""
 
-    ``centers`` are the reference k-means centers; ``reference_labels`` (default: nearest
-    center) are what CART learns. Returns ``{"leaves", "exkmc", "cart", "kdtree"}`` with one
-    ratio per leaf count, plus ``"exkmc_surrogate"`` (ExKMC's surrogate cost ratio) and
-    ``"reference_cost"``. Leaf counts below k are not possible for ExKMC's IMM base and are
-    rejected. ``exkmc``: an ExKMC already fitted from these centers to at least ``max(leaves)``
-    leaves; its prefix trees are used instead of fitting another (ExKMC is greedy, so they are
-    the same trees).
-    """
-    ds = as_matrix(X)
+    leaves: list[int]
+    families: list[list[ThresholdTree]]  # ExKMC, CART, KDTree: one tree per leaf count, the last the largest
+    centers: np.ndarray
+    surrogate: list[float]  # ExKMC's surrogate cost of each prefix (divided by the reference cost later)
+    baselines: str  # how CART and KDTree (and an ExKMC not fitted by the run) were built
+
+    @property
+    def n_clusters(self) -> int:
+        return max(self.centers.shape[0], max(t.n_clusters for f in self.families for t in f))
+
+    def reduction(self) -> Reduction:
+        """The pass that scores every tree and the reference, to fuse into another pass."""
+        return Reduction(_block_curve, (), ([f[-1] for f in self.families], self.centers), _merge_curve)
+
+    def finish(self, result) -> dict:
+        families, ref = result
+        ref = float(ref[0])
+        k = self.n_clusters
+        ratios = [
+            [_cost_of(_prefix_moments(mom, reps, tree, k)) / ref for tree in family]
+            for family, (mom, reps) in zip(self.families, families)
+        ]
+        return {
+            "leaves": self.leaves,
+            "exkmc": ratios[0],
+            "cart": ratios[1],
+            "kdtree": ratios[2],
+            "exkmc_surrogate": [c / ref for c in self.surrogate],
+            "reference_cost": ref,
+            "baselines": self.baselines,
+        }
+
+
+def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int], *, feature_names=None,
+               max_bins: int = 256, random_state=0, exkmc=None, n_rows: int | None = None) -> CurvePlan:
+    """Build the curve's trees on an in-memory uniform ``sample`` of the rows (with their reference
+    labels): CART, KDTree, and ExKMC unless ``exkmc`` (fitted on all the data from these centers
+    to at least ``max(leaves)`` leaves) gives its prefix trees. No pass over the data."""
+    from exclust.data import Dataset
+
     centers = np.asarray(centers, dtype=np.float64)
     k = int(centers.shape[0])
     leaves = sorted({int(L) for L in leaves})
     if not leaves or leaves[0] < k:
         raise ValueError(f"leaves must be leaf counts >= n_clusters={k}, got {leaves}")
-    if reference_labels is None:
-        reference_labels = nearest_center_labels(ds.X, centers)
+    sample = np.ascontiguousarray(sample, dtype=np.float64)
+    names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(sample.shape[1])]
+    ds = Dataset(sample, names)
+    if sample_labels is None:
+        sample_labels = _nearest_center_block(sample, centers)
     reusable = (
         exkmc is not None
         and exkmc.max_leaves >= leaves[-1]
         and exkmc.centers_.shape == centers.shape
         and np.array_equal(exkmc.centers_, centers)
     )
-    ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
-    trees = [ex.tree_at(L) for L in leaves]
-    trees += cart_prefix_trees(ds.X, reference_labels, leaves, random_state)
-    kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds.X, centers)
-    trees += [kd.tree_at(L) for L in leaves]
-    n_out = max(k, max(t.n_clusters for t in trees))
-    costs = kmeans_costs(ds.X, trees, n_out)
-    ref = reference_cost(ds.X, centers)
-    m = len(leaves)
-    surrogate = [
-        ex.surrogate_costs_[min(L, ex.leaf_counts_[-1]) - ex.leaf_counts_[0]] / ref for L in leaves
-    ]
-    return {
-        "leaves": leaves,
-        "exkmc": (costs[:m] / ref).tolist(),
-        "cart": (costs[m : 2 * m] / ref).tolist(),
-        "kdtree": (costs[2 * m :] / ref).tolist(),
-        "exkmc_surrogate": surrogate,
-        "reference_cost": ref,
-    }
+    with PASSES.paused():  # passes over the in-memory sample, not over the data
+        ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
+        families = [[ex.tree_at(L) for L in leaves], cart_prefix_trees(ds, sample_labels, leaves, random_state)]
+        kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
+        families.append([kd.tree_at(L) for L in leaves])
+    surrogate = [ex.surrogate_costs_[min(L, ex.leaf_counts_[-1]) - ex.leaf_counts_[0]] for L in leaves]
+    if not reusable and n_rows:  # an ExKMC on the sample: its surrogate costs scale to all rows
+        surrogate = [c * n_rows / sample.shape[0] for c in surrogate]
+    of = f"{sample.shape[0]} rows" + (f" of {n_rows}" if n_rows else "")
+    # Where the run fitted no ExKMC, the curve's ExKMC is fitted on the sample too (fits on the
+    # sample and on all rows agree when the sample is all rows).
+    baselines = f"CART and KDTree fitted on a uniform sample of {of}, every tree scored on all rows"
+    return CurvePlan(leaves, families, centers, surrogate, baselines)
+
+
+def cost_ratio_curve(
+    X, centers, leaves: Sequence[int], reference_labels=None, max_bins: int = 256, random_state=0, exkmc=None,
+    sample_rows: int = 200_000,
+) -> dict:
+    """k-means cost ratio (tree cost / reference cost) of ExKMC, CART and KDTree at each leaf count.
+
+    ``centers`` are the reference k-means centers; ``reference_labels`` (default: nearest
+    center) are what CART learns. The baselines are built on an exact uniform sample of
+    ``sample_rows`` rows (one pass), then every tree and the reference are scored in one more
+    pass. Returns ``{"leaves", "exkmc", "cart", "kdtree"}`` with one ratio per leaf count, plus
+    ``"exkmc_surrogate"`` (ExKMC's surrogate cost ratio), ``"reference_cost"`` and
+    ``"baselines"`` (how they were built). ``exkmc``: an ExKMC already fitted on all of X from
+    these centers to at least ``max(leaves)`` leaves; its prefix trees are used instead of
+    fitting one on the sample.
+    """
+    ds = as_matrix(X)
+    columns = () if reference_labels is None else (reference_labels,)
+    sample, *labels = uniform_sample(ds.X, *columns, size=int(sample_rows), random_state=random_state)
+    plan = plan_curve(sample, labels[0] if labels else None, centers, leaves, feature_names=ds.feature_names,
+                      max_bins=max_bins, random_state=random_state, exkmc=exkmc, n_rows=ds.n_rows)
+    (result,) = run_reductions(ds.X, [plan.reduction()])
+    return plan.finish(result)

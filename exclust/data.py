@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -207,6 +207,7 @@ def load_dataset(
     n_clusters: int | None = None,
     piece_rows: int = DEFAULT_PIECE_ROWS,
     storage_options: Mapping[str, Any] | None = None,
+    prepare: Callable[[Any, dict[str, Any]], tuple[Any, dict[str, Any]]] | None = None,
 ) -> Dataset:
     """Load and validate any supported input into a Dataset.
 
@@ -214,7 +215,9 @@ def load_dataset(
     omitted, extra columns excluded); ``extra_columns`` are kept aside as 1-D arrays (ground
     truth, precomputed labels); string labels are coded as integers in sorted order.
     ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
-    endpoint_url, ...); the standard AWS_* environment variables are read too.
+    endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
+    sees the matrix and extra columns between reading and validation (the pipeline holds them
+    on the workers there, so that validation already reads memory).
     """
     extra_columns = [c for c in extra_columns if c]
     extras: dict[str, Any] = {}
@@ -225,6 +228,8 @@ def load_dataset(
         X, names, extras, categories = read_parquet(source, features, extra_columns, piece_rows, storage_options)
     else:
         X, names, extras, categories, label = _from_object(source, features, extra_columns)
+    if prepare is not None:
+        X, extras = prepare(X, extras)
     X, extras, n_dropped = validate_matrix(
         X, names, nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
     )

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from exclust._kernels_kernel import GAUSSIAN, LAPLACE, rff_group_sums
-from exclust.data import InputError, is_dask_array
-from exclust.stats import tree_reduce
+from exclust.data import InputError
+from exclust.parts import map_reduce, map_rows
 
 KERNELS = {"gaussian": GAUSSIAN, "laplace": LAPLACE}
 
@@ -121,12 +121,7 @@ class RandomFourierFeatures:
 
     def transform(self, X: Any):
         """z(X): numpy in, numpy out; a dask array in, a lazy dask array (a map over row chunks) out."""
-        if is_dask_array(X):
-            if X.numblocks[1] != 1:
-                X = X.rechunk({1: -1})
-            D = 2 * self.omega_.shape[0]
-            return X.map_blocks(self._block, dtype=np.float64, chunks=(X.chunks[0], (D,)))
-        return self._block(X)
+        return map_rows(self._block, X, dtype=np.float64, width=2 * self.omega_.shape[0])
 
 
 # ----------------------------------------------------------------------------- one-pass statistics
@@ -153,34 +148,19 @@ def rff_group_statistics(X: Any, labellings: Sequence[Any], n_groups: int, rff: 
     Labels may be numpy or dask arrays (aligned with X's rows); a ThresholdTree is routed on the
     chunk itself. Returns an array (len(labellings), n_groups, 2 + D).
     """
-    if not is_dask_array(X):
-        return _group_sums_block(X, rff.omega_, n_groups, *labellings)
-    import dask
-
     from exclust.tree import ThresholdTree
 
-    if X.numblocks[1] != 1:
-        X = X.rechunk({1: -1})
-    x_blocks = X.to_delayed().ravel()
-    per_labelling = []
-    for lab in labellings:
-        if is_dask_array(lab):
-            lab = lab.reshape(-1)
-            if lab.chunks[0] != X.chunks[0]:
-                lab = lab.rechunk((X.chunks[0],))
-            per_labelling.append(list(lab.to_delayed().ravel()))
-        elif isinstance(lab, ThresholdTree):
-            per_labelling.append([lab] * len(x_blocks))
-        else:
-            lab = np.asarray(lab).reshape(-1)
-            bounds = np.cumsum((0,) + X.chunks[0])
-            per_labelling.append([lab[bounds[b]:bounds[b + 1]] for b in range(len(x_blocks))])
-    omega = rff.omega_
-    parts = [
-        dask.delayed(_group_sums_block)(xb, omega, n_groups, *[pl[b] for pl in per_labelling])
-        for b, xb in enumerate(x_blocks)
-    ]
-    return np.asarray(tree_reduce(parts).compute())
+    trees = [lab if isinstance(lab, ThresholdTree) else None for lab in labellings]
+    columns = [lab for lab in labellings if not isinstance(lab, ThresholdTree)]
+    return np.asarray(map_reduce(_group_sums_part, X, *columns, args=(trees, rff.omega_, int(n_groups))))
+
+
+def _group_sums_part(X: np.ndarray, *rest) -> np.ndarray:
+    """One part: the labellings in order, trees routed here, label columns as read with the rows."""
+    *columns, trees, omega, n_groups = rest
+    given = iter(columns)
+    labellings = [tree if tree is not None else next(given) for tree in trees]
+    return _group_sums_block(X, omega, n_groups, *labellings)
 
 
 def kernel_cost_from_statistics(stats: np.ndarray) -> float:

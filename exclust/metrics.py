@@ -39,20 +39,17 @@ below 1e-9 after 2 histogram passes).
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from exclust._kernels_score import label_span, median_hist_block, score_block
-from exclust.data import Dataset, InputError, is_dask_array
+from exclust.data import Dataset, InputError
+from exclust.parts import align, is_lazy
 from exclust.tree import ThresholdTree
 
 # Label ids become array indices; a larger id is almost always an un-encoded category.
 MAX_LABEL = 1_000_000
-_FAN_IN = 8
-# Below this many rows per slice, numpy input is not worth splitting across threads.
-_THREAD_MIN_ROWS = 250_000
 
 
 # --------------------------------------------------------------------------- ARI
@@ -223,48 +220,34 @@ def _merge_hist(parts: list) -> np.ndarray:
     return out
 
 
+def _call_with_optional_labels(block, *rest):
+    *columns, present, func, params = rest
+    given = iter(columns)
+    ref, truth = (next(given) if has else None for has in present)
+    return func(block, ref, truth, **params)
+
+
+def _merge_pair(merge: Callable, a, b):
+    return merge([a, b])
+
+
+def row_reduction(func: Callable, merge: Callable, ref, truth, **params):
+    """``func(X_part, ref_part, truth_part, **params)`` as one reduction of a pass
+    (``exclust.parts``): parts merged with ``merge([a, b])``; absent labels come as None."""
+    import functools
+
+    from exclust.parts import Reduction
+
+    present = (ref is not None, truth is not None)
+    columns = [c for c in (ref, truth) if c is not None]
+    return Reduction(_call_with_optional_labels, columns, (present, func, params), functools.partial(_merge_pair, merge))
+
+
 def row_map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
-    """``func(X_chunk, ref_chunk, truth_chunk, **params)`` on every row chunk, merged up a tree.
+    """``func(X_part, ref_part, truth_part, **params)`` on every row part, merged up a tree: one pass."""
+    from exclust.parts import run_reductions
 
-    Dask input: one fused task per chunk (the chunk's labels come from the same read as its
-    rows), then a tree reduction of fan-in 8; the label arrays must have X's row chunks, or as
-    many chunks as X (matched block by block); nothing row-sized reaches the driver unless
-    ``func`` returns it. Large numpy input is cut into one slice per core (the kernels release
-    the GIL); small numpy input is one call.
-    """
-    if not is_dask_array(X):
-        n = X.shape[0]
-        workers = min(os.cpu_count() or 1, max(1, n // _THREAD_MIN_ROWS))
-        if workers == 1:
-            return merge([func(X, ref, truth, **params)])
-        from concurrent.futures import ThreadPoolExecutor
-
-        bounds = np.linspace(0, n, workers + 1).astype(int)
-
-        def run(k):
-            sl = slice(bounds[k], bounds[k + 1])
-            return func(X[sl], None if ref is None else ref[sl], None if truth is None else truth[sl], **params)
-
-        with ThreadPoolExecutor(workers) as pool:
-            return merge(list(pool.map(run, range(workers))))
-    import dask
-    import dask.array as da
-
-    args: list[Any] = [X, "ij"]
-    for labels in (ref, truth):
-        args += [labels, "i"] if labels is not None else [None, None]
-    parts = da.blockwise(
-        func, "i", *args, dtype=object, meta=np.empty((0,), dtype=object), concatenate=True,
-        align_arrays=False, **params,
-    )
-    blocks = list(parts.to_delayed(optimize_graph=True).ravel())
-    merge_task = dask.delayed(merge, pure=True)
-    if len(blocks) == 1:
-        blocks = [merge_task(blocks)]
-    while len(blocks) > 1:
-        blocks = [merge_task(blocks[i : i + _FAN_IN]) for i in range(0, len(blocks), _FAN_IN)]
-    (result,) = dask.compute(blocks[0])
-    return result
+    return run_reductions(X, [row_reduction(func, merge, ref, truth, **params)])[0]
 
 
 # --------------------------------------------------------------------------- input
@@ -287,7 +270,7 @@ def _prepare_X(tree: ThresholdTree, X, feature_names: Sequence[str] | None):
             f"the data's features {list(feature_names)} differ from the tree's {list(tree.feature_names)}; "
             "pass the columns the tree was built on, in the same order"
         )
-    if is_dask_array(X):
+    if is_lazy(X):
         if X.dtype != np.float64:
             X = X.astype(np.float64)
         if X.ndim == 2 and X.numblocks[1] != 1:
@@ -314,34 +297,17 @@ def _prepare_labels(labels, X, what: str):
 
     if isinstance(labels, (pd.Series, pd.Index)):
         labels = labels.to_numpy()
-    if is_dask_array(labels):
-        if labels.ndim == 2 and labels.shape[1] == 1:
-            labels = labels[:, 0]
-        if labels.ndim != 1:
-            raise InputError(f"{what} must be one-dimensional, got shape {labels.shape}")
-        if any(np.isnan(c) for c in labels.chunks[0]):
-            labels = labels.compute_chunk_sizes()
-        if labels.shape[0] != X.shape[0]:
-            raise InputError(f"{what} has {labels.shape[0]} entries for {X.shape[0]} rows of data")
-        if not is_dask_array(X):
-            return np.asarray(labels.compute())
-        if labels.chunks[0] != X.chunks[0]:
-            labels = labels.rechunk((X.chunks[0],))
-        return labels
-    labels = np.asarray(labels)
+    if not is_lazy(labels):
+        labels = np.asarray(labels)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1:
         raise InputError(f"{what} must be one-dimensional, got shape {labels.shape}")
-    if labels.shape[0] != X.shape[0]:
-        raise InputError(f"{what} has {labels.shape[0]} entries for {X.shape[0]} rows of data")
-    if not np.issubdtype(labels.dtype, np.number) and labels.dtype != bool:
-        raise InputError(f"{what} must be numeric ids 0..K-1 (-1 for noise), got dtype {labels.dtype}")
-    if is_dask_array(X):
-        import dask.array as da
-
-        return da.from_array(labels, chunks=(X.chunks[0],))
-    return labels
+    if not is_lazy(labels):
+        labels = np.asarray(labels)
+        if not np.issubdtype(labels.dtype, np.number) and labels.dtype != bool:
+            raise InputError(f"{what} must be numeric ids 0..K-1 (-1 for noise), got dtype {labels.dtype}")
+    return align(labels, X, what)
 
 
 def _prepare_centers(centers, d: int) -> np.ndarray | None:
@@ -545,6 +511,28 @@ def score(
     max_kmedians_passes: int = 4,
     kmedians_bins: int | None = None,
 ) -> dict[str, Any]:
+    """Score a tree's clustering of X against reference labels / centers and ground truth
+    (``score_with`` without other reductions; see there)."""
+    return score_with(
+        tree, X, reference_labels, centers, y_true, kmedians=kmedians, feature_names=feature_names,
+        kmedians_tol=kmedians_tol, max_kmedians_passes=max_kmedians_passes, kmedians_bins=kmedians_bins,
+    )[0]
+
+
+def score_with(
+    tree: ThresholdTree,
+    X,
+    reference_labels=None,
+    centers=None,
+    y_true=None,
+    *,
+    also: Sequence[Any] = (),
+    kmedians: bool = True,
+    feature_names: Sequence[str] | None = None,
+    kmedians_tol: float = 1e-6,
+    max_kmedians_passes: int = 4,
+    kmedians_bins: int | None = None,
+) -> tuple[dict[str, Any], list]:
     """Score a tree's clustering of X against reference labels / centers and ground truth.
 
     X: numpy array, pandas DataFrame, dask array (row chunks, one column chunk) or Dataset.
@@ -555,6 +543,9 @@ def score(
     centers (or a MixtureSummary); without reference_labels the reference becomes each point's
     nearest center. See the module docstring for every definition; numbers that need a missing
     input are None. ``passes`` counts passes over the data (1, plus the k-medians passes).
+
+    ``also``: other ``exclust.parts.Reduction``s over the same X, run in scoring's first pass
+    (the cost curve's); returns (scores, their results).
     """
     if not isinstance(tree, ThresholdTree):
         raise InputError(f"tree must be a ThresholdTree, got {type(tree).__name__}")
@@ -567,10 +558,12 @@ def score(
     centers_arg = centers if centers is not None else np.zeros((0, d))
     tree_arrays = (tree.kind, tree.feature, tree.threshold, tree.center, tree.left, tree.right)
 
-    stats = row_map_reduce(
-        _stats_chunk, _merge_stats, X, ref, truth,
+    from exclust.parts import run_reductions
+
+    stats, *fused = run_reductions(X, [row_reduction(
+        _stats_chunk, _merge_stats, ref, truth,
         tree_arrays=tree_arrays, ref_mode=ref_mode, centers=centers_arg, track_range=bool(kmedians),
-    )
+    ), *also])
     passes = 1
     leaf = stats["leaf"]
     if not (np.isfinite(leaf["m2"]).all() and np.isfinite(leaf["mean"]).all()):
@@ -605,6 +598,10 @@ def score(
         "n_reference_noise": int(n - n_scored) if has_ref else 0,
         "cluster_sizes_tree": tree_mom["n"].tolist(),
         "cluster_sizes_reference": ref_mom["n"].tolist() if has_ref else None,
+        # Scored rows per leaf (leaf id as a JSON key): drift checks and the weighted average depth.
+        "leaf_sizes": {str(int(i)): int(leaf["n"][i]) for i in leaves},
+        "weighted_avg_depth": (float((leaf["n"][leaves] * tree.node_depths()[leaves]).sum() / n_scored)
+                               if n_scored else None),
         "kmeans_cost_tree": float(tree_mom["m2"].sum()),
         "kmeans_cost_reference": float(ref_mom["m2"].sum()) if has_ref else None,
     }
@@ -683,4 +680,4 @@ def score(
             result[key] = None
         result["kmedians_passes"] = 0
     result["passes"] = passes
-    return result
+    return result, fused

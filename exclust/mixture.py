@@ -154,6 +154,8 @@ class MixtureSummary:
 
         Every row of X goes to its nearest center (computed on the workers, fused with the
         statistics pass); means, variances and weights are those of the points of each cluster.
+        Without ``full_covariance``, the statistics an exclust ``KMeans`` kept from its last pass
+        (``statistics_``) are used: no pass.
         """
         if not hasattr(kmeans, "cluster_centers_"):
             raise InputError("the k-means is not fitted: call fit(X) before MixtureSummary.from_kmeans")
@@ -163,6 +165,10 @@ class MixtureSummary:
         X, names = _summary_input(X, feature_names)
         if X.shape[1] != centers.shape[1]:
             raise InputError(f"the k-means has {centers.shape[1]} features but X has {X.shape[1]} columns")
+        known = getattr(kmeans, "statistics_", None)
+        if not full_covariance and known is not None and X.shape[0] == known.total:
+            # exclust's KMeans kept the statistics of its last pass (nearest center of every row).
+            return cls._from_cluster_statistics(known, names, False, "k-means")
         nearest = KMeans(centers.shape[0])
         nearest.cluster_centers_, nearest.n_features_in_ = centers, centers.shape[1]
         labels = nearest.predict(X)
@@ -210,6 +216,12 @@ class MixtureSummary:
         from exclust.stats import cluster_statistics
 
         stats = cluster_statistics(X, labels, n_clusters, full_scatter=full_covariance)
+        return cls._from_cluster_statistics(stats, names, full_covariance, source, label_values)
+
+    @classmethod
+    def _from_cluster_statistics(
+        cls, stats, names, full_covariance: bool, source: str, label_values: list | None = None
+    ) -> "MixtureSummary":
         if stats.total == 0:
             raise InputError("no labelled points: every label is -1 (noise) or there are no rows")
         if not (np.isfinite(stats.sums).all() and np.isfinite(stats.sums_sq).all()):

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from exclust import parts
 from exclust.data import Dataset, InputError, is_dask_array, load_dataset
 from exclust.outputs import input_guards, json_text, validate_input_path
 from exclust.staging import StagedOutput, staged_output
@@ -29,6 +30,13 @@ THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
 REFERENCES = ("gmm", "kmeans", "labels")
 KERNELS = ("gaussian", "laplace")
 SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
+# One exact uniform sample of the rows, drawn once per run: the k-means seeding, the cost
+# curve's baselines and the report's scatter plot all use it.
+RUN_SAMPLE_ROWS = 200_000
+# k-means on a dask input: scikit-learn's (10 restarts) on this many rows of the run's sample,
+# then a few full passes of Lloyd's algorithm refine the centers.
+KMEANS_SAMPLE_ROWS = 50_000
+KMEANS_REFINE_PASSES = 3
 
 
 @dataclass
@@ -52,6 +60,8 @@ class ExplainConfig:
     title: str | None = None
     plot_features: list[str] | None = None  # the two features of the report's scatter plot (default: the tree's first)
     storage_options: dict[str, Any] | None = None  # fsspec options of an s3:// (or other) input URL
+    cost_curve: bool = True  # the report's cost-vs-leaves curve for data-driven trees (off for nightly runs)
+    hold: bool | None = None  # keep the validated data on the workers: None decides by size, True/False forces
 
     @classmethod
     def parse_reference(cls, text: str) -> tuple[str, str | None]:
@@ -205,17 +215,73 @@ class _DeferredInterrupts:
 
 # --------------------------------------------------------------------------- steps
 def load(config: ExplainConfig) -> Dataset:
-    """Read and validate the input: features plus the truth, reference and concept columns."""
+    """Read and validate the input: features plus the truth, reference and concept columns.
+
+    Read once: a Parquet input is held on the workers right after its one read when it fits
+    (``parts.hold``: half of their memory), so that validation and every later step read memory;
+    otherwise every pass streams it from the files.
+    """
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
-    data = load_dataset(
-        config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k,
-        storage_options=config.storage_options,
-    )
+    if isinstance(config.input, (str, os.PathLike)):
+        data = _load_parquet_held(config, extra)
+    else:
+        data = load_dataset(
+            config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
+        )
+        data = _hold(data, config.hold)
     unknown = [f for f in config.plot_features or () if f not in data.feature_names]
     if unknown and config.algorithm != "concept-mmdt":
         raise InputError(f"plot feature(s) {unknown} are not among the features {data.feature_names}")
     return data
+
+
+def _load_parquet_held(config: ExplainConfig, extra: list[str]) -> Dataset:
+    """``load_dataset`` for Parquet with the hold placed between the read and the validation."""
+    held = {"held": False}
+
+    def hold_before_validation(X, extras):
+        (X, *columns), held["held"] = parts.hold(X, *extras.values(), force=config.hold)
+        parts.PASSES.record(X)  # validation: one pass (data.py's own map over the chunks)
+        return X, dict(zip(extras, columns))
+
+    data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,
+                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
+    return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
+
+
+def _hold(data: Dataset, force: bool | None) -> Dataset:
+    (X, *columns), _ = parts.hold(data.X, *data.extra.values(), force=force)
+    return Dataset(X, data.feature_names, dict(zip(data.extra, columns)), data.source, data.n_dropped,
+                   data.category_names)
+
+
+@dataclass
+class RunSample:
+    """An exact uniform sample of the run's rows (in row order) with their extra columns."""
+
+    X: np.ndarray
+    extra: dict[str, np.ndarray]
+    n_rows: int
+
+
+def run_sample(data: Dataset, config: ExplainConfig) -> RunSample:
+    """The run's one uniform sample (``RUN_SAMPLE_ROWS`` rows; one pass the first time, then cached
+    on the Dataset): k-means seeding, the curve's baselines and the scatter plot share it."""
+    cached = getattr(data, "run_sample", None)
+    if cached is not None:
+        return cached
+    names = list(data.extra)
+    X, *columns = parts.uniform_sample(data.X, *data.extra.values(), size=RUN_SAMPLE_ROWS,
+                                       random_state=config.random_state)
+    sample = RunSample(X, dict(zip(names, columns)), data.n_rows)
+    data.run_sample = sample  # type: ignore[attr-defined]
+    return sample
+
+
+def is_held(data: Dataset) -> bool:
+    """Whether passes over the data read memory (numpy, or held on the workers) rather than files."""
+    return not parts.reads_source(data.X)
 
 
 def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
@@ -229,13 +295,23 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
         model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
         summary = MixtureSummary.from_gmm(model, names)
-        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X)), model)
+        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X), data), model)
     if config.reference == "kmeans":
         from exclust.reference import KMeans
 
-        model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
-        summary = MixtureSummary.from_kmeans(model, data.X, names)
-        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), _held(model.predict(data.X)), model)
+        if data.is_distributed:
+            # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
+            model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
+                           sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
+            model.fit(data, sample=run_sample(data, config).X)
+        else:
+            model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
+        # Full covariances only for algorithms that read them (MMDT's thresholds); the others need
+        # the means and spreads, which the k-means kept from its last pass.
+        full = config.algorithm in SUMMARY_ALGORITHMS
+        summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
+        labels = _held(model.predict(data.X), data)
+        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
     values = list(summary.meta.get("labels") or range(summary.n_components))
@@ -317,30 +393,31 @@ def needs_reference_step(config: ExplainConfig) -> bool:
 
 def score_tree(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig) -> dict[str, Any]:
     """Score the tree against the reference (price, error rate, ARI) and the truth when given."""
-    from exclust.metrics import score
+    return score_and_curve(data, ref, built, config, with_curve=False)[0]
 
+
+def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
+                    with_curve: bool | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Scores and the cost curve from ONE pass over the data (plus the k-medians passes).
+
+    The curve's trees are built on the run's sample first (``plan_cost_curve``); its scoring
+    pass rides on the scores' pass. ``with_curve=None`` follows the config.
+    """
+    from exclust.metrics import score_with
+
+    plan = plan_cost_curve(data, ref, config, built) if with_curve is not False else None
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
     # Centers live in feature space: they mean nothing to a tree over concept coordinates.
     centers = None if ref is None or built.space is not None else ref.centers
-    scores = dict(score(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true))
+    also = [plan.reduction()] if plan is not None else []
+    scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also)
     # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.drift).
-    built.tree.meta["leaf_shares"] = leaf_shares(built.tree, X)
-    return scores
-
-
-def leaf_shares(tree, X) -> dict[str, float]:
-    """Share of the rows of X in each leaf of ``tree``, keyed by leaf id as a string (JSON keys)."""
-    leaves = tree.apply(X)
-    if is_dask_array(leaves):
-        import dask.array as da
-
-        counts = da.bincount(leaves, minlength=tree.node_count).compute()
-    else:
-        counts = np.bincount(leaves, minlength=tree.node_count)
-    total = float(counts.sum()) or 1.0
-    return {str(int(leaf)): float(counts[leaf]) / total for leaf in tree.leaves}
+    sizes = scores.get("leaf_sizes") or {}
+    total = float(sum(sizes.values())) or 1.0
+    built.tree.meta["leaf_shares"] = {leaf: n / total for leaf, n in sizes.items()}
+    return dict(scores), (plan.finish(fused[0]) if plan is not None else None)
 
 
 def enr_of(ref: Reference | None, built: Built) -> float | None:
@@ -352,32 +429,6 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
     from exclust.bounds import explainability_to_noise_ratio
 
     return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
-
-
-def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig, built: Built | None = None) -> dict[str, Any] | None:
-    """Cost ratio versus number of leaves, for data-driven trees (the report's curve)."""
-    if config.algorithm not in DATA_ALGORITHMS or ref is None:
-        return None
-    from exclust.algorithms.exkmc import ExKMC
-    from exclust.curves import cost_ratio_curve
-
-    top = max(config.leaves or config.k, 2 * config.k)
-    # The ExKMC the run just fitted already holds every prefix tree the curve needs.
-    fitted = built.estimator if built is not None and isinstance(built.estimator, ExKMC) else None
-    return cost_ratio_curve(data, ref.centers, list(range(config.k, top + 1)), reference_labels=ref.labels,
-                            random_state=config.random_state, exkmc=fitted)
-
-
-def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:
-    """An evenly spread sample of rows for plots; one small array per chunk for dask input."""
-    n = int(X.shape[0])
-    if n <= max_rows:
-        return np.asarray(X.compute() if is_dask_array(X) else X)
-    if not is_dask_array(X):
-        idx = np.sort(np.random.default_rng(random_state).choice(n, max_rows, replace=False))
-        return np.asarray(X[idx])
-    step = max(1, n // max_rows)
-    return np.asarray(X[::step].compute())[:max_rows]
 
 
 # --------------------------------------------------------------------------- the whole job
@@ -393,12 +444,8 @@ def explain(config: ExplainConfig, log: Log | None = None, timer: StepTimer | No
             ref = fit_reference(data, config)
     with timer.step("build tree", config.algorithm):
         built = build_tree(data, ref, config)
-    with timer.step("score"):
-        scores = score_tree(data, ref, built, config)
-    curve = None
-    if config.algorithm in DATA_ALGORITHMS:
-        with timer.step("cost curve"):
-            curve = cost_curve(data, ref, config, built)
+    with timer.step("score", "with the cost curve" if wants_curve(config) else ""):
+        scores, curve = score_and_curve(data, ref, built, config)
     metrics = assemble_metrics(scores, data, ref, built, config, timer.seconds)
     result = ExplainResult(built.tree, metrics, built.tree.rules_text())
     with timer.step("report"):
@@ -425,7 +472,19 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         "features_used": tree.features_used,
         "n_passes": built.info.get("n_passes"),
         "seconds": dict(seconds),
+        "held": is_held(data),
     })
+    passes, reads = dict(parts.PASSES.passes), dict(parts.PASSES.reads)
+    if built.info.get("n_passes") is not None and "build tree" in passes:
+        # The histogram engine makes its passes outside exclust.parts; the estimator counts them.
+        extra = max(0, int(built.info["n_passes"]) - passes["build tree"])
+        passes["build tree"] += extra
+        if not is_held(data):
+            # IMM / ExKMC: binning's sample and the encoding read the files; their histogram
+            # passes read the encoded rows they keep on the workers.
+            reads["build tree"] = reads.get("build tree", 0) + min(extra, 2)
+    metrics["passes"] = passes
+    metrics["parquet_reads"] = reads
     if built.info.get("kernel_price") is not None:
         metrics["kernel_price"] = built.info["kernel_price"]
     return metrics
@@ -435,7 +494,9 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
     """The HTML report: metrics, rules, the tree drawn, a scatter plot with cuts, the curve."""
     from exclust.report import render_report
 
-    sample = sample_rows(data.X, random_state=config.random_state)
+    drawn = run_sample(data, config).X
+    keep = np.sort(np.random.default_rng(config.random_state).permutation(drawn.shape[0])[:SAMPLE_ROWS])
+    sample = drawn[keep]  # a uniform subsample of a uniform sample: uniform
     coords = built.space(sample) if built.space is not None else sample
     names = built.tree.feature_names
     scatter = None  # the report picks the features of the tree's first cuts
@@ -475,12 +536,13 @@ def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.
     return result.out
 
 
-def _held(labels):
-    """Reference labels kept on the workers (int32): scoring, k-medians and the cost curve each
+def _held(labels, data: Dataset):
+    """Reference labels kept on the workers (int32) when the data are: scoring and k-medians each
     read them, and recomputing a mixture's predict in every one of those passes costs more than
-    holding 4 bytes a row. Lost pieces are recomputed from the graph if a worker dies."""
-    if is_dask_array(labels):
-        return labels.astype(np.int32).persist()
+    holding 4 bytes a row. Streamed data do not hold them (that would be a read of its own):
+    each pass predicts them from the rows it reads anyway."""
+    if is_dask_array(labels) and is_held(data):
+        return parts.hold(labels.astype(np.int32), force=True)[0][0]
     return labels
 
 

@@ -4,7 +4,8 @@ A step that lasts longer than ``heartbeat`` seconds logs a line every ``heartbea
 with the Dask scheduler's task counts (done / known), so a long pass over the data shows that
 it moves. Log lines go to a callable (``print`` in the CLI, a Prefect logger in flows). With
 ``live=True`` (the CLI on a terminal) a one-line bar of the scheduler's tasks is redrawn in
-place instead of heartbeat lines.
+place instead of heartbeat lines. Each step also opens a step of ``exclust.parts.PASSES``, so
+the passes over the data and the reads of the files are counted per step (metrics.json).
 """
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ class StepTimer:
         self.live = live
         self.seconds: dict[str, float] = {}
         self._start = time.perf_counter()
+        from exclust.parts import PASSES
+
+        PASSES.reset()  # one timer per run: passes are counted per step of this run
+        self.passes = PASSES
 
     @property
     def elapsed(self) -> float:
@@ -63,13 +68,16 @@ class StepTimer:
         if self.live or (self.heartbeat and self.heartbeat > 0):
             beat.start()
         try:
-            yield
+            with self.passes.step(name):
+                yield
         finally:
             stop.set()
             if beat.is_alive():
                 beat.join(2)
             self.seconds[name] = round(time.perf_counter() - t0, 3)
-        self.log(f"[{self.elapsed:7.1f} s] {name} done in {self.seconds[name]:.1f} s")
+        n, reads = self.passes.passes.get(name, 0), self.passes.reads.get(name, 0)
+        counted = f" ({n} pass{'es' if n != 1 else ''} over the data, {reads} read{'s' if reads != 1 else ''} of the files)" if n else ""
+        self.log(f"[{self.elapsed:7.1f} s] {name} done in {self.seconds[name]:.1f} s{counted}")
 
     def _beat(self, name: str, t0: float, stop: threading.Event) -> None:
         while not stop.wait(self.heartbeat):

@@ -17,13 +17,16 @@ from typing import Any
 import numpy as np
 
 from exclust import _kernels_stats as K
-from exclust.data import Dataset, InputError, as_matrix, is_dask_array
+from exclust import parts
+from exclust.data import Dataset, InputError, as_matrix
+from exclust.parts import is_lazy
 from exclust.stats import ClusterStatistics, add_parts, cluster_statistics, map_reduce
 
 logger = logging.getLogger("exclust")
 
 _COVARIANCE_TYPES = ("full", "diag")
 _KMEANS_BACKENDS = ("auto", "sklearn", "lloyd", "dask-ml")
+_KMEANS_INITS = ("k-means||", "sample")
 # k-means|| ends by clustering its few weighted candidates in memory: restarts there cost no pass.
 _RECLUSTER_N_INIT = 10
 
@@ -56,47 +59,24 @@ def _prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
         if X.n_rows < n_clusters:
             raise InputError(f"the data have {X.n_rows} row(s), fewer than the {n_clusters} clusters asked for")
         source = X.X
-        if is_dask_array(X.X):
-            X = Dataset(_persist_if_fits(X.X), X.feature_names, X.extra, X.source, X.n_dropped)
+        if is_lazy(X.X):
+            X = Dataset(parts.hold(X.X)[0][0], X.feature_names, X.extra, X.source, X.n_dropped)
         return X, source, 0
     source, persisted = X, False
-    if is_dask_array(X):
+    if is_lazy(X):
         X = X.astype(np.float64)
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         source = X
         if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
-            X, persisted = _persist_if_fits(X), True
+            X, persisted = parts.hold(X)[0][0], True
     data = as_matrix(X, n_clusters=n_clusters)
-    if not is_dask_array(data.X):
+    if not is_lazy(data.X):
         return data, data.X, 1
     if not persisted:  # row chunk sizes were unknown until validation measured them
         source = data.X
-        data = Dataset(_persist_if_fits(data.X), data.feature_names, data.extra, data.source, data.n_dropped)
+        data = Dataset(parts.hold(data.X)[0][0], data.feature_names, data.extra, data.source, data.n_dropped)
     return data, source, 1
-
-
-def _persist_if_fits(X):
-    """Persist a dask array on the cluster when it takes at most half the workers' memory.
-
-    Iterative fits read the data once per iteration; without persisting, each iteration would
-    re-read the source (Parquet). Data too large for the cluster are left lazy: the fit still
-    works, one source read per iteration.
-    """
-    try:
-        from distributed import default_client
-
-        client = default_client()
-        workers = client.scheduler_info(n_workers=-1)["workers"].values()
-        memory = sum(w.get("memory_limit", 0) or 0 for w in workers)
-    except (ImportError, ValueError, TypeError):
-        import psutil
-
-        memory = psutil.virtual_memory().available
-    if memory and X.nbytes <= 0.5 * memory:
-        return X.persist()
-    logger.info("data (%.1f GB) exceed half the cluster memory: not persisted, each pass re-reads them", X.nbytes / 1e9)
-    return X
 
 
 def _seed(rs: np.random.RandomState) -> int:
@@ -119,11 +99,14 @@ def _predict_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return K.nearest_center(np.ascontiguousarray(X, dtype=np.float64), centers)[0]
 
 
-def _sample_block(index: int, X: np.ndarray, candidates: np.ndarray, scale: float, seed: tuple) -> tuple:
-    """k-means|| round on a chunk: (rows drawn with probability scale * d^2, cost of the chunk)."""
+def _sample_block(offset: int, X: np.ndarray, candidates: np.ndarray, scale: float, seed: int) -> tuple:
+    """k-means|| round on a part: (rows drawn with probability scale * d^2, cost of the part).
+
+    A row's uniform number comes from (seed, its global row id): the draw does not depend on
+    how the rows are chunked."""
     _, d2 = K.nearest_center(np.ascontiguousarray(X, dtype=np.float64), candidates)
     if scale > 0:
-        u = np.random.default_rng([*seed, index]).random(X.shape[0])
+        u = parts.row_uniforms(seed, offset, offset + X.shape[0])
         return np.asarray(X)[u < scale * d2], float(d2.sum())
     return np.empty((0, X.shape[1])), float(d2.sum())
 
@@ -146,12 +129,13 @@ def kmeans_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, over
     n = X.shape[0]
     first = int(rs.randint(n))
     row = X[first : first + 1]
-    candidates = np.ascontiguousarray(row.compute() if is_dask_array(row) else row, dtype=np.float64)
+    candidates = np.ascontiguousarray(row.compute() if is_lazy(row) else row, dtype=np.float64)
     seed = _seed(rs)
     ell = oversampling * n_clusters
     scale, passes = 0.0, 0
     for r in range(rounds + 1 + 10):
-        drawn, cost = map_reduce(_sample_block, [X], (candidates, scale, (seed, r)), _concat_sample, pass_index=True)
+        drawn, cost = parts.map_reduce(_sample_block, X, args=(candidates, scale, seed * 1_000_003 + r),
+                                       combine=_concat_sample, with_offset=True)
         passes += 1
         candidates = np.ascontiguousarray(np.vstack([candidates, drawn]))
         if cost == 0:
@@ -202,8 +186,14 @@ class KMeans:
     ``tol`` times the mean per-feature variance of the data. A center that loses all its
     points keeps its previous position (scikit-learn moves it to a far point instead).
 
+    ``init="sample"`` (what the explain pipeline uses on a dask array) seeds Lloyd with
+    scikit-learn's k-means (10 restarts) on an exact uniform sample of ``sample_rows`` rows, one
+    pass or none when ``fit(..., sample=)`` hands one over; a small ``max_iter`` then refines
+    the centers with a few full passes.
+
     Fitted: ``cluster_centers_``, ``labels_`` (numpy for numpy input, a lazy dask array for dask
-    input), ``inertia_``, ``n_iter_``, ``n_passes_`` (passes over the data made by the fit; for
+    input), ``inertia_``, ``n_iter_``, ``statistics_`` (per-center count, sum and sum of squares
+    of the rows nearest each final center, from the last pass; Lloyd backend), ``n_passes_`` (passes over the data made by the fit; for
     the scikit-learn backend, iterations + 1 for the k-means++ seeding, a lower bound).
     """
 
@@ -217,6 +207,8 @@ class KMeans:
         backend: str = "auto",
         init_rounds: int = 5,
         verbose: bool = False,
+        init: str = "k-means||",
+        sample_rows: int = 200_000,
     ) -> None:
         self.n_clusters = n_clusters
         self.n_init = n_init
@@ -226,6 +218,8 @@ class KMeans:
         self.backend = backend
         self.init_rounds = init_rounds
         self.verbose = verbose
+        self.init = init
+        self.sample_rows = sample_rows
 
     def _check_params(self) -> tuple[int, int, int, float, str]:
         k = _check_int("n_clusters", self.n_clusters, 1)
@@ -235,22 +229,30 @@ class KMeans:
         if self.backend not in _KMEANS_BACKENDS:
             raise InputError(f"backend must be one of {_KMEANS_BACKENDS}, got {self.backend!r}")
         _check_int("init_rounds", self.init_rounds, 1)
+        if self.init not in _KMEANS_INITS:
+            raise InputError(f"init must be one of {_KMEANS_INITS}, got {self.init!r}")
+        _check_int("sample_rows", self.sample_rows, 1)
         return k, n_init, max_iter, tol, self.backend
 
-    def fit(self, X, y=None) -> "KMeans":
-        """Fit the centers; returns self."""
+    def fit(self, X, y=None, *, sample: np.ndarray | None = None) -> "KMeans":
+        """Fit the centers; returns self.
+
+        ``sample``: a uniform sample of X's rows already drawn (``init="sample"`` then costs no
+        pass for it).
+        """
+        self._sample = sample
         data, source, passes = _prepare(X, self._check_params()[0])
         self.feature_names_in_ = list(data.feature_names)
         self._fit_matrix(data.X)
         self.n_passes_ += passes
-        if is_dask_array(source) and self.backend_ != "dask-ml":
+        if is_lazy(source) and self.backend_ != "dask-ml":
             self.labels_ = self.predict(source)
         return self
 
     def _fit_matrix(self, X) -> "KMeans":
         """Fit on a validated matrix (numpy, or dask with one column chunk)."""
         k, n_init, max_iter, tol, backend = self._check_params()
-        distributed = is_dask_array(X)
+        distributed = is_lazy(X)
         if backend == "auto":
             backend = "lloyd" if distributed else "sklearn"
         if backend == "sklearn" and distributed:
@@ -283,7 +285,7 @@ class KMeans:
         import dask.array as da
         from dask_ml.cluster import KMeans as DMKMeans
 
-        Xd = X if is_dask_array(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
+        Xd = X if is_lazy(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
         best = None
         for _ in range(n_init):
             km = DMKMeans(n_clusters=k, init="k-means||", init_max_iter=self.init_rounds, max_iter=max_iter, tol=tol,
@@ -293,15 +295,31 @@ class KMeans:
                 best = km
         self.cluster_centers_ = np.asarray(best.cluster_centers_)
         labels = best.labels_.astype(np.int64)
-        self.labels_ = labels if is_dask_array(X) else np.asarray(labels.compute() if is_dask_array(labels) else labels)
+        self.labels_ = labels if is_lazy(X) else np.asarray(labels.compute() if is_lazy(labels) else labels)
         # dask-ml's inertia_ is not the sum of squared distances; score its centers like the others.
         self.n_iter_ = int(best.n_iter_)
         self.inertia_ = float(map_reduce(_lloyd_block, [X], (self.cluster_centers_,), add_parts)[1])
         self.n_passes_ = int(best.n_iter_) + 1
 
     def _initial_centers(self, X, k, rs) -> tuple[np.ndarray, int]:
-        """(centers, passes) by k-means|| (on numpy too: its passes run on threads)."""
-        return kmeans_parallel_init(X, k, rs, rounds=self.init_rounds)
+        """(centers, passes): k-means|| (on numpy too: its passes run on threads), or
+        scikit-learn's k-means with 10 restarts on a uniform sample of ``sample_rows`` rows."""
+        if self.init == "k-means||":
+            return kmeans_parallel_init(X, k, rs, rounds=self.init_rounds)
+        from sklearn.cluster import KMeans as SKKMeans
+
+        sample, passes = getattr(self, "_sample", None), 0
+        if sample is None:
+            (sample,) = parts.uniform_sample(X, size=int(self.sample_rows), random_state=_seed(rs))
+            passes = int(is_lazy(X))
+        sample = np.asarray(sample, dtype=np.float64)
+        if sample.shape[0] > self.sample_rows:  # a uniform subsample of a uniform sample is uniform
+            keep = np.sort(np.random.default_rng(_seed(rs)).permutation(sample.shape[0])[: int(self.sample_rows)])
+            sample = sample[keep]
+        if np.unique(sample, axis=0).shape[0] < k:
+            raise InputError(f"the data hold fewer than {k} distinct points; ask for fewer clusters")
+        km = SKKMeans(k, n_init=_RECLUSTER_N_INIT, random_state=_seed(rs)).fit(sample)
+        return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 
     def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs) -> None:
         best: tuple | None = None
@@ -327,11 +345,11 @@ class KMeans:
                         init + 1, n_iter, inertia, shift)
                 if shift <= tol_abs:
                     break
-            _, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
+            final, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
             passes += 1
             if best is None or inertia < best[1]:
-                best = (centers, float(inertia), n_iter)
-        self.cluster_centers_, self.inertia_, self.n_iter_ = best
+                best = (centers, float(inertia), n_iter, final)
+        self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_ = best
         self.n_passes_ = passes
         self.labels_ = self.predict(X)  # fit() relabels a dask input lazily from its unpersisted graph
 
@@ -344,9 +362,7 @@ class KMeans:
         self._check_fitted()
         centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
         X = _check_predict_input(X, self.n_features_in_)
-        if is_dask_array(X):
-            return X.map_blocks(_predict_block, centers, dtype=np.int64, drop_axis=1, chunks=(X.chunks[0],))
-        return _predict_block(X, centers)
+        return parts.map_rows(_predict_block, X, centers, dtype=np.int64)
 
     def fit_predict(self, X, y=None):
         """Fit, then return ``labels_``."""
@@ -357,7 +373,7 @@ def _check_predict_input(X, n_features: int):
     """X as float64 (numpy or dask with one column chunk) of the width the model was fitted on."""
     if isinstance(X, Dataset):
         X = X.X
-    if is_dask_array(X):
+    if is_lazy(X):
         X = X.astype(np.float64)
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
@@ -511,7 +527,7 @@ class GaussianMixture:
     def _initialize(self, X, rs, diag: bool):
         """Parameters from hard k-means responsibilities, as scikit-learn's init_params='kmeans'; (params, passes)."""
         k = self.n_components
-        if is_dask_array(X):
+        if is_lazy(X):
             km = KMeans(k, n_init=1, random_state=_seed(rs), backend="lloyd")._fit_matrix(X)
             labels, passes = km.labels_, km.n_passes_
         else:
@@ -585,11 +601,7 @@ class GaussianMixture:
         X = _check_predict_input(X, self.n_features_in_)
         diag = self.covariance_type == "diag"
         args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
-        if is_dask_array(X):
-            if out_cols is None:
-                return X.map_blocks(block, *args, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],))
-            return X.map_blocks(block, *args, dtype=dtype, chunks=(X.chunks[0], (out_cols,)))
-        return block(X, *args)
+        return parts.map_rows(block, X, *args, dtype=dtype, width=out_cols)
 
     def predict(self, X):
         """Most probable component of every row: numpy in, numpy out; dask in, lazy dask out."""

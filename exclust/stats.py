@@ -12,63 +12,17 @@ mean is many orders of magnitude larger than its spread.
 from __future__ import annotations
 
 import operator
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from exclust import _kernels_stats as K
-from exclust.data import InputError, is_dask_array
+from exclust.errors import InputError
+from exclust.parts import is_lazy
 
-# Below this many rows a numpy input is one kernel call; above it, row blocks run on threads
-# (the kernels release the GIL), which is what "small inputs do not pay for a cluster" buys.
-_THREAD_MIN_ROWS = 200_000
-
-
-# --------------------------------------------------------------------------- map + tree reduction
-def _one_blas_thread():
-    """Limit BLAS to one thread while our own threads run kernels that call it.
-
-    Every thread already has a core; BLAS threads on top of them would oversubscribe (Dask
-    workers get the same limit from their nanny).
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _sum_all(combine: Callable[[Any, Any], Any], *parts: Any) -> Any:
-    out = parts[0]
-    for p in parts[1:]:
-        out = combine(out, p)
-    return out
-
-
-def _aligned_blocks(arrays: Sequence[Any]) -> list[list[Any]]:
-    """Per array, its row chunks as Delayed objects, all arrays chunked like the first."""
-    first = arrays[0]
-    if first.ndim == 2 and first.numblocks[1] != 1:
-        first = first.rechunk({1: -1})
-    rows = first.chunks[0]
-    out = []
-    for a in [first, *arrays[1:]]:
-        if not is_dask_array(a):
-            import dask.array as da
-
-            a = da.from_array(np.asarray(a), chunks=(rows,) + tuple((s,) for s in np.shape(a)[1:]))
-        if a.shape[0] != first.shape[0]:
-            raise InputError(f"arrays of {a.shape[0]} and {first.shape[0]} rows cannot be read together")
-        if a.chunks[0] != rows:
-            a = a.rechunk({0: rows})
-        if a.ndim == 2 and a.numblocks[1] != 1:
-            a = a.rechunk({1: -1})
-        out.append(list(a.to_delayed().ravel()))
-    return out
+# The pass machinery lives in exclust.parts; these names stay importable from here.
+from exclust.parts import add_parts, tree_reduce  # noqa: E402,F401
 
 
 def map_reduce(
@@ -79,58 +33,13 @@ def map_reduce(
     *,
     split_every: int = 8,
     compute: bool = True,
-    pass_index: bool = False,
 ):
-    """Apply ``func(*row_blocks, *args)`` to every row chunk and combine the results up a tree.
+    """``func(*row_blocks, *args)`` on every row part of ``arrays[0]`` (the other arrays are its
+    per-row columns), combined up a tree: ``exclust.parts.map_reduce`` with the arrays as a list."""
+    from exclust import parts
 
-    ``arrays`` share their rows (numpy or dask; the first one's row chunks are used for all).
-    ``func`` must return something small that ``combine`` merges (arrays, a dataclass with
-    ``+``). With ``pass_index`` it is called as ``func(chunk_number, *row_blocks, *args)`` (to
-    seed random draws per chunk). With ``compute=False`` and dask input, returns a ``Delayed``
-    so that several passes can be computed together.
-    """
-    if not any(is_dask_array(a) for a in arrays):
-        n = np.shape(arrays[0])[0]
-        workers = os.cpu_count() or 1
-        if n < _THREAD_MIN_ROWS or workers == 1:
-            return func(0, *arrays, *args) if pass_index else func(*arrays, *args)
-        from concurrent.futures import ThreadPoolExecutor
-
-        bounds = np.linspace(0, n, workers + 1).astype(int)
-
-        def run(i):
-            blocks = [a[bounds[i] : bounds[i + 1]] for a in arrays]
-            return func(i, *blocks, *args) if pass_index else func(*blocks, *args)
-
-        with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(run, range(workers)))
-        return _sum_all(combine, *parts)
-
-    import dask
-
-    if not is_dask_array(arrays[0]):
-        raise InputError("put the dask array first when mixing numpy and dask inputs")
-    blocks = _aligned_blocks(arrays)
-    task = dask.delayed(func, pure=True)
-    level = [task(*((i,) if pass_index else ()), *chunk, *args) for i, chunk in enumerate(zip(*blocks))]
-    result = tree_reduce(level, combine, split_every)
-    return result.compute() if compute else result
-
-
-def tree_reduce(parts: Sequence[Any], combine: Callable[[Any, Any], Any] = operator.add, fan_in: int = 8):
-    """Merge delayed partial results up a tree of ``fan_in``-way merges with the pairwise ``combine``.
-
-    One Delayed comes out; no task receives every part, so the driver never gathers them all.
-    """
-    import dask
-
-    if not parts:
-        raise ValueError("nothing to reduce")
-    merge = dask.delayed(_sum_all, pure=True)
-    level = list(parts)
-    while len(level) > 1:
-        level = [merge(combine, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
-    return level[0]
+    return parts.map_reduce(func, arrays[0], *arrays[1:], args=tuple(args), combine=combine,
+                            fan_in=split_every, compute=compute)
 
 
 # --------------------------------------------------------------------------- cluster statistics
@@ -264,13 +173,6 @@ def _stats_block(X: np.ndarray, labels: np.ndarray, n_clusters: int | None, full
     return ClusterStatistics(counts, sums, sums_sq, scatter if full_scatter else None), int(n_bad)
 
 
-def add_parts(a: Any, b: Any) -> Any:
-    """Element-wise sum of two partial results: arrays, mergeable objects, or (nested) tuples of them."""
-    if isinstance(a, tuple):
-        return tuple(add_parts(x, y) for x, y in zip(a, b))
-    return a + b
-
-
 def _finish(result, n_clusters):
     stats, n_bad = result
     if n_bad:
@@ -298,15 +200,10 @@ def cluster_statistics(X, labels, n_clusters: int | None, full_scatter: bool = F
         raise InputError(f"X must be a 2-D matrix, got shape {X.shape}")
     if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
         raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
-    lazy_labels = is_dask_array(labels)
-    if lazy_labels and not is_dask_array(X):
-        import dask.array as da
-
-        X = da.from_array(np.asarray(X), chunks=(labels.chunks[0], X.shape[1]))
     result = map_reduce(
         _stats_block, [X, labels], (n_clusters, bool(full_scatter)), add_parts, compute=compute
     )
-    if not compute and is_dask_array(X):
+    if not compute and is_lazy(X):
         import dask
 
         return dask.delayed(_finish, pure=True)(result, n_clusters)

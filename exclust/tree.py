@@ -151,15 +151,19 @@ class ThresholdTree:
 
     @property
     def depth(self) -> int:
-        best = 0
-        stack = [(0, 0)]
+        return int(self.node_depths()[self.leaves].max())
+
+    def node_depths(self) -> np.ndarray:
+        """The depth of every node (the root's is 0)."""
+        depths = np.zeros(self.node_count, dtype=np.int64)
+        stack = [0]
         while stack:
-            node, d = stack.pop()
-            best = max(best, d)
+            node = stack.pop()
             if self.kind[node] != LEAF:
-                stack.append((int(self.left[node]), d + 1))
-                stack.append((int(self.right[node]), d + 1))
-        return best
+                for child in (int(self.left[node]), int(self.right[node])):
+                    depths[child] = depths[node] + 1
+                    stack.append(child)
+        return depths
 
     @property
     def features_used(self) -> list[str]:

@@ -17,10 +17,6 @@ MAP = ROOT / "ARCHITECTURE.md"
 # Modules that parallel branches of issue 10 add; the map names them already. Each entry is
 # checked to be still absent: once its branch is merged, delete it here.
 ARRIVING = {
-    "exclust/parts.py",
-    "exclust/nightly.py",
-    "exclust/_kernels_shallow.py",
-    "exclust/algorithms/exshallow.py",
 }
 # Cycles another branch removes (issue 10, item 5: ThresholdTree.prune). Checked to be still
 # present, so the entry goes when the cycle does.

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.data import InputError
+from exclust.data import InputError, load_dataset
 from exclust.pipeline import ExplainConfig, explain, run_explain, sample_rows, write_outputs
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.tree import ThresholdTree
@@ -167,3 +167,36 @@ def test_string_concept_with_gaps_stays_binary(frame):
                                    concepts=["shape", "b_plus_c"]))
     kinds = result.tree.meta["concept_kinds"]
     assert kinds == {"shape": "binary", "b_plus_c": "continuous"}
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_metrics_count_the_real_parquet_reads_per_step(tmp_path, dask_client, monkeypatch, hold):
+    from test_parts import counting_reads, real_reads
+
+    write_gmm_parquet(tmp_path / "data", 9000, n_components=3, n_features=2, rows_per_file=3000, random_state=5,
+                      noise_scale=3.0)
+    pieces = load_dataset(str(tmp_path / "data"), ["x0", "x1"]).X.numblocks[0]
+    log = tmp_path / "reads.log"
+    counting_reads(monkeypatch, log)
+    config = ExplainConfig(input=str(tmp_path / "data"), features=["x0", "x1"], k=3, truth="truth",
+                           algorithm="cart", reference="kmeans", leaves=4, hold=hold)
+    result = explain(config)
+    metrics = result.metrics
+    assert metrics["held"] is hold
+    reads, passes = metrics["parquet_reads"], metrics["passes"]
+    assert sum(reads.values()) == real_reads(log, pieces)
+    if hold:
+        assert reads == {step: int(step == "load") for step in reads}
+    else:
+        assert reads["load"] == 1 and reads["score"] == passes["score"] >= 1  # validation; scoring streams
+    # Scores and the curve share one pass; the rest of the step is the k-medians passes.
+    assert passes["score"] == 1 + metrics["kmedians_passes"]
+    assert "report" not in passes or passes["report"] == 0
+
+
+def test_no_curve_flag_skips_the_curve(frame):
+    config = ExplainConfig(input=frame, features=["a", "b", "c"], k=4, algorithm="kdtree", reference="kmeans",
+                           cost_curve=False)
+    assert "curve-svg" not in explain(config).report_html
+    config.cost_curve = True
+    assert "curve-svg" in explain(config).report_html

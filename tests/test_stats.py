@@ -98,8 +98,11 @@ def test_number_of_clusters_inferred_in_the_same_pass(labelled, dask_client):
 def test_threaded_numpy_path_equals_single_call(labelled, monkeypatch):
     X, labels = labelled
     single = cluster_statistics(X, labels, 5, True)
-    monkeypatch.setattr(stats_module, "_THREAD_MIN_ROWS", 10)
-    monkeypatch.setattr(stats_module.os, "cpu_count", lambda: 3)
+    from exclust import parts
+
+    monkeypatch.setattr(parts, "THREAD_MIN_ROWS", 10)
+    monkeypatch.setattr(parts.os, "cpu_count", lambda: 3)
+    assert len(parts.row_offsets(X)) == 4
     threaded = cluster_statistics(X, labels, 5, True)
     np.testing.assert_array_equal(threaded.counts, single.counts)
     np.testing.assert_allclose(threaded.scatter, single.scatter)

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from exclust.data import InputError, as_matrix, is_dask_array
-from exclust.metrics import _prepare_labels, row_map_reduce
+from exclust.data import InputError, as_matrix
+from exclust.metrics import _prepare_labels
+from exclust.parts import uniform_sample
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 log = logging.getLogger(__name__)
@@ -63,47 +64,14 @@ def sklearn_tree_to_threshold_tree(
     )
 
 
-def _sample_block(X, labels, index, *, sizes, seeds):
-    """Rows of one chunk drawn uniformly without replacement; ``index`` holds the chunk's number."""
-    k = int(np.asarray(index).reshape(-1)[0])
-    m = int(sizes[k])
-    rng = np.random.default_rng(int(seeds[k]))
-    rows = np.sort(rng.choice(X.shape[0], size=m, replace=False)) if m < X.shape[0] else np.arange(X.shape[0])
-    return [(np.asarray(X[rows], dtype=np.float64), np.asarray(labels).reshape(-1)[rows])]
-
-
-def _concat(parts: list) -> list:
-    return [p for part in parts for p in part]
-
-
 def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(X_sample, labels_sample, sampled): a uniform sample of at most ``max_rows`` rows.
+    """(X_sample, labels_sample, sampled): an exact uniform sample of at most ``max_rows`` rows.
 
-    The sample size of each chunk is drawn on the driver from the multivariate hypergeometric
-    law (chunk sizes are known), so the union is a uniform sample of exactly ``max_rows`` rows;
-    each chunk then draws its own rows with its own seed. One pass on Dask, nothing but the
-    sample travels.
+    Rows are chosen by global row id (``exclust.parts.uniform_sample``), so the sample does not
+    depend on how the data are chunked; one pass on Dask, only the sample travels.
     """
-    n = int(X.shape[0])
-    if n <= max_rows:
-        if is_dask_array(X):
-            import dask
-
-            Xn, ln = dask.compute(X, labels)
-            return np.asarray(Xn, dtype=np.float64), np.asarray(ln), False
-        return np.asarray(X, dtype=np.float64), np.asarray(labels), False
-    rng = np.random.default_rng(random_state)
-    if not is_dask_array(X):
-        rows = np.sort(rng.choice(n, size=max_rows, replace=False))
-        return np.asarray(X[rows], dtype=np.float64), np.asarray(labels)[rows], True
-    import dask.array as da
-
-    chunks = np.asarray(X.chunks[0], dtype=np.int64)
-    sizes = rng.multivariate_hypergeometric(chunks, max_rows)
-    seeds = rng.integers(0, 2**63 - 1, size=chunks.size)
-    index = da.arange(chunks.size, chunks=1)  # one number per chunk, matched block by block
-    parts = row_map_reduce(_sample_block, _concat, X, labels, index, sizes=sizes, seeds=seeds)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), True
+    Xs, ys = uniform_sample(X, labels, size=int(max_rows), random_state=random_state)
+    return Xs, ys, int(X.shape[0]) > int(max_rows)
 
 
 class CART:

@@ -19,9 +19,10 @@ import numpy as np
 
 from exclust._kernels_hist import box_statistics
 from exclust.algorithms.imm import check_centers
-from exclust.binning import check_max_bins, edges_from_sample, sample_rows
+from exclust.binning import DEFAULT_SAMPLE_SIZE, check_max_bins, edges_from_sample
 from exclust.data import as_matrix
 from exclust.histogram import CodeTree, map_reduce_blocks
+from exclust.parts import is_lazy, uniform_sample
 
 
 def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
@@ -54,7 +55,8 @@ class KDTree:
                 f"centers must be a 2-D array (n_clusters, n_features), got shape {centers.shape}"
             )
         centers = check_centers(centers, centers.shape[0], ds.n_features)
-        sample, passes = sample_rows(ds.X, random_state=self.random_state)
+        (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
+        passes = int(is_lazy(ds.X))
         mapper = edges_from_sample(sample, max_bins=max_bins)
         del sample
         n_bins = mapper.max_n_bins

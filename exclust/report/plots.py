@@ -313,7 +313,7 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
     ax = fig.add_subplot(1, 1, 1)
     ymax = 1.0
     plotted = 0
-    skip = {"leaves", "k", "title", "dataset"}
+    skip = {"leaves", "k", "title", "dataset", "baselines"}
     for name in list(_CURVE_STYLE) + [n for n in curve if n not in _CURVE_STYLE and n not in skip]:
         if name not in curve or curve[name] is None:
             continue
