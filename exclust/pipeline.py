@@ -420,6 +420,52 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     return dict(scores), (plan.finish(fused[0]) if plan is not None else None)
 
 
+def wants_curve(config: ExplainConfig) -> bool:
+    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS
+
+
+def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
+    """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
+    if not wants_curve(config) or ref is None:
+        return None
+    from exclust.algorithms.exkmc import ExKMC
+    from exclust.curves import plan_curve
+
+    top = max(config.leaves or config.k, 2 * config.k)
+    sample = run_sample(data, config)
+    sample_labels = _sample_reference_labels(sample, ref, config)
+    # The ExKMC the run just fitted already holds every prefix tree the curve needs.
+    fitted = built.estimator if built is not None and isinstance(built.estimator, ExKMC) else None
+    return plan_curve(sample.X, sample_labels, ref.centers, list(range(config.k, top + 1)),
+                      feature_names=data.feature_names, random_state=config.random_state, exkmc=fitted,
+                      n_rows=sample.n_rows)
+
+
+def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):
+    """Reference labels of the sampled rows, without a pass: the model's own prediction, or the
+    sampled label column."""
+    if ref.model is not None and hasattr(ref.model, "predict"):
+        return np.asarray(ref.model.predict(sample.X))
+    if config.reference_column and config.reference_column in sample.extra:
+        return sample.extra[config.reference_column]
+    return None
+
+
+def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig, built: Built | None = None) -> dict[str, Any] | None:
+    """Cost ratio versus number of leaves, for data-driven trees (the report's curve), in one pass
+    of its own; ``score_and_curve`` shares scoring's pass instead."""
+    plan = plan_cost_curve(data, ref, config, built)
+    if plan is None:
+        return None
+    (result,) = parts.run_reductions(data.X, [plan.reduction()])
+    return plan.finish(result)
+
+
+def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:
+    """An exact uniform sample of rows for plots, the same however X is chunked."""
+    return parts.uniform_sample(X, size=max_rows, random_state=random_state)[0]
+
+
 def enr_of(ref: Reference | None, built: Built) -> float | None:
     """The explainability-to-noise ratio of the reference mixture (paper 002 convention unless the algorithm says)."""
     if built.info.get("enr") is not None:
