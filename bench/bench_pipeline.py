@@ -17,7 +17,7 @@ because the machine may be shared with other jobs:
 (c) seconds per EM iteration of exclust.GaussianMixture (dask) / scikit-learn's GaussianMixture
     (numpy, same data in memory), each as (fit with 1 + m iterations - fit with 1) / m
     (target <= 1.5x).
-(d) the whole explain job (load, GMM, MMDT, score, report, write; ``exclust.pipeline.run_explain``
+(d) the whole explain job (load, GMM, MMDT, score, report, write; ``exclust.steps.run_explain``
     on the same cluster, and optionally the Prefect flow) / scikit-learn GaussianMixture + CART
     in this process on the same data read from the same Parquet (target <= 1x).
 """
@@ -196,17 +196,17 @@ def bench_flow(folder: Path, features: list[str], k: int, client, prefect: bool)
     from sklearn.mixture import GaussianMixture as SKGMM
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust import pipeline
+    from exclust import pipeline, steps
 
     out = {}
     work = Path(tempfile.mkdtemp(prefix="exclust-bench-"))
     try:
         config = pipeline.ExplainConfig(input=str(folder), features=features, algorithm="mmdt", k=k,
                                         reference="gmm", truth="truth", random_state=0)
-        result, t_job = timed(lambda: pipeline.run_explain(config, work / "job", scheduler=client.scheduler.address))
+        result, t_job = timed(lambda: steps.run_explain(config, work / "job", scheduler=client.scheduler.address))
         out["job_s"] = t_job
-        steps = ", ".join(f"{name} {secs:.1f}s" for name, secs in result.metrics["seconds"].items())
-        print(f"  (d) explain job (run_explain on the cluster): {t_job:.1f}s [{steps}]", flush=True)
+        step_times = ", ".join(f"{name} {secs:.1f}s" for name, secs in result.metrics["seconds"].items())
+        print(f"  (d) explain job (run_explain on the cluster): {t_job:.1f}s [{step_times}]", flush=True)
         if prefect:
             from flows.explain import explain as explain_flow
             from flows.params import ExplainParams

@@ -18,8 +18,11 @@ import threading
 import time
 from typing import Iterator, Sequence
 
-ALGORITHMS = ("mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt")
-THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
+from exclust import registry
+
+ALGORITHMS = tuple(registry.ALGORITHMS)
+THRESHOLDS = tuple(registry.THRESHOLDS)
+ALGORITHM_HELP = "tree algorithm (default mmdt): " + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values())
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -50,10 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                     help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
-    ex.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
+    ex.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS, help=ALGORITHM_HELP)
     ex.add_argument("--k", type=_positive_int, required=True, help="number of clusters")
+    ex.add_argument("--objective", default="kmeans", choices=registry.OBJECTIVES,
+                    help="cost the tree keeps low, for imm, exkmc, exshallow, random-cut (default kmeans)")
+    ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
+    ex.add_argument("--trials", type=_positive_int, default=1, help="random-cut: trees drawn, the cheapest kept")
+    ex.add_argument("--no-curve", action="store_true", help="skip the report's cost-versus-leaves curve")
     ex.add_argument("--threshold", default="midpoint", choices=THRESHOLDS, help="MMDT threshold variant")
-    ex.add_argument("--reference", default="gmm", help="gmm, kmeans, or labels:COLUMN (default gmm)")
+    ex.add_argument("--reference", default="gmm", help="gmm, kmeans, kmedians, or labels:COLUMN (default gmm)")
     ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
     ex.add_argument("--leaves", type=_positive_int, help="leaf budget for exkmc, kdtree, cart (default k)")
     ex.add_argument("--concepts", help="concept label columns for concept-mmdt, comma-separated")
@@ -100,7 +108,8 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.pipeline import ExplainConfig, run_explain
+    from exclust.pipeline import ExplainConfig
+    from exclust.steps import run_explain
     from exclust.storage import parse_storage_options
 
     kind, column = ExplainConfig.parse_reference(args.reference)
@@ -109,7 +118,8 @@ def cmd_explain(args) -> int:
         reference=kind, reference_column=column, threshold=args.threshold, truth=args.truth,
         leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
-        storage_options=parse_storage_options(args.storage_option) or None,
+        storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
+        depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve,
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
@@ -122,7 +132,7 @@ def cmd_label(args) -> int:
     if args.date or has_date(args.input) or has_date(args.out):
         return label_command(args, _log(args.quiet))
     from exclust.labeling import plan_label, run_label
-    from exclust.pipeline import dask_cluster
+    from exclust.cluster import dask_cluster
     from exclust.progress import StepTimer
     from exclust.storage import parse_storage_options
 
@@ -194,7 +204,8 @@ def cmd_demo(args) -> int:
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
     if args.no_prefect:
-        from exclust.pipeline import ExplainConfig, run_explain
+        from exclust.pipeline import ExplainConfig
+        from exclust.steps import run_explain
 
         config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
                                threshold=args.threshold, truth="truth", random_state=args.seed)

@@ -152,7 +152,7 @@ def label_dates(
 
 def label_command(args, log: Callable[[str], None] | None) -> int:
     """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date."""
-    from exclust.pipeline import dask_cluster
+    from exclust.cluster import dask_cluster
     from exclust.tree import ThresholdTree
 
     days = parse_dates(args.date) if args.date else []

@@ -1,33 +1,30 @@
-"""The explain job as plain library functions: load, fit reference, build tree, score, write.
+"""The explain job's work as plain library functions: load, fit reference, build tree, score, render, write.
 
-Each step is a function of small, explicit inputs, so the CLI calls them in a row and the
-Prefect flow wraps each in a task; neither holds any algorithm. Heavy work happens on the Dask
-client that is active when a step runs (``dask_cluster`` opens one: a remote scheduler by
-address, or a local cluster); in-memory inputs stay numpy and need none.
+Each function takes small, explicit inputs and holds no orchestration: ``exclust.steps`` runs
+them in order for the CLI, the Python API and the Prefect flow alike. Heavy work happens on the
+Dask client that is active when a step runs (``exclust.cluster.dask_cluster`` opens one); in-memory
+inputs stay numpy and need none.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from exclust import parts
+from exclust import parts, registry
 from exclust.data import Dataset, InputError, is_dask_array, load_dataset
-from exclust.outputs import input_guards, json_text, validate_input_path
+from exclust.outputs import json_text, validate_input_path
 from exclust.staging import StagedOutput, staged_output
-from exclust.progress import Log, StepTimer
 from exclust.tree import ThresholdTree
 
-ALGORITHMS = ("mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt")
-SUMMARY_ALGORITHMS = ("mmdt",)  # need only the mixture summary: no pass over the data
-DATA_ALGORITHMS = ("imm", "exkmc", "kdtree", "cart")  # data-driven: the report shows cost vs leaves
-THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
-REFERENCES = ("gmm", "kmeans", "labels")
+ALGORITHMS = tuple(registry.ALGORITHMS)
+SUMMARY_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.needs == registry.SUMMARY)
+DATA_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.cost_curve)  # the report shows cost vs leaves
+THRESHOLDS = tuple(registry.THRESHOLDS)
+REFERENCES = ("gmm", "kmeans", "kmedians", "labels")
 KERNELS = ("gaussian", "laplace")
 SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
 # One exact uniform sample of the rows, drawn once per run: the k-means seeding, the cost
@@ -62,6 +59,9 @@ class ExplainConfig:
     storage_options: dict[str, Any] | None = None  # fsspec options of an s3:// (or other) input URL
     cost_curve: bool = True  # the report's cost-vs-leaves curve for data-driven trees (off for nightly runs)
     hold: bool | None = None  # keep the validated data on the workers: None decides by size, True/False forces
+    objective: str = "kmeans"  # the reference cost IMM, ExKMC, ExShallow and random cuts keep low: kmeans | kmedians
+    depth_factor: float = 0.03  # ExShallow's penalty on depth (0: ExGreedy)
+    trials: int = 1  # random-cut: trees drawn; the cheapest on the data is kept
 
     @classmethod
     def parse_reference(cls, text: str) -> tuple[str, str | None]:
@@ -69,7 +69,7 @@ class ExplainConfig:
         kind, _, column = str(text).partition(":")
         kind = kind.strip().lower()
         if kind not in REFERENCES:
-            raise InputError(f"reference must be gmm, kmeans or labels:COLUMN, not {text!r}")
+            raise InputError(f"reference must be gmm, kmeans, kmedians or labels:COLUMN, not {text!r}")
         if kind == "labels" and not column.strip():
             raise InputError("reference labels needs a column: labels:COLUMN")
         if kind != "labels" and column:
@@ -80,18 +80,25 @@ class ExplainConfig:
         """Validate the choices (not the data); return self."""
         from enum import Enum
 
-        for name in ("algorithm", "reference", "threshold", "kernel", "nan_policy"):
+        for name in ("algorithm", "reference", "threshold", "kernel", "nan_policy", "objective"):
             value = getattr(self, name)
             if isinstance(value, Enum):  # parameter models hand over enum members
                 setattr(self, name, value.value)
-        if self.algorithm not in ALGORITHMS:
-            raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {self.algorithm!r}")
+        entry = registry.algorithm(self.algorithm)
+        if self.objective not in registry.OBJECTIVES:
+            raise InputError(f"objective must be one of {', '.join(registry.OBJECTIVES)}, not {self.objective!r}")
+        if self.objective not in entry.objectives:
+            raise InputError(f"{self.algorithm} builds trees for the {', '.join(entry.objectives)} objective only, "
+                             f"not {self.objective!r}")
+        if not isinstance(self.trials, (int, np.integer)) or self.trials < 1:
+            raise InputError(f"trials must be a whole number >= 1, got {self.trials!r}")
+        if not self.depth_factor >= 0:
+            raise InputError(f"depth factor must be >= 0, got {self.depth_factor!r}")
         if self.reference not in REFERENCES:
             raise InputError(f"reference must be one of {', '.join(REFERENCES)}, not {self.reference!r}")
         if self.reference == "labels" and not self.reference_column:
             raise InputError("reference 'labels' needs the name of the label column")
-        if self.threshold not in THRESHOLDS:
-            raise InputError(f"threshold must be one of {', '.join(THRESHOLDS)}, not {self.threshold!r}")
+        registry.threshold(self.threshold)
         if self.kernel not in KERNELS:
             raise InputError(f"kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}")
         if not isinstance(self.k, (int, np.integer)) or self.k < 2:
@@ -140,77 +147,6 @@ class ExplainResult:
     rules: str
     report_html: str | None = None
     out: Path | None = None
-
-
-# --------------------------------------------------------------------------- Dask
-@contextlib.contextmanager
-def dask_cluster(address: str | None = None, n_workers: int | None = None, threads_per_worker: int = 1) -> Iterator[Any]:
-    """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
-    from distributed import Client, LocalCluster
-
-    if address:
-        client = Client(address, timeout="30s")
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    import logging
-    import threading
-
-    # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
-    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.http.proxy"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    n_workers = n_workers or max(1, min(4, os.cpu_count() or 1))
-    # Worker processes read their log level from the environment at start; restore it afterwards.
-    saved = os.environ.get("DASK_LOGGING__DISTRIBUTED")
-    os.environ["DASK_LOGGING__DISTRIBUTED"] = saved or "warning"
-    # Ctrl-C in a terminal reaches the whole process group. While the cluster starts, SIGINT is
-    # ignored (worker processes inherit that, so the driver alone handles Ctrl-C and stops them,
-    # without a traceback from each) and blocked here (so a Ctrl-C pressed meanwhile stays pending
-    # and arrives once the handler is back).
-    interrupts = _DeferredInterrupts() if threading.current_thread() is threading.main_thread() else None
-    try:
-        cluster = LocalCluster(
-            n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-            host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.WARNING,
-        )
-    except BaseException:
-        if interrupts:
-            interrupts.restore()
-        raise
-    finally:
-        if saved is None:
-            os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
-    try:
-        if interrupts:
-            interrupts.restore()
-        client = Client(cluster)
-        try:
-            yield client
-        finally:
-            client.close()
-    finally:
-        # Slow worker exits are killed by their nanny; that is the intended end, not news.
-        nanny = logging.getLogger("distributed.nanny")
-        nanny.setLevel(max(nanny.level, logging.ERROR))  # (a Ctrl-C may have silenced it entirely)
-        cluster.close()
-
-
-class _DeferredInterrupts:
-    """SIGINT ignored for processes started meanwhile and held back for this one, until ``restore``."""
-
-    def __init__(self) -> None:
-        import signal
-
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # blocked, so a Ctrl-C stays pending
-
-    def restore(self) -> None:
-        import signal
-
-        signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.default_int_handler)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C arrives now
 
 
 # --------------------------------------------------------------------------- steps
@@ -312,6 +248,13 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
         labels = _held(model.predict(data.X), data)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
+    if config.reference == "kmedians":
+        from exclust.kmedians import KMedians
+
+        model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
+        labels = _held(model.predict(data.X), data)
+        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=config.algorithm in SUMMARY_ALGORITHMS)
+        return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
     values = list(summary.meta.get("labels") or range(summary.n_components))
@@ -334,61 +277,52 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
 
 def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
-    """Build the explaining tree with the chosen algorithm."""
+    """Build the explaining tree with the chosen algorithm (its registry entry says what it reads)."""
+    entry = registry.algorithm(config.algorithm)
+    own = _OWN_BUILDERS.get(entry.name)
+    if own is not None:
+        return own(data, ref, config)
+    est = entry.make(config)
     # Estimators take the Dataset itself, so their trees carry the input's feature names.
-    algo, k = config.algorithm, config.k
-    leaves = config.leaves or k
-    if algo == "mmdt":
-        from exclust.algorithms.mmdt import MMDT
-
-        est = MMDT(threshold=config.threshold, random_state=config.random_state).fit(ref.summary)
+    if entry.needs == registry.SUMMARY:
+        est.fit(ref.summary)
         return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper002",
                                        "diagnostics": est.node_diagnostics_, "n_passes": 0})
-    if algo == "concept-mmdt":
-        from exclust.algorithms.concept import ConceptMMDT, fit_cavs
+    est.fit(data, ref.labels if entry.needs == registry.LABELS else ref.centers)
+    info = {"n_passes": getattr(est, "n_passes_", None)}
+    if getattr(est, "bound_", None) is not None:
+        info["guaranteed_price"] = _maybe_float(est.bound_)
+    return Built(est.tree_, est, info)
 
-        # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
-        cavs = fit_cavs(data, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
-        est = ConceptMMDT(cavs, n_components=k, threshold=config.threshold,
-                                  random_state=config.random_state).fit(data, None if ref is None else ref.labels)
-        return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
-                                       "diagnostics": est.node_diagnostics_, "reference": "gmm"},
-                     space=cavs.project, reference_labels=est.reference_labels_)
-    if algo == "kernel-mmdt":
-        from exclust.algorithms.kernel_mmdt import KernelMMDT
 
-        options = {} if config.bandwidth is None else {"bandwidth": config.bandwidth}
-        est = KernelMMDT(n_clusters=k, kernel=config.kernel, random_state=config.random_state,
-                                 **options).fit(data, None if ref is None else ref.labels)
-        labels = ref.labels if ref is not None else getattr(est, "labels_", None)
-        return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
-                                       "kernel_price": _maybe_float(getattr(est, "kernel_price_", None)),
-                                       "reference": "kernel k-means (random Fourier features)"},
-                     reference_labels=labels)
-    if algo == "imm":
-        from exclust.algorithms.imm import IMM
+def _build_concept_mmdt(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
+    from exclust.algorithms.concept import ConceptMMDT, fit_cavs
 
-        est = IMM(n_clusters=k, random_state=config.random_state).fit(data, ref.centers)
-    elif algo == "exkmc":
-        from exclust.algorithms.exkmc import ExKMC
+    # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
+    cavs = fit_cavs(data, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
+    est = ConceptMMDT(cavs, n_components=config.k, threshold=config.threshold,
+                      random_state=config.random_state).fit(data, None if ref is None else ref.labels)
+    return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
+                                   "diagnostics": est.node_diagnostics_, "reference": "gmm"},
+                 space=cavs.project, reference_labels=est.reference_labels_)
 
-        est = ExKMC(n_clusters=k, max_leaves=leaves, random_state=config.random_state).fit(data, ref.centers)
-    elif algo == "kdtree":
-        from exclust.algorithms.kdtree import KDTree
 
-        est = KDTree(max_leaves=leaves).fit(data, ref.centers)
-    elif algo == "cart":
-        from exclust.algorithms.cart import CART
+def _build_kernel_mmdt(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
+    est = registry.algorithm("kernel-mmdt").make(config).fit(data, None if ref is None else ref.labels)
+    labels = ref.labels if ref is not None else getattr(est, "labels_", None)
+    return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
+                                   "kernel_price": _maybe_float(getattr(est, "kernel_price_", None)),
+                                   "reference": "kernel k-means (random Fourier features)"},
+                 reference_labels=labels)
 
-        est = CART(max_leaf_nodes=leaves).fit(data, ref.labels)
-    else:  # pragma: no cover - ExplainConfig.check rejects it first
-        raise InputError(f"unknown algorithm {algo!r}")
-    return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None)})
+
+# Algorithms that fit their own base clustering (registry.OWN) build through these.
+_OWN_BUILDERS = {"concept-mmdt": _build_concept_mmdt, "kernel-mmdt": _build_kernel_mmdt}
 
 
 def needs_reference_step(config: ExplainConfig) -> bool:
     """False when the algorithm fits its own base clustering (concept and kernel MMDT with the default gmm)."""
-    return not (config.algorithm in ("concept-mmdt", "kernel-mmdt") and config.reference == "gmm")
+    return not (registry.algorithm(config.algorithm).needs == registry.OWN and config.reference == "gmm")
 
 
 def score_tree(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig) -> dict[str, Any]:
@@ -421,7 +355,8 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
 
 
 def wants_curve(config: ExplainConfig) -> bool:
-    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS
+    # The curve scores k-means costs; k-medians trees report their k-medians price without one.
+    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS and config.objective == "kmeans"
 
 
 def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
@@ -477,28 +412,7 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
     return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
 
 
-# --------------------------------------------------------------------------- the whole job
-def explain(config: ExplainConfig, log: Log | None = None, timer: StepTimer | None = None) -> ExplainResult:
-    """Run load -> reference -> tree -> score on the active Dask client; return tree and metrics."""
-    config.check()
-    timer = timer or StepTimer(log)
-    with timer.step("load", str(config.input) if isinstance(config.input, (str, os.PathLike)) else ""):
-        data = load(config)
-    ref = None
-    if needs_reference_step(config):
-        with timer.step("fit reference", f"{config.reference}, k={config.k}"):
-            ref = fit_reference(data, config)
-    with timer.step("build tree", config.algorithm):
-        built = build_tree(data, ref, config)
-    with timer.step("score", "with the cost curve" if wants_curve(config) else ""):
-        scores, curve = score_and_curve(data, ref, built, config)
-    metrics = assemble_metrics(scores, data, ref, built, config, timer.seconds)
-    result = ExplainResult(built.tree, metrics, built.tree.rules_text())
-    with timer.step("report"):
-        result.report_html = render(result, data, built, curve, config)
-    return result
-
-
+# --------------------------------------------------------------------------- metrics and report (exclust.steps runs the job)
 def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds) -> dict[str, Any]:
     """metrics.json: the score dict plus what was run and how long each step took."""
     tree = built.tree
@@ -513,6 +427,7 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         "enr_convention": built.info.get("enr_convention", "paper002"),
         "reference": built.info.get("reference") if ref is None else ref.kind,
         "threshold": config.threshold if "mmdt" in config.algorithm else None,
+        "objective": config.objective,
         "n_leaves": int(tree.n_leaves),
         "depth": int(tree.depth),
         "features_used": tree.features_used,
@@ -531,8 +446,9 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
             reads["build tree"] = reads.get("build tree", 0) + min(extra, 2)
     metrics["passes"] = passes
     metrics["parquet_reads"] = reads
-    if built.info.get("kernel_price") is not None:
-        metrics["kernel_price"] = built.info["kernel_price"]
+    for key in ("kernel_price", "guaranteed_price"):
+        if built.info.get(key) is not None:
+            metrics[key] = built.info[key]
     return metrics
 
 
@@ -611,27 +527,3 @@ def _maybe_float(v) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if np.isfinite(f) else None
-
-
-def run_explain(
-    config: ExplainConfig, out: str | os.PathLike, *, scheduler: str | None = None,
-    log: Log | None = None, base: str | os.PathLike | None = None, live: bool = False,
-) -> ExplainResult:
-    """The whole explain job: open the Dask client, run every step, write the output folder.
-
-    ``live`` draws a progress bar of the Dask tasks on stderr (for a terminal).
-    """
-    # Before any work: the output may not touch what the run reads, and its staging must be writable.
-    guards = input_guards(config.input, storage_options=getattr(config, "storage_options", None)) \
-        if isinstance(config.input, (str, os.PathLike)) else []
-    timer = StepTimer(log, live=live and log is not None)
-    t0 = time.perf_counter()
-    needs_cluster = isinstance(config.input, (str, os.PathLike))
-    with staged_output(out, "explain", guards, base=base, storage_options=getattr(config, "storage_options", None),
-                       info={"algorithm": config.algorithm}) as stage:
-        with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):
-            result = explain(config, log=log, timer=timer)
-            with timer.step("write outputs", str(out)):
-                result.metrics["seconds"]["total"] = round(time.perf_counter() - t0, 3)
-                write_outputs(result, out, base, stage=stage)
-    return result

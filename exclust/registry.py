@@ -62,8 +62,15 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
 )}
 
 
+OBJECTIVES = ("kmeans", "kmedians")  # the reference cost a tree is built to keep low
+
+
 def _leaves(config: Any) -> int:
     return int(config.leaves or config.k)
+
+
+def _objective(config: Any) -> dict[str, Any]:
+    return {"objective": config.objective}
 
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
@@ -72,12 +79,23 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               options=lambda c: {"threshold": c.threshold, "random_state": c.random_state}),
     Algorithm("imm", "IMM", "exclust.algorithms.imm:IMM",
               "fewest points separated from their center at each cut, k leaves", CENTERS, "003 (IMM base tree)",
-              cost_curve=True,
-              options=lambda c: {"n_clusters": c.k, "random_state": c.random_state}),
+              cost_curve=True, objectives=OBJECTIVES,
+              options=lambda c: {"n_clusters": c.k, "random_state": c.random_state, **_objective(c)}),
     Algorithm("exkmc", "ExKMC", "exclust.algorithms.exkmc:ExKMC",
               "IMM, then leaves added by the surrogate cost until the leaf budget", CENTERS, "003 Alg. 1",
-              leaf_budget=True, cost_curve=True,
-              options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state}),
+              leaf_budget=True, cost_curve=True, objectives=OBJECTIVES,
+              options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state,
+                                 **_objective(c)}),
+    Algorithm("exshallow", "ExShallow", "exclust.algorithms.exshallow:ExShallow",
+              "IMM-like k-leaf tree whose cuts also pay for depth (shallower rules)", CENTERS,
+              "Laber, Murtinho and Oliveira, Pattern Recognition 2023", objectives=OBJECTIVES,
+              options=lambda c: {"n_clusters": c.k, "depth_factor": c.depth_factor, "random_state": c.random_state,
+                                 **_objective(c)}),
+    Algorithm("random-cut", "RandomCutTree", "exclust.algorithms.random_cut:RandomCutTree",
+              "random threshold cuts from the centers alone, with a guaranteed expected price", CENTERS,
+              "Gupta, Pittu, Svensson and Yuan, FOCS 2023; Makarychev and Shan, ICML 2021", objectives=OBJECTIVES,
+              options=lambda c: {"n_clusters": c.k, "n_trials": c.trials, "random_state": c.random_state,
+                                 **_objective(c)}),
     Algorithm("kdtree", "KDTree", "exclust.algorithms.kdtree:KDTree",
               "median cuts of the widest feature (a baseline)", CENTERS, "003 App. B.1",
               leaf_budget=True, cost_curve=True,
@@ -110,7 +128,12 @@ def threshold(name: str) -> Threshold:
         raise InputError(f"unknown MMDT threshold {name!r}; choose one of {', '.join(THRESHOLDS)}") from None
 
 
+# Estimators that trees can come from without being a run's --algorithm (baselines of the papers' tables).
+OTHER_TITLES = {"concept-cart": "Concept-CART"}
+
+
 def title(name: str) -> str:
-    """The papers' spelling of an algorithm name (``exkmc`` -> ``ExKMC``); unknown names as given."""
-    entry = ALGORITHMS.get(str(name).lower().replace("_", "-"))
-    return entry.title if entry is not None else str(name)
+    """The papers' spelling of an algorithm name in any case (``exkmc`` -> ``ExKMC``); unknown names as given."""
+    key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
+    entry = ALGORITHMS.get(key)
+    return entry.title if entry is not None else OTHER_TITLES.get(key, str(name))

@@ -1,8 +1,8 @@
-"""Prefect flow ``explain``: load, fit reference, build tree, score, write outputs.
+"""Prefect flow ``explain``: the steps of ``exclust.steps`` (load, fit reference, build tree, score,
+report, write outputs), each a Prefect task.
 
-The flow is thin: every step is a function of ``exclust.pipeline``; this module only gives
-each step a task (with retries on transient failures), opens the Dask client the parameters
-ask for, and publishes the run's metrics, rules and report (a link when EXCLUST_OUTPUTS_URL says where
+The flow is thin: it runs the same step list as the CLI, makes each step a task (with retries
+on transient failures), opens the Dask client the parameters ask for, and publishes the run's metrics, rules and report (a link when EXCLUST_OUTPUTS_URL says where
 outputs are served) as Prefect artifacts.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from exclust import pipeline
+from exclust import pipeline, steps
+from exclust.cluster import dask_cluster
 from exclust.progress import StepTimer
 from exclust.outputs import BASE_ENV
 from flows.params import ExplainParams, dask_scheduler
@@ -32,37 +33,8 @@ TASK_OPTIONS = dict(
 )
 
 
-@task(name="load", **TASK_OPTIONS)
-def load_task(config: pipeline.ExplainConfig):
-    """Read and validate the Parquet input."""
-    return pipeline.load(config)
-
-
-@task(name="fit reference", **TASK_OPTIONS)
-def fit_reference_task(data, config: pipeline.ExplainConfig):
-    """Fit the reference clustering across the Dask cluster."""
-    return pipeline.fit_reference(data, config)
-
-
-@task(name="build tree", **TASK_OPTIONS)
-def build_tree_task(data, ref, config: pipeline.ExplainConfig):
-    """Build the explaining tree."""
-    return pipeline.build_tree(data, ref, config)
-
-
-@task(name="score", **TASK_OPTIONS)
-def score_task(data, ref, built, config: pipeline.ExplainConfig):
-    """Score the tree against the reference (and the truth when given)."""
-    scores = pipeline.score_tree(data, ref, built, config)
-    curve = pipeline.cost_curve(data, ref, config, built) if config.algorithm in pipeline.DATA_ALGORITHMS else None
-    return scores, curve
-
-
-@task(name="write outputs", **TASK_OPTIONS)
-def write_outputs_task(result: pipeline.ExplainResult, data, built, curve, config, output: str):
-    """Render the report and write the output folder atomically."""
-    result.report_html = pipeline.render(result, data, built, curve, config)
-    return pipeline.write_outputs(result, output)
+# One Prefect task per step of exclust.steps.STEPS (the CLI and Python run the same list).
+STEP_TASKS = {step.name: task(name=step.name, **TASK_OPTIONS)(step.run) for step in steps.STEPS}
 
 
 def report_url(report: Path) -> str | None:
@@ -106,25 +78,14 @@ def explain(params: ExplainParams) -> dict[str, Any]:
     """Explain a clustering of Parquet data with a small threshold tree; write tree, metrics, rules, report."""
     logger = get_run_logger()
     config = params.to_config().check()
-    timer = StepTimer(logger.info)
     scheduler = dask_scheduler(params.scheduler_address)
-    with pipeline.dask_cluster(scheduler) as client:
-        where = f"scheduler {scheduler}" if scheduler else "a local cluster for this run"
-        logger.info("Dask: %s (dashboard %s)", where, client.dashboard_link)
-        with timer.step("load", config.input):
-            data = load_task(config)
-        ref = None
-        if pipeline.needs_reference_step(config):
-            with timer.step("fit reference", f"{config.reference}, k={config.k}"):
-                ref = fit_reference_task(data, config)
-        with timer.step("build tree", config.algorithm):
-            built = build_tree_task(data, ref, config)
-        with timer.step("score"):
-            scores, curve = score_task(data, ref, built, config)
-        metrics = pipeline.assemble_metrics(scores, data, ref, built, config, timer.seconds)
-        result = pipeline.ExplainResult(built.tree, metrics, built.tree.rules_text())
-        with timer.step("write outputs", params.output):
-            result.out = write_outputs_task(result, data, built, curve, config, params.output)
+    with steps.staged_explain_output(config, params.output) as stage:
+        run = steps.Run(config, out=params.output, stage=stage, timer=StepTimer(logger.info))
+        with dask_cluster(scheduler) as client:
+            where = f"scheduler {scheduler}" if scheduler else "a local cluster for this run"
+            logger.info("Dask: %s (dashboard %s)", where, client.dashboard_link)
+            steps.run_steps(run, wrap=lambda step: STEP_TASKS[step.name])
+    result, built, metrics = run.result, run.built, run.result.metrics
     publish_artifacts(result)
     logger.info("wrote %s (%d leaves, depth %d)", result.out, built.tree.n_leaves, built.tree.depth)
     return {"output": str(result.out), "metrics": {k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}}

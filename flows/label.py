@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from exclust.nightly import NightOutcome, label_date, parse_dates
-from exclust.pipeline import dask_cluster
+from exclust.cluster import dask_cluster
 from exclust.tree import ThresholdTree
 from flows.params import LabelParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input

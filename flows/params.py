@@ -15,22 +15,20 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from exclust import registry
 from exclust.nightly import check_templates, has_date, parse_dates
 from exclust.outputs import validate_input_path, validate_output_dir
 
 SCHEDULER_ENV = "EXCLUST_DASK_SCHEDULER"  # read on the worker when a run names no scheduler
 
 
-class Algorithm(str, Enum):
-    """Tree algorithms."""
-
-    mmdt = "mmdt"
-    imm = "imm"
-    exkmc = "exkmc"
-    kdtree = "kdtree"
-    cart = "cart"
-    concept_mmdt = "concept-mmdt"
-    kernel_mmdt = "kernel-mmdt"
+# The enumerations of the form come from the registry: a new algorithm or threshold appears here by itself.
+Algorithm = Enum("Algorithm", {name.replace("-", "_"): name for name in registry.ALGORITHMS}, type=str)
+Algorithm.__doc__ = "Tree algorithms: " + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values())
+ThresholdVariant = Enum("ThresholdVariant", {name: name for name in registry.THRESHOLDS}, type=str)
+ThresholdVariant.__doc__ = "How MMDT places a cut between the means of a node."
+Objective = Enum("Objective", {name: name for name in registry.OBJECTIVES}, type=str)
+Objective.__doc__ = "The reference cost the tree keeps low: k-means (squared distances) or k-medians (l1)."
 
 
 class ReferenceKind(str, Enum):
@@ -38,17 +36,8 @@ class ReferenceKind(str, Enum):
 
     gmm = "gmm"
     kmeans = "kmeans"
+    kmedians = "kmedians"
     labels = "labels"
-
-
-class ThresholdVariant(str, Enum):
-    """How MMDT places a cut between the means of a node."""
-
-    midpoint = "midpoint"
-    gaussian = "gaussian"
-    chebyshev = "chebyshev"
-    exact = "exact"
-    random = "random"
 
 
 class Kernel(str, Enum):
@@ -132,12 +121,16 @@ class ExplainParams(BaseModel):
     n_clusters: int = Field(default=5, ge=2, le=10_000, description="Number of clusters k of the reference clustering.")
     reference: ReferenceKind = Field(
         default=ReferenceKind.gmm,
-        description="Reference clustering: a Gaussian mixture, k-means, or labels from a column (name it in reference_column).",
+        description="Reference clustering: a Gaussian mixture, k-means, k-medians, or labels from a column (name it in reference_column).",
     )
     reference_column: str = Field(default="", description="Label column when reference is labels; blank otherwise.")
     threshold: ThresholdVariant = Field(default=ThresholdVariant.midpoint, description="MMDT threshold variant.")
     truth_column: str = Field(default="", description="Ground-truth label column, scored with ARI; blank: none.")
     leaves: int = Field(default=0, ge=0, le=100_000, description="Leaf budget of ExKMC, KDTree and CART; 0: n_clusters.")
+    objective: Objective = Field(default="kmeans", description="Cost the tree keeps low (imm, exkmc, exshallow, random-cut): kmeans or kmedians.")
+    depth_factor: float = Field(default=0.03, ge=0, description="ExShallow's penalty on depth; 0 gives ExGreedy.")
+    trials: int = Field(default=1, ge=1, le=10_000, description="random-cut: trees drawn; the cheapest on the data is kept.")
+    cost_curve: bool = Field(default=True, description="Draw the report's cost-versus-leaves curve (data-driven trees); off saves its work.")
     concepts: str = Field(default="", description="Concept label columns for concept-mmdt, comma-separated.")
     kernel: Kernel = Field(default=Kernel.gaussian, description="Kernel of kernel-mmdt.")
     bandwidth: float = Field(default=0.0, ge=0, description="Kernel bandwidth of kernel-mmdt; 0: chosen from the data.")
@@ -185,7 +178,8 @@ class ExplainParams(BaseModel):
             threshold=self.threshold, truth=self.truth_column.strip() or None, leaves=self.leaves or None,
             concepts=_names(self.concepts), kernel=self.kernel, bandwidth=self.bandwidth or None,
             random_state=self.random_state, nan_policy=self.nan_policy, plot_features=_names(self.plot_features),
-            storage_options=self.storage_options_dict(),
+            storage_options=self.storage_options_dict(), objective=self.objective, depth_factor=self.depth_factor,
+            trials=self.trials, cost_curve=self.cost_curve,
         )
 
 

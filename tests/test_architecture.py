@@ -14,10 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "exclust"
 MAP = ROOT / "ARCHITECTURE.md"
 
-# Modules that parallel branches of issue 10 add; the map names them already. Each entry is
-# checked to be still absent: once its branch is merged, delete it here.
-ARRIVING = {
-}
 # Cycles another branch removes (issue 10, item 5: ThresholdTree.prune). Checked to be still
 # present, so the entry goes when the cycle does.
 KNOWN_CYCLES = {frozenset({"exclust.curves", "exclust.algorithms.kdtree"})}
@@ -110,10 +106,8 @@ def test_every_module_in_the_map_exists():
     mapped = mapped_modules()
     duplicated = sorted({m for m in mapped if mapped.count(m) > 1})
     assert not duplicated, f"named twice in the module map: {duplicated}"
-    gone = sorted(set(mapped) - module_files() - ARRIVING)
+    gone = sorted(set(mapped) - module_files())
     assert not gone, f"the module map names modules that do not exist: {gone}"
-    arrived = sorted(ARRIVING & module_files())
-    assert not arrived, f"these modules exist now: remove them from ARRIVING in {Path(__file__).name}: {arrived}"
 
 
 def test_no_import_cycle_among_exclust_modules():

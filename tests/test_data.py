@@ -196,7 +196,8 @@ def test_input_error_names_its_fix_per_interface_and_survives_pickling():
 
 # --------------------------------------------------------------------------- reference labels
 def _explain(folder, **kwargs):
-    from exclust.pipeline import ExplainConfig, explain
+    from exclust.pipeline import ExplainConfig
+    from exclust.steps import explain
 
     return explain(ExplainConfig(input=str(folder), features=["a", "b"], **kwargs))
 

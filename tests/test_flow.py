@@ -63,7 +63,9 @@ def test_parameter_models_render_as_forms():
 
     schema = explain.parameters.model_dump()
     defs = schema["definitions"]
-    assert set(defs["Algorithm"]["enum"]) == {"mmdt", "imm", "exkmc", "kdtree", "cart", "concept-mmdt", "kernel-mmdt"}
+    assert set(defs["Algorithm"]["enum"]) == {"mmdt", "imm", "exkmc", "exshallow", "random-cut", "kdtree", "cart",
+                                              "concept-mmdt", "kernel-mmdt"}
+    assert set(defs["Objective"]["enum"]) == {"kmeans", "kmedians"}
     assert defs["ThresholdVariant"]["enum"][0] == "midpoint"
     fields = defs["ExplainParams"]["properties"]
     assert {"input", "output", "columns", "algorithm", "n_clusters", "reference", "threshold", "truth_column",
@@ -167,7 +169,9 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     assert {d.name for d in model.deployments} == {"explain", "label-nightly"}
     (tmp_path / "explain").mkdir()
     (tmp_path / "explain" / "tree.json").write_text("{}")
-    (tmp_path / "explain" / ".exclust-output").write_text("{}")  # an earlier explain run wrote it
+    # an earlier explain run wrote it, whole: its marker and its _SUCCESS manifest
+    (tmp_path / "explain" / ".exclust-output").write_text('{"written_by": "exclust", "job": "explain"}')
+    (tmp_path / "explain" / "_SUCCESS").write_text("{}")
     (tmp_path / "input").mkdir()
     monkeypatch.setenv("EXCLUST_DATA", str(tmp_path))
     models = {"explain": ExplainParams, "label": LabelParams}

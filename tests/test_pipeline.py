@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from exclust.data import InputError, load_dataset
-from exclust.pipeline import ExplainConfig, explain, run_explain, sample_rows, write_outputs
+from exclust.pipeline import ExplainConfig, sample_rows, write_outputs
+from exclust.steps import explain, run_explain
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.tree import ThresholdTree
 
@@ -90,7 +91,7 @@ def test_failed_step_leaves_no_output_folder(tmp_path, frame):
 
 
 def test_config_checks_choices_before_any_work(tmp_path):
-    with pytest.raises(InputError, match="algorithm must be one of"):
+    with pytest.raises(InputError, match="unknown algorithm .xgboost.; choose one of mmdt, imm"):
         ExplainConfig(input=np.zeros((5, 2)), algorithm="xgboost").check()
     with pytest.raises(InputError, match="at least the number of clusters"):
         ExplainConfig(input=np.zeros((5, 2)), k=5, leaves=3).check()

@@ -100,7 +100,8 @@ def test_a_reader_refuses_a_label_prefix_without_success(s3, dask_client):
 def test_explain_writes_its_folder_to_s3_whole(s3):
     import pandas as pd
 
-    from exclust.pipeline import ExplainConfig, explain, write_outputs
+    from exclust.pipeline import ExplainConfig, write_outputs
+    from exclust.steps import explain
 
     fs, bucket, options = s3
     rng = np.random.default_rng(1)

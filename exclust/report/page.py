@@ -14,6 +14,7 @@ from exclust.report.format import FONT_STACK, MONO_STACK, cluster_colors, esc, f
 from exclust.report.measures import INTEGER_KEYS, METRIC_INFO, metrics_table_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, scatter_svg
 from exclust.report.tree_drawing import draw_tree
+from exclust import registry
 from exclust.tree import ThresholdTree
 
 
@@ -149,19 +150,11 @@ def _kpis_html(metrics: Mapping[str, Any]) -> str:
     return f'<div class="kpis">{"".join(cards)}</div>' if cards else ""
 
 
-_ALGORITHM_NAMES = {
-    "mmdt": "MMDT", "imm": "IMM", "exkmc": "ExKMC", "cart": "CART", "kdtree": "KDTree",
-    "kernel_mmdt": "kernel MMDT", "kernelmmdt": "kernel MMDT", "concept_mmdt": "Concept-MMDT",
-    "conceptmmdt": "Concept-MMDT", "concept_cart": "Concept-CART", "conceptcart": "Concept-CART",
-}
-
-
 def _algorithm_name(name: Any) -> str | None:
     """The papers' spelling of an algorithm name given in any case (``mmdt`` -> ``MMDT``)."""
     if name is None:
         return None
-    key = str(name).strip().lower().replace("-", "_").replace(" ", "_")
-    return _ALGORITHM_NAMES.get(key, str(name))
+    return registry.title(name)
 
 
 def _article(word: str) -> str:
