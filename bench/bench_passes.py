@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def dataset(rows: int, features: int, files: int, k: int) -> Path:
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
 
     folder = ROOT / "bench" / "data" / f"passes-{rows}x{features}-{files}files-k{k}"
     if not folder.exists():

@@ -185,7 +185,9 @@ def run_tasks(fn: Callable, args: Sequence[tuple], run_id: str, *, timeout: floa
     client = _current_client()
     if client is None:
         return [fn(*a) for a in args]
-    futures = [client.submit(fn, *a, key=f"exclust-{run_id}-{i}", pure=False) for i, a in enumerate(args)]
+    # Keys named after the task (the dashboard groups them so) and the run (unique across runs).
+    name = fn.__name__.lstrip("_")
+    futures = [client.submit(fn, *a, key=f"{name}-{run_id}-{i}", pure=False) for i, a in enumerate(args)]
     try:
         return client.gather(futures)
     except BaseException:

@@ -204,7 +204,7 @@ def _explain(folder, **kwargs):
 
 @pytest.fixture
 def blobs(tmp_path):
-    from exclust.synthetic import make_gmm_dataset
+    from exclust.datasets.synthetic import make_gmm_dataset
 
     X, y = make_gmm_dataset(2000, n_components=4, n_features=2, random_state=2)[:2]
     return pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "y": y})

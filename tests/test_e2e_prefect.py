@@ -287,7 +287,7 @@ def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
     from exclust.tree import TreeBuilder
 
     data = stack["data"] / "scheduled"

@@ -136,7 +136,7 @@ def test_counter_reads_equal_the_real_reads(tmp_path, dask_client, monkeypatch, 
 def mixture():
     from sklearn.cluster import KMeans as SKKMeans
 
-    from exclust.synthetic import make_gmm_dataset
+    from exclust.datasets.synthetic import make_gmm_dataset
 
     X, y, _ = make_gmm_dataset(3000, n_components=4, n_features=3, random_state=3)
     centers = SKKMeans(4, n_init=3, random_state=0).fit(X).cluster_centers_

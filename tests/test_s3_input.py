@@ -40,7 +40,7 @@ def upload(fs, key: str, frame: pd.DataFrame) -> None:
 def events(s3_server, s3_bucket):
     """s3://BUCKET/events/day=D/part-0.parquet for days 1..3, one mixture component per day, plus
     the leftovers of other writers (Spark's _temporary, a .crc, _SUCCESS) that must not be read."""
-    from exclust.synthetic import make_gmm_dataset
+    from exclust.datasets.synthetic import make_gmm_dataset
 
     X, y = make_gmm_dataset(3000, n_components=3, n_features=2, random_state=5)[:2]
     frame = pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1]})

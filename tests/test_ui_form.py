@@ -84,7 +84,7 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from exclust.synthetic import write_gmm_parquet
+    from exclust.datasets.synthetic import write_gmm_parquet
     from flows.params import ExplainParams
 
     data = stack["data"]
