@@ -9,15 +9,15 @@ References:
 - k-medians: ``exclust.KMedians(k, random_state=0)``; reference cost = its l1 cost
   (``inertia_``, every cluster at its own coordinate-wise median).
 
-Rows (every tree has k leaves): IMM and ExKMC at k leaves (k-means only on this branch), CART
+Rows (every tree has k leaves): IMM, ExKMC at k leaves and ExShallow (exact bins, so their
+split search sees every threshold; both objectives), CART
 (scikit-learn's tree, ``max_leaf_nodes=k``, on the reference labels), RandomCutTree (mean over
 20 single trees with seeds 0-19, and the best of 20 trials kept by the one-pass scoring of
 ``n_trials=20``). Cost ratio: k-means = the tree's clusters scored by their own means /
 reference cost; k-medians = the tree's clusters scored by their own medians (``score``'s
 bisection) / reference cost. Weighted average depth: mean over points of their leaf's depth.
 ShallowTree's figures from ``shallow_reference.json`` (same fixture centers) are printed for
-comparison. Rows for ExShallow and k-medians IMM / ExKMC are left for the lead to fill after
-merging branch ``shallow``; they print "not available on this branch".
+comparison.
 
 Usage: python bench/table_objectives.py
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared"
 DATASETS = ("iris", "wine", "r15", "d31", "aggregation")
 TRIALS = 20
-MISSING = "not available on this branch"
+EXACT_BINS = 65536  # more bins than distinct values: every threshold is a candidate
 
 
 def load(name: str) -> tuple[np.ndarray, int]:
@@ -80,7 +80,7 @@ def random_cut_rows(X, centers, objective: str, row) -> dict[str, tuple[float, f
 def kmeans_table(name, X, k, fixtures, shallow) -> dict[str, tuple | str]:
     from sklearn.cluster import KMeans as SKKMeans
 
-    from exclust import CART, IMM, ExKMC
+    from exclust import CART, IMM, ExKMC, ExShallow
 
     if name in fixtures:
         centers = np.asarray(fixtures[name]["centers"], dtype=np.float64)
@@ -93,11 +93,11 @@ def kmeans_table(name, X, k, fixtures, shallow) -> dict[str, tuple | str]:
         return kmeans_row(tree, data, reference_cost)
 
     rows: dict[str, tuple | str] = {
-        "IMM": row(IMM(k).fit(X, centers=centers).tree_, X),
-        "ExKMC (k leaves)": row(ExKMC(k, max_leaves=k).fit(X, centers=centers).tree_, X),
+        "IMM": row(IMM(k, max_bins=EXACT_BINS).fit(X, centers=centers).tree_, X),
+        "ExKMC (k leaves)": row(ExKMC(k, max_leaves=k, max_bins=EXACT_BINS).fit(X, centers=centers).tree_, X),
+        "ExShallow": row(ExShallow(k, max_bins=EXACT_BINS).fit(X, centers=centers).tree_, X),
         **random_cut_rows(X, centers, "kmeans", row),
         "CART": row(CART(max_leaf_nodes=k, random_state=0).fit(X, labels).tree_, X),
-        "ExShallow": MISSING,
     }
     if name in shallow:
         rows["ShallowTree (fixture figures)"] = (shallow[name]["cost_ratio"], shallow[name]["weighted_avg_depth"])
@@ -105,7 +105,7 @@ def kmeans_table(name, X, k, fixtures, shallow) -> dict[str, tuple | str]:
 
 
 def kmedians_table(X, k) -> dict[str, tuple | str]:
-    from exclust import CART, KMedians
+    from exclust import CART, IMM, ExKMC, ExShallow, KMedians
 
     reference = KMedians(k, random_state=0).fit(X)
     centers, labels, reference_cost = reference.cluster_centers_, reference.labels_, reference.inertia_
@@ -114,11 +114,13 @@ def kmedians_table(X, k) -> dict[str, tuple | str]:
         return kmedians_row(tree, data, reference_cost)
 
     return {
-        "IMM (kmedians)": MISSING,
-        "ExKMC (kmedians, k leaves)": MISSING,
+        "IMM (kmedians)": row(IMM(k, objective="kmedians", max_bins=EXACT_BINS).fit(X, centers=centers).tree_, X),
+        "ExKMC (kmedians, k leaves)": row(
+            ExKMC(k, max_leaves=k, objective="kmedians", max_bins=EXACT_BINS).fit(X, centers=centers).tree_, X),
+        "ExShallow (kmedians)": row(
+            ExShallow(k, objective="kmedians", max_bins=EXACT_BINS).fit(X, centers=centers).tree_, X),
         **random_cut_rows(X, centers, "kmedians", row),
         "CART": row(CART(max_leaf_nodes=k, random_state=0).fit(X, labels).tree_, X),
-        "ExShallow (kmedians)": MISSING,
     }
 
 

@@ -10,6 +10,7 @@ so the form shows one plain input per field, titled by the field's name, with no
 """
 from __future__ import annotations
 
+import json
 import os
 from enum import Enum
 
@@ -66,8 +67,8 @@ def _one_text(value):
         return ""
     if isinstance(value, (list, tuple)):
         return ",".join(str(v).strip() for v in value)
-    if isinstance(value, dict):  # storage options given from Python
-        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, dict):  # storage options given from Python: JSON keeps nested options
+        return json.dumps(value)
     return value
 
 
@@ -142,8 +143,9 @@ class ExplainParams(BaseModel):
     nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
     storage_options: str = Field(
         default="",
-        description="Options of the object store an s3:// input lives on, comma-separated key=value, e.g. "
-                    "endpoint_url=http://minio:9000; credentials come from the AWS_* environment of the machine that runs the flow.",
+        description="Options of the object store an s3:// input lives on: comma-separated key=value "
+                    "(endpoint_url=http://minio:9000) or a JSON object for nested options; credentials come from "
+                    "the AWS_* environment of the machine that runs the flow.",
     )
 
     _texts = field_validator("columns", "concepts", "plot_features", "reference_column", "truth_column",
@@ -166,7 +168,13 @@ class ExplainParams(BaseModel):
         """The storage_options text as fsspec keyword arguments."""
         from exclust.storage import parse_storage_options
 
-        return parse_storage_options(_names(self.storage_options) or [])
+        text = self.storage_options.strip()
+        if text.startswith("{"):
+            try:
+                return dict(json.loads(text))
+            except ValueError as exc:
+                raise ValueError(f"storage_options is not a valid JSON object: {exc}") from None
+        return parse_storage_options(_names(text) or [])
 
     def to_config(self):
         """The library's ExplainConfig for these parameters."""

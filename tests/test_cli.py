@@ -71,7 +71,7 @@ def test_label_command_writes_labelled_parquet(tmp_path, capsys, dask_client):
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}/in/o"], "lies inside the input"),
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}"], "contains the input"),
         (["explain", "--input", "{tmp}/none", "--k", "3", "--out", "{tmp}/o"], "input not found"),
-        (["explain", "--input", "{tmp}/in", "--k", "3", "--reference", "dbscan", "--out", "{tmp}/o"], "gmm, kmeans or labels:COLUMN"),
+        (["explain", "--input", "{tmp}/in", "--k", "3", "--reference", "dbscan", "--out", "{tmp}/o"], "gmm, kmeans, kmedians or labels:COLUMN"),
         (["explain", "--input", "{tmp}/in", "--k", "3", "--algorithm", "concept-mmdt", "--out", "{tmp}/o"], "--concepts"),
     ],
 )

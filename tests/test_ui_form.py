@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 SHOTS = Path(tempfile.gettempdir())
-ENUM_FIELDS = {"algorithm", "reference", "threshold", "kernel", "nan_policy"}
+ENUM_FIELDS = {"algorithm", "reference", "threshold", "kernel", "nan_policy", "objective"}
 
 
 @pytest.fixture
