@@ -37,6 +37,15 @@ class ExclustEstimator(BaseEstimator):
 
     def _check_params(self) -> None:
         """Raise ParameterError, naming the parameter, when one lies outside ``_parameter_constraints``."""
+        for name, accepted in self._parameter_constraints.items():
+            value = getattr(self, name, None)
+            # scikit-learn's Interval takes True for 1: a flag where a number belongs is a mistake.
+            takes_flags = any(c is bool or c in ("boolean", "verbose") for c in accepted)
+            if isinstance(value, (bool, np.bool_)) and not takes_flags:
+                raise ParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must be a number, not a boolean; "
+                    f"got {value!r} instead."
+                )
         try:
             self._validate_params()
         except InvalidParameterError as err:

@@ -30,10 +30,11 @@ import numpy as np
 
 from exclust import _kernels_l1 as K
 from exclust.data import Dataset, InputError, is_dask_array
+from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.metrics import cluster_medians
 from exclust.reference import (
-    _check_float,
-    _check_int,
+    AT_LEAST_ONE,
+    NON_NEGATIVE,
     _check_predict_input,
     _concat_sample,
     _prepare,
@@ -145,7 +146,7 @@ def kmedians_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, ov
 
 
 # --------------------------------------------------------------------------- estimator
-class KMedians:
+class KMedians(ExclustEstimator):
     """k-medians (l1) reference clustering: numpy in memory or a dask array, same algorithm.
 
     Parameters: ``n_clusters``; ``max_iter``; ``tol`` (relative center shift, module docstring);
@@ -158,6 +159,16 @@ class KMedians:
     median passes, and a final scoring pass unless the last iteration moved nothing).
     """
 
+    _parameter_constraints = {
+        "n_clusters": AT_LEAST_ONE,
+        "max_iter": AT_LEAST_ONE,
+        "tol": NON_NEGATIVE,
+        "init": [StrOptions({"k-medians||"}), "array-like"],
+        "init_rounds": AT_LEAST_ONE,
+        "random_state": RANDOM_STATE,
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, n_clusters: int = 8, max_iter: int = 100, tol: float = 1e-4, init: Any = "k-medians||",
                  init_rounds: int = 5, random_state: Any = None, verbose: bool = False) -> None:
         self.n_clusters = n_clusters
@@ -168,18 +179,10 @@ class KMedians:
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> tuple[int, int, float]:
-        k = _check_int("n_clusters", self.n_clusters, 1)
-        max_iter = _check_int("max_iter", self.max_iter, 1)
-        tol = _check_float("tol", self.tol)
-        _check_int("init_rounds", self.init_rounds, 1)
-        if isinstance(self.init, str) and self.init != "k-medians||":
-            raise InputError(f"init must be 'k-medians||' or a ({k}, n_features) array, got {self.init!r}")
-        return k, max_iter, tol
-
     def fit(self, X, y=None) -> "KMedians":
         """Fit the centers; returns self."""
-        k, max_iter, tol = self._check_params()
+        self._check_params()
+        k, max_iter, tol = int(self.n_clusters), int(self.max_iter), float(self.tol)
         data, source, passes = _prepare(X, k)
         X = data.X
         self.feature_names_in_ = list(data.feature_names)
@@ -224,8 +227,7 @@ class KMedians:
 
     def predict(self, X):
         """Nearest center in l1 for every row: numpy in, numpy out; dask in, lazy dask out."""
-        if not hasattr(self, "cluster_centers_"):
-            raise InputError("this KMedians is not fitted yet: call fit(X) first")
+        self._check_fitted()
         X = _check_predict_input(X.X if isinstance(X, Dataset) else X, self.n_features_in_)
         return _labels(X, self.cluster_centers_)
 

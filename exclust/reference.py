@@ -19,6 +19,7 @@ import numpy as np
 from exclust import _kernels_stats as K
 from exclust import parts
 from exclust.data import Dataset, InputError, as_matrix
+from exclust.estimator import RANDOM_STATE, ExclustEstimator, Integral, Interval, Real, StrOptions
 from exclust.parts import is_lazy
 from exclust.stats import ClusterStatistics, add_parts, cluster_statistics, map_reduce
 
@@ -31,22 +32,12 @@ _KMEANS_INITS = ("k-means||", "sample")
 _RECLUSTER_N_INIT = 10
 
 
+# The accepted values of the parameters the reference estimators share.
+AT_LEAST_ONE = [Interval(Integral, 1, None, closed="left")]
+NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
+
+
 # --------------------------------------------------------------------------- shared helpers
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _check_float(name: str, value: Any, low: float = 0.0) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number >= {low}, got {value!r}") from None
-    if not math.isfinite(v) or v < low:
-        raise InputError(f"{name} must be a finite number >= {low}, got {value!r}")
-    return v
-
 
 def _prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
     """(validated data, the matrix to label afterwards, passes spent validating).
@@ -156,7 +147,7 @@ def kmeans_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, over
     return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 
 
-class KMeans:
+class KMeans(ExclustEstimator):
     """k-means reference clustering: scikit-learn in memory, distributed Lloyd on a dask array.
 
     ``backend="auto"`` picks, by measurement (``bench/bench_kmeans.py``: 1M x 10 sample of the
@@ -197,6 +188,19 @@ class KMeans:
     the scikit-learn backend, iterations + 1 for the k-means++ seeding, a lower bound).
     """
 
+    _parameter_constraints = {
+        "n_clusters": AT_LEAST_ONE,
+        "n_init": [StrOptions({"auto"}), *AT_LEAST_ONE],
+        "max_iter": AT_LEAST_ONE,
+        "tol": NON_NEGATIVE,
+        "random_state": RANDOM_STATE,
+        "backend": [StrOptions(set(_KMEANS_BACKENDS))],
+        "init_rounds": AT_LEAST_ONE,
+        "verbose": ["verbose"],
+        "init": [StrOptions(set(_KMEANS_INITS))],
+        "sample_rows": AT_LEAST_ONE,
+    }
+
     def __init__(
         self,
         n_clusters: int = 8,
@@ -221,37 +225,26 @@ class KMeans:
         self.init = init
         self.sample_rows = sample_rows
 
-    def _check_params(self) -> tuple[int, int, int, float, str]:
-        k = _check_int("n_clusters", self.n_clusters, 1)
-        n_init = 1 if self.n_init == "auto" else _check_int("n_init", self.n_init, 1)
-        max_iter = _check_int("max_iter", self.max_iter, 1)
-        tol = _check_float("tol", self.tol)
-        if self.backend not in _KMEANS_BACKENDS:
-            raise InputError(f"backend must be one of {_KMEANS_BACKENDS}, got {self.backend!r}")
-        _check_int("init_rounds", self.init_rounds, 1)
-        if self.init not in _KMEANS_INITS:
-            raise InputError(f"init must be one of {_KMEANS_INITS}, got {self.init!r}")
-        _check_int("sample_rows", self.sample_rows, 1)
-        return k, n_init, max_iter, tol, self.backend
-
     def fit(self, X, y=None, *, sample: np.ndarray | None = None) -> "KMeans":
         """Fit the centers; returns self.
 
         ``sample``: a uniform sample of X's rows already drawn (``init="sample"`` then costs no
         pass for it).
         """
-        self._sample = sample
-        data, source, passes = _prepare(X, self._check_params()[0])
+        self._check_params()
+        data, source, passes = _prepare(X, int(self.n_clusters))
         self.feature_names_in_ = list(data.feature_names)
-        self._fit_matrix(data.X)
+        self._fit_matrix(data.X, sample)
         self.n_passes_ += passes
         if is_lazy(source) and self.backend_ != "dask-ml":
             self.labels_ = self.predict(source)
         return self
 
-    def _fit_matrix(self, X) -> "KMeans":
+    def _fit_matrix(self, X, sample: np.ndarray | None = None) -> "KMeans":
         """Fit on a validated matrix (numpy, or dask with one column chunk)."""
-        k, n_init, max_iter, tol, backend = self._check_params()
+        self._check_params()
+        k, max_iter, tol, backend = int(self.n_clusters), int(self.max_iter), float(self.tol), self.backend
+        n_init = 1 if self.n_init == "auto" else int(self.n_init)
         distributed = is_lazy(X)
         if backend == "auto":
             backend = "lloyd" if distributed else "sklearn"
@@ -266,7 +259,7 @@ class KMeans:
         elif backend == "dask-ml":
             self._fit_dask_ml(X, k, n_init, max_iter, tol, rs)
         else:
-            self._fit_lloyd(X, k, n_init, max_iter, tol, rs)
+            self._fit_lloyd(X, k, n_init, max_iter, tol, rs, sample)
         _report(self.verbose, "k-means (%s): k=%d, inertia %.6g, %d iterations, %d passes, %.2fs",
                 backend, k, self.inertia_, self.n_iter_, self.n_passes_, time.perf_counter() - start)
         return self
@@ -301,14 +294,14 @@ class KMeans:
         self.inertia_ = float(map_reduce(_lloyd_block, [X], (self.cluster_centers_,), add_parts)[1])
         self.n_passes_ = int(best.n_iter_) + 1
 
-    def _initial_centers(self, X, k, rs) -> tuple[np.ndarray, int]:
+    def _initial_centers(self, X, k, rs, sample) -> tuple[np.ndarray, int]:
         """(centers, passes): k-means|| (on numpy too: its passes run on threads), or
         scikit-learn's k-means with 10 restarts on a uniform sample of ``sample_rows`` rows."""
         if self.init == "k-means||":
             return kmeans_parallel_init(X, k, rs, rounds=self.init_rounds)
         from sklearn.cluster import KMeans as SKKMeans
 
-        sample, passes = getattr(self, "_sample", None), 0
+        passes = 0
         if sample is None:
             (sample,) = parts.uniform_sample(X, size=int(self.sample_rows), random_state=_seed(rs))
             passes = int(is_lazy(X))
@@ -321,11 +314,11 @@ class KMeans:
         km = SKKMeans(k, n_init=_RECLUSTER_N_INIT, random_state=_seed(rs)).fit(sample)
         return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 
-    def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs) -> None:
+    def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs, sample) -> None:
         best: tuple | None = None
         passes = 0
         for init in range(n_init):
-            centers, p = self._initial_centers(X, k, rs)
+            centers, p = self._initial_centers(X, k, rs, sample)
             passes += p
             tol_abs = None
             n_iter = 0
@@ -352,10 +345,6 @@ class KMeans:
         self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_ = best
         self.n_passes_ = passes
         self.labels_ = self.predict(X)  # fit() relabels a dask input lazily from its unpersisted graph
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "cluster_centers_"):
-            raise InputError("this KMeans is not fitted yet: call fit(X) first")
 
     def predict(self, X):
         """Index of the nearest center for every row: numpy in, numpy out; dask in, lazy dask out."""
@@ -407,7 +396,7 @@ def _loglik_sum_block(X, means, factor, const, diag):
     return np.array([K.gmm_loglik_sum(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag), X.shape[0]])
 
 
-class GaussianMixture:
+class GaussianMixture(ExclustEstimator):
     """Gaussian mixture fitted by EM, each E-step one map over the row chunks.
 
     Per chunk a numba kernel computes the responsibilities and returns the M-step's sufficient
@@ -436,6 +425,17 @@ class GaussianMixture:
     scheduler round trip.
     """
 
+    _parameter_constraints = {
+        "n_components": AT_LEAST_ONE,
+        "covariance_type": [StrOptions(set(_COVARIANCE_TYPES))],
+        "max_iter": AT_LEAST_ONE,
+        "tol": NON_NEGATIVE,
+        "n_init": AT_LEAST_ONE,
+        "reg_covar": NON_NEGATIVE,
+        "random_state": RANDOM_STATE,
+        "verbose": ["verbose"],
+    }
+
     def __init__(
         self,
         n_components: int = 1,
@@ -457,15 +457,6 @@ class GaussianMixture:
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def _check_params(self) -> None:
-        _check_int("n_components", self.n_components, 1)
-        if self.covariance_type not in _COVARIANCE_TYPES:
-            raise InputError(f"covariance_type must be one of {_COVARIANCE_TYPES}, got {self.covariance_type!r}")
-        _check_int("max_iter", self.max_iter, 1)
-        _check_int("n_init", self.n_init, 1)
-        _check_float("tol", self.tol)
-        _check_float("reg_covar", self.reg_covar)
-
     def fit(self, X, y=None) -> "GaussianMixture":
         """Fit the mixture by EM; returns self."""
         self._check_params()
@@ -592,10 +583,6 @@ class GaussianMixture:
         return np.ascontiguousarray(means), np.ascontiguousarray(factor), const
 
     # ------------------------------------------------------------------ use
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "means_"):
-            raise InputError("this GaussianMixture is not fitted yet: call fit(X) first")
-
     def _apply(self, X, block, out_cols: int | None, dtype):
         self._check_fitted()
         X = _check_predict_input(X, self.n_features_in_)

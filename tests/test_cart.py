@@ -5,10 +5,12 @@ import logging
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.tree import DecisionTreeClassifier
 
 from exclust.algorithms.cart import CART, sklearn_threshold_as_float64, sklearn_tree_to_threshold_tree
 from exclust.data import InputError
+from exclust.errors import ParameterError
 from exclust.tree import ThresholdTree
 
 
@@ -105,9 +107,9 @@ def test_bad_inputs(rng):
         CART().fit(X, None)
     with pytest.raises(InputError):
         CART().fit(X, y[:-3])
-    with pytest.raises(ValueError):
+    with pytest.raises(ParameterError, match="'max_leaf_nodes' parameter"):
         CART(max_leaf_nodes=0).fit(X, y)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(NotFittedError):
         CART().predict(X)
     one = CART().fit(X, np.zeros(X.shape[0], int))
     assert one.tree_.n_leaves == 1 and (one.predict(X) == 0).all()

@@ -89,7 +89,7 @@ def test_every_expansion_step_is_the_brute_force_greedy_step(objective):
         v = np.unique(X[:, f])
         cands.append(v[:-1] + np.diff(v) / 2)
     model = ExKMC(k, 3 * k, max_bins=256, objective=objective).fit(X, centers)
-    assert model._mapper.exact.all()
+    assert model.mapper_.exact.all()
     steps = 0
     for L in range(k, model.leaf_counts_[-1]):
         before, after = model.tree_at(L), model.tree_at(L + 1)
@@ -143,9 +143,9 @@ def test_binned_routing_equals_raw_routing_with_quantile_bins(rng):
     X = rng.standard_t(3, size=(6000, 3))
     C = X[:5]
     model = ExKMC(5, 15, max_bins=32).fit(X, C)
-    assert not model._mapper.exact.any()
-    codes = model._mapper.transform(X)
-    by_codes = np.asarray(model._code_tree.value)[model._code_tree.route(codes)]
+    assert not model.mapper_.exact.any()
+    codes = model.mapper_.transform(X)
+    by_codes = np.asarray(model.code_tree_.value)[model.code_tree_.route(codes)]
     np.testing.assert_array_equal(model.tree_.predict(X), by_codes)
 
 

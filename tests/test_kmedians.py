@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from exclust import KMedians
 from exclust.data import InputError
@@ -113,5 +114,5 @@ def test_inputs_are_checked():
         KMedians(2, init=np.zeros((3, 2))).fit(X)
     with pytest.raises(InputError, match="distinct"):
         KMedians(3).fit(np.ones((20, 2)))
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         KMedians(2).predict(X)

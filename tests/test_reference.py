@@ -7,6 +7,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.cluster import KMeans as SKKMeans
+from sklearn.exceptions import NotFittedError
 from sklearn.mixture import GaussianMixture as SKGMM
 
 from conftest import shared_dataset
@@ -135,7 +136,7 @@ def test_gmm_bad_inputs():
         GaussianMixture(0).fit(X)
     with pytest.raises(InputError, match="tol"):
         GaussianMixture(3, tol=-1).fit(X)
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         GaussianMixture(3).predict(X)
     gmm = GaussianMixture(3, random_state=0).fit(X)
     with pytest.raises(InputError, match="4 features"):
@@ -215,7 +216,7 @@ def test_kmeans_bad_inputs(dask_client):
         KMeans(200).fit(X)
     with pytest.raises(InputError, match="n_init"):
         KMeans(3, n_init=0).fit(X)
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         KMeans(3).predict(X)
     with pytest.raises(InputError, match="distinct points"):
         KMeans(3, backend="lloyd").fit(da.from_array(np.ones((40, 2)), chunks=(10, 2)))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from exclust.data import InputError, as_matrix
+from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.metrics import _prepare_labels
 from exclust.parts import uniform_sample
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
@@ -74,8 +75,17 @@ def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray
     return Xs, ys, int(X.shape[0]) > int(max_rows)
 
 
-class CART:
-    """scikit-learn's CART on the reference labels, as a ThresholdTree (paper 003's baseline)."""
+class CART(TreeExplainer):
+    """scikit-learn's CART on the reference labels, as a ThresholdTree (paper 003's baseline).
+
+    ``max_leaf_nodes`` None: as many leaves as the labels have clusters.
+    """
+
+    _parameter_constraints = {
+        "max_leaf_nodes": [None, Interval(Integral, 1, None, closed="left")],
+        "max_sample_rows": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, max_leaf_nodes: int | None = None, max_sample_rows: int = 1_000_000, random_state: Any = None):
         self.max_leaf_nodes = max_leaf_nodes
@@ -86,12 +96,9 @@ class CART:
         """Fit on X and the reference labels (ids 0..K-1; -1 marks noise and is left out)."""
         from sklearn.tree import DecisionTreeClassifier
 
+        self._check_params()
         if labels is None:
             raise InputError("CART needs the reference labels: fit(X, labels)")
-        for name in ("max_sample_rows",):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
         ds = as_matrix(X)
         labels = _prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
@@ -111,8 +118,6 @@ class CART:
         n_clusters = int(ys.max()) + 1
         n_found = int(np.unique(ys).size)
         leaves = n_found if self.max_leaf_nodes is None else self.max_leaf_nodes
-        if isinstance(leaves, bool) or not isinstance(leaves, (int, np.integer)) or leaves < 1:
-            raise ValueError(f"max_leaf_nodes must be a positive integer, got {self.max_leaf_nodes!r}")
         self.sampled_ = bool(sampled)
         self.n_fit_rows_ = int(ys.size)
         self.n_rows_ = int(ds.n_rows)
@@ -148,18 +153,6 @@ class CART:
         self.feature_names_ = list(ds.feature_names)
         return self
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "tree_"):
-            raise RuntimeError("this CART is not fitted yet; call fit(X, labels) first")
-
-    def predict(self, X):
-        """Cluster of every row (numpy in, numpy out; dask in, dask out)."""
-        self._check_fitted()
-        return self.tree_.predict(X)
-
     def fit_predict(self, X, labels):
         """Fit, then the cluster of every row of X."""
         return self.fit(X, labels).predict(X)
-
-    def __repr__(self) -> str:
-        return f"CART(max_leaf_nodes={self.max_leaf_nodes}, max_sample_rows={self.max_sample_rows}, random_state={self.random_state})"

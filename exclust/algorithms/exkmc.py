@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.imm import CenterTreePredictor, check_n_clusters, check_objective, grow_imm, prepare_fit
+from exclust.algorithms.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, grow_imm, prepare_fit
+from exclust.errors import ParameterError
+from exclust.estimator import Integral, Interval, StrOptions
 from exclust.histogram import (
     CodeTree,
     EncodedData,
@@ -127,8 +129,16 @@ class ExKMC(CenterTreePredictor):
         centers from exclust.KMedians when none are given).
 
     Fitted attributes: ``tree_``, ``centers_``, ``n_passes_``, ``surrogate_costs_`` (surrogate
-    cost of every prefix tree, from the base tree's leaf count up), ``leaf_counts_``.
+    cost of every prefix tree, from the base tree's leaf count up), ``leaf_counts_``; for
+    ``tree_at``: ``code_tree_`` (the full tree on bin codes), ``mapper_`` (its bins),
+    ``split_order_`` (leaves in the order they were split) and ``feature_names_in_``.
     """
+
+    _parameter_constraints = {
+        **CENTER_TREE_CONSTRAINTS,
+        "max_leaves": [Interval(Integral, 1, None, closed="left")],
+        "base_tree": [StrOptions(set(BASE_TREES))],
+    }
 
     def __init__(self, n_clusters: int, max_leaves: int, base_tree: str = "imm", max_bins: int = 256,
                  random_state=None, objective: str = "kmeans") -> None:
@@ -140,15 +150,10 @@ class ExKMC(CenterTreePredictor):
         self.objective = objective
 
     def _check_params(self) -> None:
-        k = check_n_clusters(self.n_clusters)
-        check_objective(self.objective)
-        if self.base_tree not in BASE_TREES:
-            raise ValueError(f"base_tree must be one of {BASE_TREES}, got {self.base_tree!r}")
-        m = self.max_leaves
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-            raise ValueError(f"max_leaves must be a positive integer, got {m!r}")
+        super()._check_params()
+        k, m = self.n_clusters, self.max_leaves
         if self.base_tree == "imm" and m < k:
-            raise ValueError(
+            raise ParameterError(
                 f"max_leaves={m} is smaller than n_clusters={k}: the IMM base tree already has "
                 f"{k} leaves; pass max_leaves >= {k}"
             )
@@ -167,23 +172,24 @@ class ExKMC(CenterTreePredictor):
         history = expand_by_surrogate(data, tree, int(self.max_leaves))
         self.centers_ = centers
         self.n_passes_ = data.n_passes
-        self._code_tree = tree
-        self._mapper = data.mapper
-        self._feature_names = ds.feature_names
-        self._split_order = history["order"]
-        self._base_leaves = base_leaves
+        self.code_tree_ = tree
+        self.mapper_ = data.mapper
+        self.feature_names_in_ = ds.feature_names
+        self.split_order_ = history["order"]
         self.surrogate_costs_ = history["surrogate_costs"]
-        self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self._split_order) + 1))
+        self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))
         self.tree_ = self.tree_at(self.leaf_counts_[-1])
         data.release()
         return self
 
     def tree_at(self, n_leaves: int) -> ThresholdTree:
         """The greedy prefix of the fitted tree with ``n_leaves`` leaves (capped at the final size)."""
-        n_leaves = max(self._base_leaves, min(int(n_leaves), self.leaf_counts_[-1]))
-        expanded = set(self._split_order[: n_leaves - self._base_leaves])
-        late = set(self._split_order) - expanded
-        t, mapper = self._code_tree, self._mapper
+        self._check_fitted()
+        base_leaves = self.leaf_counts_[0]
+        n_leaves = max(base_leaves, min(int(n_leaves), self.leaf_counts_[-1]))
+        expanded = set(self.split_order_[: n_leaves - base_leaves])
+        late = set(self.split_order_) - expanded
+        t, mapper = self.code_tree_, self.mapper_
         b = TreeBuilder(n_features=mapper.n_features)
         stack = [(0, b.add_node())]
         while stack:
@@ -197,4 +203,4 @@ class ExKMC(CenterTreePredictor):
             stack.append((t.left[node], left))
         meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
                 "objective": self.objective}
-        return b.build(feature_names=self._feature_names, n_clusters=len(self.centers_), meta=meta)
+        return b.build(feature_names=self.feature_names_in_, n_clusters=len(self.centers_), meta=meta)

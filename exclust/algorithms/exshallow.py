@@ -57,25 +57,14 @@ bench/paper_shallow.py).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from exclust._kernels_shallow import best_shallow_cut
-from exclust.algorithms.imm import CenterTreePredictor, check_n_clusters, check_objective, prepare_fit
-from exclust.errors import InputError
+from exclust.algorithms.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, prepare_fit
+from exclust.estimator import Interval, Real
 from exclust.histogram import CodeTree, EncodedData
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
-
-
-def check_depth_factor(depth_factor) -> float:
-    """Validate ``depth_factor`` (a finite number >= 0)."""
-    if isinstance(depth_factor, bool) or not isinstance(depth_factor, (int, float, np.integer, np.floating)):
-        raise InputError(f"depth_factor must be a number >= 0, got {depth_factor!r}")
-    if not math.isfinite(depth_factor) or depth_factor < 0:
-        raise InputError(f"depth_factor must be finite and >= 0, got {depth_factor!r}; 0 gives ExGreedy")
-    return float(depth_factor)
 
 
 def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -179,6 +168,9 @@ class ExShallow(CenterTreePredictor):
     the rows, reference fit excluded: sample, encoding, then one per level).
     """
 
+    # depth_factor: a finite number >= 0 (0 gives ExGreedy).
+    _parameter_constraints = {**CENTER_TREE_CONSTRAINTS, "depth_factor": [Interval(Real, 0, None, closed="left")]}
+
     def __init__(self, n_clusters: int, depth_factor: float = 0.03, objective: str = "kmeans",
                  max_bins: int = 256, random_state=None) -> None:
         self.n_clusters = n_clusters
@@ -189,9 +181,8 @@ class ExShallow(CenterTreePredictor):
 
     def fit(self, X, centers=None) -> "ExShallow":
         """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
-        check_n_clusters(self.n_clusters)
-        check_objective(self.objective)
-        depth_factor = check_depth_factor(self.depth_factor)
+        self._check_params()
+        depth_factor = float(self.depth_factor)
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective,
             distances=True, between_extra=True,

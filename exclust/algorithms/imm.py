@@ -17,19 +17,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.binning import check_max_bins, edges_from_sample, sample_rows
+from exclust.binning import MAX_CODE_BINS, edges_from_sample, sample_rows
 from exclust.data import as_matrix, is_dask_array
 from exclust.errors import InputError
+from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.histogram import CodeTree, EncodedData, best_mistake_split
+
+OBJECTIVES = ("kmeans", "kmedians")
+
+# The parameters IMM, ExKMC and ExShallow share, declared once for all three.
+CENTER_TREE_CONSTRAINTS = {
+    "n_clusters": [Interval(Integral, 1, None, closed="left")],
+    "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
+    "objective": [StrOptions(set(OBJECTIVES))],
+    "random_state": RANDOM_STATE,
+}
 
 
 # --------------------------------------------------------------------------- shared set-up
-def check_n_clusters(n_clusters) -> int:
-    """Validate ``n_clusters`` (an integer >= 1)."""
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 1:
-        raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}")
-    return int(n_clusters)
-
 
 def check_centers(centers, n_clusters: int, n_features: int) -> np.ndarray:
     """Validate given reference centers: a finite (n_clusters, n_features) array."""
@@ -42,16 +47,6 @@ def check_centers(centers, n_clusters: int, n_features: int) -> np.ndarray:
     if not np.isfinite(c).all():
         raise ValueError("centers hold NaN or infinite values; pass finite reference centers")
     return c
-
-
-OBJECTIVES = ("kmeans", "kmedians")
-
-
-def check_objective(objective) -> str:
-    """Validate ``objective`` ("kmeans" or "kmedians")."""
-    if objective not in OBJECTIVES:
-        raise InputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    return objective
 
 
 def fit_reference_centers(X, n_clusters: int, random_state=None, objective: str = "kmeans") -> np.ndarray:
@@ -94,12 +89,11 @@ def encode_for_trees(X, centers: np.ndarray, max_bins: int, random_state=None, *
 
 def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
                 distances: bool = False, between_extra: bool = False):
-    """Validate the inputs of IMM / ExKMC / ExShallow and encode the data; returns (dataset,
-    centers, data). The k-medians objective keeps l1 distances to the centers; ``distances``
-    keeps squared Euclidean distances for k-means instead of dot products."""
-    k = check_n_clusters(n_clusters)
-    max_bins = check_max_bins(max_bins)
-    objective = check_objective(objective)
+    """Validate the data and centers of IMM / ExKMC / ExShallow (their parameters are checked by
+    ``_check_params``) and encode the data; returns (dataset, centers, data). The k-medians
+    objective keeps l1 distances to the centers; ``distances`` keeps squared Euclidean distances
+    for k-means instead of dot products."""
+    k = int(n_clusters)
     ds = as_matrix(X, n_clusters=k)
     if centers is None:
         centers = fit_reference_centers(ds.X, k, random_state, objective)
@@ -179,13 +173,9 @@ def _keep_clusters(hist: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-class CenterTreePredictor:
-    """``predict`` and ``fit_predict`` of the trees grown against reference centers (IMM,
-    ExKMC, ExShallow): a row's cluster is the center of the leaf it reaches."""
-
-    def predict(self, X):
-        """Cluster (reference center index) of every row."""
-        return self.tree_.predict(X)
+class CenterTreePredictor(TreeExplainer):
+    """The trees grown against reference centers (IMM, ExKMC, ExShallow, KDTree): a row's
+    cluster is the center of the leaf it reaches."""
 
     def fit_predict(self, X, centers=None):
         """Fit, then return the cluster of every row of X."""
@@ -210,6 +200,8 @@ class IMM(CenterTreePredictor):
     ``n_passes_`` (passes over the rows, reference fit excluded), ``n_mistakes_``.
     """
 
+    _parameter_constraints = CENTER_TREE_CONSTRAINTS
+
     def __init__(self, n_clusters: int, max_bins: int = 256, random_state=None, objective: str = "kmeans") -> None:
         self.n_clusters = n_clusters
         self.max_bins = max_bins
@@ -218,6 +210,7 @@ class IMM(CenterTreePredictor):
 
     def fit(self, X, centers=None) -> "IMM":
         """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
+        self._check_params()
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
         )

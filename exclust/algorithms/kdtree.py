@@ -19,8 +19,9 @@ import numpy as np
 
 from exclust._kernels_hist import box_statistics
 from exclust.algorithms.imm import check_centers
-from exclust.binning import DEFAULT_SAMPLE_SIZE, check_max_bins, edges_from_sample
+from exclust.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.data import as_matrix
+from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.histogram import CodeTree, map_reduce_blocks
 from exclust.parts import is_lazy, uniform_sample
 
@@ -30,12 +31,19 @@ def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
     return box_statistics(X, mapper.transform(X), *tree_arrays, slot, n_slots, n_bins)
 
 
-class KDTree:
+class KDTree(TreeExplainer):
     """KD-tree with ``max_leaves`` leaves, labelled by surrogate cost against reference centers.
 
     Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
-    ``n_passes_`` (passes over the rows).
+    ``n_passes_`` (passes over the rows), ``split_order_`` (nodes in the order they were split)
+    and ``node_value_`` (every node's cheapest center, for the prefix trees of ``tree_at``).
     """
+
+    _parameter_constraints = {
+        "max_leaves": [Interval(Integral, 1, None, closed="left")],
+        "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, max_leaves: int, max_bins: int = 256, random_state=None) -> None:
         self.max_leaves = max_leaves
@@ -44,10 +52,8 @@ class KDTree:
 
     def fit(self, X, centers) -> "KDTree":
         """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
-        m = self.max_leaves
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-            raise ValueError(f"max_leaves must be a positive integer, got {m!r}")
-        max_bins = check_max_bins(self.max_bins)
+        self._check_params()
+        m, max_bins = int(self.max_leaves), int(self.max_bins)
         ds = as_matrix(X)
         centers = np.asarray(centers, dtype=np.float64)
         if centers.ndim != 2 or centers.shape[0] < 1:
@@ -98,19 +104,16 @@ class KDTree:
         self.tree_ = tree.to_threshold_tree(
             mapper, centers.shape[0], ds.feature_names, meta={"algorithm": "kdtree", "max_bins": max_bins}
         )
-        self._node_value = np.asarray(tree.value, dtype=np.int64)
+        self.node_value_ = np.asarray(tree.value, dtype=np.int64)
         return self
 
     def tree_at(self, n_leaves: int):
         """The tree after its first ``n_leaves - 1`` splits (the one ``KDTree(n_leaves)`` grows)."""
         from exclust.curves import prune_tree
 
+        self._check_fitted()
         keep = self.split_order_[: max(0, int(n_leaves) - 1)]
-        return prune_tree(self.tree_, keep, self._node_value)
-
-    def predict(self, X):
-        """Cluster (reference center index) of every row."""
-        return self.tree_.predict(X)
+        return prune_tree(self.tree_, keep, self.node_value_)
 
     def fit_predict(self, X, centers):
         """Fit, then return the cluster of every row of X."""

@@ -63,6 +63,7 @@ import numpy as np
 
 from exclust._kernels_l1 import L1, SQUARED_L2, trial_costs
 from exclust.data import InputError, as_matrix, is_dask_array
+from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.stats import add_parts, map_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
 
@@ -195,7 +196,7 @@ def _centers_array(centers: Any) -> np.ndarray:
     return np.ascontiguousarray(c)
 
 
-class RandomCutTree:
+class RandomCutTree(TreeExplainer):
     """Random-cut explanation tree grown from reference centers alone (see the module docstring).
 
     Parameters
@@ -216,25 +217,23 @@ class RandomCutTree:
     pass when several trials are scored).
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "n_trials": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(self, n_clusters: int, objective: str = "kmeans", n_trials: int = 1, random_state: Any = None) -> None:
         self.n_clusters = n_clusters
         self.objective = objective
         self.n_trials = n_trials
         self.random_state = random_state
 
-    def _check_params(self) -> tuple[int, int]:
-        from exclust.algorithms.imm import check_n_clusters
-
-        k = check_n_clusters(self.n_clusters)
-        if self.objective not in OBJECTIVES:
-            raise InputError(f"objective={self.objective!r} is not known; choose one of {', '.join(OBJECTIVES)}")
-        if isinstance(self.n_trials, bool) or not isinstance(self.n_trials, (int, np.integer)) or self.n_trials < 1:
-            raise InputError(f"n_trials must be an integer >= 1, got {self.n_trials!r}")
-        return k, int(self.n_trials)
-
     def fit(self, X=None, centers=None, feature_names: Sequence[str] | None = None) -> "RandomCutTree":
         """Grow ``n_trials`` trees from ``centers``; with X and several trials keep the cheapest on X."""
-        k, n_trials = self._check_params()
+        self._check_params()
+        k, n_trials = int(self.n_clusters), int(self.n_trials)
         if centers is None:
             raise InputError("RandomCutTree grows its trees from reference centers: pass centers=(k, d) array")
         centers = _centers_array(centers)
@@ -268,22 +267,11 @@ class RandomCutTree:
         self.n_features_in_ = centers.shape[1]
         return self
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "tree_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("this RandomCutTree is not fitted yet; call fit(X, centers=...) first")
-
-    def predict(self, X):
-        """Center index (leaf value) of every row: numpy in, numpy out; dask in, lazy dask out."""
-        self._check_fitted()
-        if not is_dask_array(X) and hasattr(X, "X"):  # a Dataset
-            X = X.X
-        return self.tree_.predict(X)
+    def _tree_input(self, X):
+        """A Dataset's matrix (numpy stays numpy, a dask array stays lazy)."""
+        if not is_dask_array(X) and hasattr(X, "X"):
+            return X.X
+        return X
 
     def fit_predict(self, X, centers=None):
         return self.fit(X, centers).predict(X)
-
-    def __repr__(self) -> str:
-        return (f"RandomCutTree(n_clusters={self.n_clusters!r}, objective={self.objective!r}, "
-                f"n_trials={self.n_trials!r}, random_state={self.random_state!r})")
