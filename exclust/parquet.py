@@ -379,11 +379,19 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
         row += table.num_rows
     for seg, start in zip(piece.segments, starts):
         rows = slice(start, start + seg.n_rows)
+        if seg.n_rows == 0:
+            continue
+        # Min and max of every column in one contiguous sweep of the rows (a column of a C-order
+        # block is strided: checking column by column cost several times more); only a column
+        # that seems out of its footer's range is looked at closely.
+        lows, highs = np.fmin.reduce(out[rows], axis=0), np.fmax.reduce(out[rows], axis=0)
         for j, name in enumerate(plan_columns):
             if name in partition_columns:
                 out[rows, j] = seg.constants[partition_columns.index(name)]
             elif name not in categories:
-                _check_bounds(seg, name, out[rows, j], seg.bounds[file_columns.index(name)])
+                bounds = seg.bounds[file_columns.index(name)]
+                if bounds is not None and not (lows[j] >= bounds[0] and highs[j] <= bounds[1]):
+                    _check_bounds(seg, name, out[rows, j], bounds)
     return out
 
 
