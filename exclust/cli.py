@@ -270,12 +270,15 @@ def _interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from exclust.progress import INTERRUPTED
+
     interrupted = []
 
     def handler(signum, frame):
         if interrupted:
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
         interrupted.append(signum)
+        INTERRUPTED.set()  # in case the exception below lands where Python swallows it
         _quiet_shutdown()
         raise KeyboardInterrupt
 

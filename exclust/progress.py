@@ -17,6 +17,17 @@ from typing import Callable, Iterator
 
 Log = Callable[[str], None]
 
+# Set by the CLI's Ctrl-C handler. The KeyboardInterrupt it raises can land where Python swallows
+# exceptions (a garbage-collector callback of distributed, a __del__): every step boundary checks
+# this flag too, so an interrupted run stops at the latest when its current step ends, before
+# anything is committed.
+INTERRUPTED = threading.Event()
+
+
+def stop_if_interrupted() -> None:
+    if INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+
 
 def _scheduler_counts() -> tuple[int, int] | None:
     """(tasks done, tasks known) on the active Dask scheduler, or None without a client."""
@@ -60,6 +71,7 @@ class StepTimer:
     @contextlib.contextmanager
     def step(self, name: str, detail: str = "") -> Iterator[None]:
         """Time one step; log its start, its end, and a heartbeat while it runs long."""
+        stop_if_interrupted()
         self.log(f"[{self.elapsed:7.1f} s] {name}{': ' + detail if detail else ''}")
         t0 = time.perf_counter()
         stop = threading.Event()
@@ -78,6 +90,7 @@ class StepTimer:
         n, reads = self.passes.passes.get(name, 0), self.passes.reads.get(name, 0)
         counted = f" ({n} pass{'es' if n != 1 else ''} over the data, {reads} read{'s' if reads != 1 else ''} of the files)" if n else ""
         self.log(f"[{self.elapsed:7.1f} s] {name} done in {self.seconds[name]:.1f} s{counted}")
+        stop_if_interrupted()
 
     def _beat(self, name: str, t0: float, stop: threading.Event) -> None:
         while not stop.wait(self.heartbeat):

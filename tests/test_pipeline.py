@@ -201,3 +201,24 @@ def test_no_curve_flag_skips_the_curve(frame):
     assert "curve-svg" not in explain(config).report_html
     config.cost_curve = True
     assert "curve-svg" in explain(config).report_html
+
+
+def test_an_interrupt_swallowed_mid_step_stops_the_run_before_anything_is_written(tmp_path, monkeypatch):
+    """A Ctrl-C whose KeyboardInterrupt lands where Python swallows it (a gc callback) still stops the run."""
+    import exclust.pipeline as pipeline_module
+    from exclust import progress
+
+    X, _, _ = make_gmm_dataset(3000, 3, 2, random_state=3)
+    build = pipeline_module.build_tree
+
+    def build_then_interrupted(*args, **kwargs):
+        progress.INTERRUPTED.set()  # what the CLI's handler sets before its exception is lost
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline_module, "build_tree", build_then_interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_explain(ExplainConfig(input=X, k=3, algorithm="imm", reference="kmeans"), tmp_path / "out")
+    finally:
+        progress.INTERRUPTED.clear()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no output, no staging left
