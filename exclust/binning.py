@@ -9,8 +9,9 @@ Edges of a feature:
 
 - **exact** when the feature has at most ``max_bins`` distinct values: every midpoint between
   neighbouring distinct values, so every threshold a sorting algorithm could pick is available;
-- **quantiles** otherwise, taken from a uniform sample of at most ``sample_size`` (100 000) rows (one
-  pass; on Dask each partition contributes rows in proportion to its size); a quarter of the
+- **quantiles** otherwise, taken from an exact uniform sample of at most ``DEFAULT_SAMPLE_SIZE``
+  (100 000) rows chosen by global row id (``imm.binning_sample``: one pass on Dask, none when
+  the run already drew a larger sample, and the same edges for any chunking); a quarter of the
   edges go instead to the middles of the widest gaps between neighbouring sample values, since
   quantiles are sparsest exactly where clusters part. This is the one
   approximation of the engine: a threshold can only fall on one of ``max_bins - 1`` sample
@@ -172,36 +173,3 @@ def edges_from_sample(
             e = np.union1d(e, extra)
         edges.append(np.ascontiguousarray(e, dtype=np.float64))
     return BinMapper(edges=edges, exact=exact)
-
-
-def sample_rows(X, sample_size: int = DEFAULT_SAMPLE_SIZE, random_state=None) -> tuple[np.ndarray, int]:
-    """A uniform sample of at most ``sample_size`` rows (all rows when fewer); one pass on Dask.
-
-    Returns (sample, passes) where passes is 1 when the data was read to draw it.
-    """
-    from exclust.data import is_dask_array
-
-    rng = np.random.default_rng(random_state)
-    n = int(X.shape[0])
-    if not is_dask_array(X):
-        if n <= sample_size:
-            return np.asarray(X, dtype=np.float64), 0
-        idx = np.sort(rng.choice(n, size=sample_size, replace=False))
-        return np.asarray(X[idx], dtype=np.float64), 0
-    import dask
-
-    chunks = X.chunks[0]
-    seeds = rng.integers(0, 2**63 - 1, size=len(chunks))
-    frac = min(1.0, sample_size / max(n, 1))
-    blocks = X.to_delayed().ravel()
-    parts = [dask.delayed(_sample_block)(b, frac, int(s)) for b, s in zip(blocks, seeds)]
-    return np.concatenate(dask.compute(*parts)), 1
-
-
-def _sample_block(block: np.ndarray, frac: float, seed: int) -> np.ndarray:
-    if frac >= 1.0:
-        return np.asarray(block, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    m = int(rng.binomial(block.shape[0], frac))
-    idx = np.sort(rng.choice(block.shape[0], size=m, replace=False))
-    return np.asarray(block[idx], dtype=np.float64)

@@ -5,7 +5,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.binning import check_max_bins, edges_from_sample, sample_rows
+from exclust.binning import check_max_bins, edges_from_sample
 from exclust.histogram import CodeTree, EncodedData
 
 
@@ -50,10 +50,17 @@ def test_max_bins_outside_code_range_is_rejected(bad):
         check_max_bins(bad)
 
 
-def test_dask_sample_is_one_pass_and_small(rng):
-    X = da.from_array(rng.normal(size=(5000, 3)), chunks=(1000, 3))
-    sample, passes = sample_rows(X, sample_size=1000, random_state=0)
-    assert passes == 1 and 700 < sample.shape[0] < 1300 and sample.shape[1] == 3
+def test_binning_sample_is_exact_uniform_and_independent_of_chunking(rng):
+    from exclust.algorithms.imm import binning_sample
+    from exclust.data import as_matrix
+
+    X = rng.normal(size=(250_000, 3))
+    whole, passes = binning_sample(as_matrix(X), random_state=4)
+    assert passes == 0 and whole.shape == (100_000, 3)
+    for chunks in (250_000, 90_001, 31_000):
+        drawn, passes = binning_sample(as_matrix(da.from_array(X, chunks=(chunks, 3))), random_state=4)
+        assert passes == 1
+        np.testing.assert_array_equal(drawn, whole)
 
 
 def _direct_histograms(codes, labels, dots, leaf_of_row, leaves, n_bins):

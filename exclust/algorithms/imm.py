@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.binning import MAX_CODE_BINS, edges_from_sample, sample_rows
+from exclust import parts
+from exclust.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.data import as_matrix, is_dask_array
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
@@ -76,15 +77,34 @@ def fit_reference_centers(X, n_clusters: int, random_state=None, objective: str 
     return SkKMeans(n_clusters=n_clusters, n_init=10, random_state=random_state).fit(X).cluster_centers_
 
 
-def encode_for_trees(X, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
+def binning_sample(data, random_state=None) -> tuple[np.ndarray, int]:
+    """The rows the bin edges come from: an exact uniform sample of ``DEFAULT_SAMPLE_SIZE`` rows
+    (by global row id, so any chunking gives the same edges).
+
+    When the data carry a larger uniform sample already drawn by the run (``run_sample``, set by
+    the pipeline), a uniform subsample of it is taken instead: the same distribution, no pass.
+    Returns (sample, passes over the data spent drawing it).
+    """
+    X = getattr(data, "X", data)  # a Dataset or a validated matrix
+    n = int(X.shape[0])
+    size = min(DEFAULT_SAMPLE_SIZE, n)
+    drawn = getattr(data, "run_sample", None)
+    if drawn is not None and drawn.X.shape[0] >= size and drawn.n_rows == n:
+        return drawn.X[parts.sample_ids(drawn.X.shape[0], size, random_state)], 0
+    (sample,) = parts.uniform_sample(X, size=size, random_state=random_state)
+    return sample, int(parts.is_lazy(X))
+
+
+def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
                      between_extra: bool = False) -> EncodedData:
-    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions.
+    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions of
+    ``data`` (a Dataset, whose run sample is reused when it has one, or a validated matrix).
 
     ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample."""
-    sample, passes = sample_rows(X, random_state=random_state)
+    sample, passes = binning_sample(data, random_state)
     mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers, between_extra=between_extra)
     del sample
-    return EncodedData(X, mapper, centers, n_passes=passes, metric=metric)
+    return EncodedData(getattr(data, "X", data), mapper, centers, n_passes=passes, metric=metric)
 
 
 def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
@@ -99,7 +119,7 @@ def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmean
         centers = fit_reference_centers(ds.X, k, random_state, objective)
     centers = check_centers(centers, k, ds.n_features)
     metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
-    data = encode_for_trees(ds.X, centers, max_bins, random_state, metric=metric, between_extra=between_extra)
+    data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra)
     return ds, centers, data
 
 
