@@ -10,6 +10,7 @@ from sklearn import datasets
 
 from conftest import SHARED_FIXTURES, shared_dataset
 from exclust.algorithms.exkmc import ExKMC
+from exclust.algorithms.imm import IMM
 from exclust.curves import kmeans_costs
 
 
@@ -188,3 +189,18 @@ def test_kmedians_ends_at_the_l1_reference_and_runs_on_dask(dask_client, rng):
     local = ExKMC(4, 8, max_bins=64, objective="kmedians").fit(X, C)
     dist = ExKMC(4, 8, max_bins=64, objective="kmedians").fit(da.from_array(X, chunks=(500, 3)), C)
     assert dist.tree_ == local.tree_
+
+
+def test_expansion_computes_smaller_sides_ahead_in_few_passes(rng):
+    """One pass per split would cost (leaves - k) expansion passes; computing the smaller side of
+    every leaf that may still split, ahead, leaves the tree unchanged (the brute-force test above)
+    in fewer passes."""
+    C = rng.uniform(-6, 6, (6, 4))
+    X = C[rng.integers(0, 6, 6000)] + 2.5 * rng.normal(size=(6000, 4))
+    imm = IMM(6).fit(X, C)
+    model = ExKMC(6, 30).fit(X, C)
+    splits = len(model.split_order_)
+    assert splits == 24
+    expansion_passes = model.n_passes_ - imm.n_passes_
+    # One pass scores IMM's leaves; then far fewer than one per split.
+    assert 2 <= expansion_passes <= 1 + splits // 2, expansion_passes

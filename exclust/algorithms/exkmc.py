@@ -9,8 +9,11 @@ lowers the cost any more (every leaf then holds only points of its own center, T
 Per leaf the engine keeps one histogram over (feature, bin) of the count and, per center j,
 the sum of ``<x, mu_j>``. With ``S`` the leaf's sum of ``||x||^2``, a side of a cut costs
 ``S_side - 2 sum<x, mu_j> + n_side ||mu_j||^2`` with its cheapest j; ``S`` is the same for every
-cut of the leaf, so gains are computed without it (Section 3.2). A split needs one pass that
-computes the smaller child's histogram; the sibling's is the parent's minus it.
+cut of the leaf, so gains are computed without it (Section 3.2). A split needs the smaller
+child's histogram; the sibling's is the parent's minus it. One pass computes the smaller
+sides of every leaf that may still be split (``_smaller_sides``); another is needed only when
+the greedy order picks a leaf created since, so the tree is the same as with one pass per
+split, in a few passes.
 
 ExKMC is greedy and a split never changes the gain of another leaf, so the tree with L leaves is
 a prefix of the tree with more: ``tree_at(L)`` and ``surrogate_costs_`` give every prefix.
@@ -89,28 +92,56 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     order: list[int] = []
     costs = [data.cost_offset + sum(cost.values())]
     n_leaves = len(leaves)
+    ahead: dict[int, tuple] = {}  # leaf -> its smaller side's histograms, computed ahead
     while n_leaves < max_leaves and best:
         # Largest gain; among equal gains (zero, mostly) the leaf holding most points of other
         # centers, where later cuts can gain; then the lowest node id (the oldest leaf).
-        leaf = max(best, key=lambda node: (best[node][0], best[node][1], -node))
+        rank = sorted(best, key=lambda node: (best[node][0], best[node][1], -node), reverse=True)
+        leaf = rank[0]
+        if leaf not in ahead:
+            # One pass computes the smaller side of every leaf that may be split before the
+            # budget runs out, so the greedy order below needs a pass only when it picks a
+            # leaf made since (a child of a split): same tree, far fewer passes.
+            todo = [node for node in rank[: max_leaves - n_leaves] if node not in ahead]
+            ahead.update(_smaller_sides(data, tree, hists, best, todo))
         gain, _, f, b, jl, jr = best.pop(leaf)
         left, right = tree.split(leaf, f, b)
         tree.value[left], tree.value[right] = jl, jr
         order.append(leaf)
         parent, parent_counts = hists.pop(leaf)
-        n_left = float(parent[f, : b + 1, 0].sum())
-        small, big = (left, right) if 2 * n_left <= float(parent[f, :, 0].sum()) else (right, left)
-        slot = np.full(tree.n_nodes, -1, dtype=np.int64)
-        slot[small] = 0
-        h, c = data.surrogate_histograms(tree, slot, 1)
-        hists[small] = (h[0], c[0])
-        hists[big] = (parent - h[0], parent_counts - c[0])
+        goes_left, h, c = ahead.pop(leaf)
+        small, big = (left, right) if goes_left else (right, left)
+        hists[small] = (h, c)
+        hists[big] = (parent - h, parent_counts - c)
         del cost[leaf], parent
         score(left)
         score(right)
         n_leaves += 1
         costs.append(data.cost_offset + sum(cost.values()))
     return {"order": order, "surrogate_costs": costs}
+
+
+def _smaller_sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, leaves: list[int]) -> dict:
+    """For each of ``leaves`` (each with its best cut in ``best``): (whether the smaller side is
+    the left one, its surrogate histogram, its label counts), in ONE pass.
+
+    The rows are routed through a copy of the tree in which every one of these leaves is split
+    by its cut: the rows a leaf's side receives there are exactly those it will receive when the
+    greedy order splits that leaf, whatever is split before it (only other leaves change).
+    """
+    trial = CodeTree(*(list(a) for a in (tree.feature, tree.split_bin, tree.left, tree.right, tree.value)))
+    sides = []
+    for leaf in leaves:
+        _, _, f, b, _, _ = best[leaf]
+        parent = hists[leaf][0]
+        goes_left = 2 * float(parent[f, : b + 1, 0].sum()) <= float(parent[f, :, 0].sum())
+        left, right = trial.split(leaf, f, b)
+        sides.append((leaf, goes_left, left if goes_left else right))
+    slot = np.full(trial.n_nodes, -1, dtype=np.int64)
+    for s, (_, _, node) in enumerate(sides):
+        slot[node] = s
+    h, c = data.surrogate_histograms(trial, slot, len(sides))
+    return {leaf: (goes_left, h[s], c[s]) for s, (leaf, goes_left, _) in enumerate(sides)}
 
 
 class ExKMC(CenterTreePredictor):
