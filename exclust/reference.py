@@ -169,7 +169,8 @@ class KMeans(ExclustEstimator):
     ``init_rounds`` rounds, each one pass, the candidates weighted and reclustered with 10
     restarts in memory, as the paper asks and dask-ml skips), then Lloyd
     iterations, each one numba pass over the chunks returning per-center counts, sums and the
-    inertia, with the center update on the driver. In memory, scikit-learn and exclust's Lloyd
+    inertia, with the center update on the driver; the last pass's centers are kept with its
+    statistics (no extra pass to measure moved centers). In memory, scikit-learn and exclust's Lloyd
     took the same time, so numpy input stays with scikit-learn (``"sklearn"``: its empty-cluster
     relocation, and the reference users know); ``backend="lloyd"`` reached a 14% lower inertia
     on this sample through its seeding. ``"dask-ml"`` runs dask-ml's own KMeans.
@@ -315,13 +316,16 @@ class KMeans(ExclustEstimator):
         return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 
     def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs, sample) -> None:
+        """Lloyd passes: each measures the current centers (counts, sums, inertia) and moves
+        them to the means, except the last one (``max_iter`` reached, or a move of at most the
+        tolerance), whose centers are kept with their statistics: no extra pass to measure the
+        final centers, and labels, statistics and inertia all belong to the same centers."""
         best: tuple | None = None
         passes = 0
         for init in range(n_init):
             centers, p = self._initial_centers(X, k, rs, sample)
             passes += p
             tol_abs = None
-            n_iter = 0
             for n_iter in range(1, max_iter + 1):
                 stats, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
                 passes += 1
@@ -333,15 +337,13 @@ class KMeans(ExclustEstimator):
                 empty = stats.counts == 0
                 new[empty] = centers[empty]
                 shift = float(((new - centers) ** 2).sum())
-                centers = np.ascontiguousarray(new)
                 _report(self.verbose, "k-means init %d iteration %d: inertia %.6g, center shift %.3g",
                         init + 1, n_iter, inertia, shift)
-                if shift <= tol_abs:
+                if shift <= tol_abs or n_iter == max_iter:
                     break
-            final, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
-            passes += 1
+                centers = np.ascontiguousarray(new)
             if best is None or inertia < best[1]:
-                best = (centers, float(inertia), n_iter, final)
+                best = (centers, float(inertia), n_iter, stats)
         self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_ = best
         self.n_passes_ = passes
         self.labels_ = self.predict(X)  # fit() relabels a dask input lazily from its unpersisted graph

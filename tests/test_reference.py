@@ -179,8 +179,13 @@ def test_kmeans_dask_counts_passes_and_predicts_lazily(rng, dask_client):
     Xd = da.from_array(X, chunks=(400, 3))
     km = KMeans(4, random_state=3, init_rounds=3).fit(Xd)
     assert km.backend_ == "lloyd"
-    # validation, k-means|| (cost + 3 rounds + weights), Lloyd iterations, final inertia
-    assert km.n_passes_ == 1 + (3 + 2) + km.n_iter_ + 1
+    # validation, k-means|| (cost + 3 rounds + weights), one pass per Lloyd iteration: the last
+    # one's statistics are the final centers' own (no extra pass to measure them)
+    assert km.n_passes_ == 1 + (3 + 2) + km.n_iter_
+    Xd_stats = km.statistics_
+    nearest = np.argmin(((X[:, None] - km.cluster_centers_) ** 2).sum(-1), 1)
+    np.testing.assert_array_equal(Xd_stats.counts, np.bincount(nearest, minlength=4))
+    assert km.inertia_ == pytest.approx(((X - km.cluster_centers_[nearest]) ** 2).sum(), rel=1e-9)
     pred = km.predict(Xd)
     assert isinstance(pred, da.Array)
     pred = pred.compute()
