@@ -27,25 +27,6 @@ from exclust.parts import PASSES, Reduction, map_reduce, map_rows, run_reduction
 from exclust.tree import ThresholdTree
 
 
-def prune_tree(tree: ThresholdTree, expanded, node_values) -> ThresholdTree:
-    """The subtree that keeps only the splits of ``expanded`` nodes; any other node reached
-    becomes a leaf of cluster ``node_values[node]``."""
-    from exclust.tree import TreeBuilder
-
-    keep = {int(i) for i in expanded}
-    b = TreeBuilder(n_features=tree.n_features)
-    stack = [(0, b.add_node())]
-    while stack:
-        node, new = stack.pop()
-        if tree.kind[node] == 0 or node not in keep:
-            b.make_leaf(new, int(node_values[node]))
-            continue
-        left, right = b.split(new, int(tree.feature[node]), float(tree.threshold[node]))
-        stack.append((int(tree.right[node]), right))
-        stack.append((int(tree.left[node]), left))
-    return b.build(feature_names=tree.feature_names, n_clusters=tree.n_clusters, meta=dict(tree.meta))
-
-
 def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[ThresholdTree]:
     """CART trees for every leaf count from one best-first fit at the largest count.
 
@@ -61,7 +42,7 @@ def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[
     internal = np.flatnonzero(t.children_left >= 0)
     order = internal[np.argsort(t.children_left[internal])]
     values = np.asarray(model.classes_)[np.argmax(t.value[:, 0, :], axis=1)]
-    return [prune_tree(cart.tree_, order[: L - 1], values) for L in leaves]
+    return [cart.tree_.prune(order[: L - 1], values) for L in leaves]
 
 
 def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray):
