@@ -89,5 +89,8 @@ def test_an_explain_run_with_the_kmedians_objective_has_the_surrogate_curve():
     # scored by brute force against the run's k-medians centers.
     ratio = brute_force_kmedians_ratio(run.built.tree, X, run.ref.centers)
     assert curve["exkmc"][-1] == pytest.approx(ratio, rel=1e-9)
+    # The curve rides on scoring's pass: the score step's passes are that one and the k-medians price's.
+    metrics = run.result.metrics
+    assert metrics["passes"]["score"] == 1 + metrics["kmedians_passes"]
     assert "k-medians surrogate cost ratio" in run.result.report_html
     assert "k-means cost ratio" not in run.result.report_html
