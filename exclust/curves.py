@@ -197,7 +197,6 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
 
     if objective not in CURVE_COSTS:
         raise ValueError(f"objective must be one of {', '.join(CURVE_COSTS)}, not {objective!r}")
-
     centers = np.asarray(centers, dtype=np.float64)
     k = int(centers.shape[0])
     leaves = sorted({int(L) for L in leaves})
@@ -245,9 +244,9 @@ def cost_ratio_curve(
     ``sample_rows`` rows (one pass), then every tree and the reference are scored in one more
     pass. Returns ``{"leaves", "exkmc", "cart", "kdtree"}`` with one ratio per leaf count, plus
     ``"cost"`` (which cost: "kmeans" or "kmedians-surrogate"), ``"exkmc_surrogate"`` (ExKMC's
-    surrogate cost ratio), ``"reference_cost"`` and ``"baselines"`` (how they were built). ``exkmc``: an ExKMC already fitted on all of X from
-    these centers to at least ``max(leaves)`` leaves; its prefix trees are used instead of
-    fitting one on the sample.
+    surrogate cost ratio), ``"reference_cost"`` and ``"baselines"`` (how they were built).
+    ``exkmc``: an ExKMC already fitted on all of X from these centers, for this objective, to at
+    least ``max(leaves)`` leaves; its prefix trees are used instead of fitting one on the sample.
     """
     ds = as_matrix(X)
     columns = () if reference_labels is None else (reference_labels,)
