@@ -4,7 +4,8 @@
 numpy's argmin). `trial_costs` routes every row through T trees at once (the trees stacked as
 T x m node arrays) and adds each tree's cost of the row: the distance (squared l2 for k-means,
 l1 for k-medians) to the center that the row's leaf stands for, with the cost against the
-nearest center beside it.
+nearest center beside it. `leaf_l1_sums` gives the k-medians cost curve its per-leaf l1 sums
+to every center.
 """
 from __future__ import annotations
 
@@ -42,6 +43,34 @@ def nearest_center_l1(X, centers):
     for i in range(n):
         labels[i], dist[i] = nearest_center_l1_of(X, i, centers)
     return labels, dist
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_l1_sums(X, leaves, n_nodes, centers):
+    """The k-medians cost curve's sweep: T trees' leaf of every row in, per tree and node
+    (count, sum of the l1 distances of its rows to each center) (T, n_nodes, 1 + k), the first
+    row that reached the node (-1 where none), and the l1 cost to the nearest center."""
+    n = X.shape[0]
+    T = leaves.shape[0]
+    k = centers.shape[0]
+    sums = np.zeros((T, n_nodes, 1 + k))
+    first = np.full((T, n_nodes), -1, dtype=np.int64)
+    dist = np.empty(k)
+    nearest = 0.0
+    for i in range(n):
+        best = np.inf
+        for c in range(k):
+            dist[c] = _distance(X, i, centers, c, L1)
+            best = min(best, dist[c])
+        nearest += best
+        for t in range(T):
+            node = leaves[t, i]
+            if first[t, node] < 0:
+                first[t, node] = i
+            sums[t, node, 0] += 1.0
+            for c in range(k):
+                sums[t, node, 1 + c] += dist[c]
+    return sums, first, nearest
 
 
 @numba.njit(cache=True, nogil=True)

@@ -1,14 +1,23 @@
 """Cost ratio against the number of leaves: ExKMC, CART and KDTree side by side (paper 003, Figure 2).
 
-For each leaf count L the k-means cost of a tree's clusters, each scored by its own mean, is
-divided by the reference cost (every point to its nearest reference center). All three
-algorithms grow greedily and a split never changes the choice at another leaf, so one fit at
-``max(leaves)`` holds every smaller tree as a prefix (``ExKMC.tree_at``, ``KDTree.tree_at``,
-``cart_prefix_trees``). CART and KDTree (and ExKMC when the run did not fit one) are built on
-an exact uniform sample of the rows, in memory; then every tree and the reference cost are
-scored in ONE pass (``CurvePlan.reduction``), which the pipeline fuses into scoring's pass:
-the curve costs at most 2 passes (the sample, and the scoring pass), none of its own when the
-sample and the scoring pass are shared.
+For each leaf count L the cost of a tree's clusters is divided by the reference cost. Under the
+k-means objective a cluster costs its k-means cost, scored by its own mean, and the reference
+every point's squared distance to its nearest reference center. Under k-medians (``cost`` in the
+result says which) the curve shows the l1 surrogate cost: each cluster is charged to the
+reference center of least summed l1 distance for its rows (ExKMC's surrogate cost with l1
+distances, paper 003 Definition 1), and the reference every point's l1 distance to its nearest
+center. Exact per-cluster medians would take several bisection passes; the surrogate takes
+none of its own.
+
+All three algorithms grow greedily and a split never changes the choice at another leaf, so one
+fit at ``max(leaves)`` holds every smaller tree as a prefix (``ExKMC.tree_at``,
+``KDTree.tree_at``, ``cart_prefix_trees``: ``ThresholdTree.prune``). CART and KDTree (and ExKMC
+when the run did not fit one) are built on an exact uniform sample of the rows, in memory; then
+every tree and the reference cost are scored in ONE pass (``CurvePlan.reduction``), which the
+pipeline fuses into scoring's pass: the curve costs at most 2 passes (the sample, and the
+scoring pass), none of its own when the sample and the scoring pass are shared. A prefix tree's
+clusters are unions of its final tree's leaves, so per final leaf the pass keeps (count, sum of
+x, sum of ||x||^2) under k-means, (count, summed l1 distance to each center) under k-medians.
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from exclust._kernels_l1 import leaf_l1_sums, nearest_center_l1
 from exclust._kernels_score import leaf_moments
 from exclust._kernels_stats import nearest_center
 from exclust.algorithms.cart import CART
@@ -25,25 +35,6 @@ from exclust.algorithms.kdtree import KDTree
 from exclust.data import as_matrix
 from exclust.parts import PASSES, Reduction, map_reduce, map_rows, run_reductions, uniform_sample
 from exclust.tree import ThresholdTree
-
-
-def prune_tree(tree: ThresholdTree, expanded, node_values) -> ThresholdTree:
-    """The subtree that keeps only the splits of ``expanded`` nodes; any other node reached
-    becomes a leaf of cluster ``node_values[node]``."""
-    from exclust.tree import TreeBuilder
-
-    keep = {int(i) for i in expanded}
-    b = TreeBuilder(n_features=tree.n_features)
-    stack = [(0, b.add_node())]
-    while stack:
-        node, new = stack.pop()
-        if tree.kind[node] == 0 or node not in keep:
-            b.make_leaf(new, int(node_values[node]))
-            continue
-        left, right = b.split(new, int(tree.feature[node]), float(tree.threshold[node]))
-        stack.append((int(tree.right[node]), right))
-        stack.append((int(tree.left[node]), left))
-    return b.build(feature_names=tree.feature_names, n_clusters=tree.n_clusters, meta=dict(tree.meta))
 
 
 def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[ThresholdTree]:
@@ -61,52 +52,67 @@ def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[
     internal = np.flatnonzero(t.children_left >= 0)
     order = internal[np.argsort(t.children_left[internal])]
     values = np.asarray(model.classes_)[np.argmax(t.value[:, 0, :], axis=1)]
-    return [prune_tree(cart.tree_, order[: L - 1], values) for L in leaves]
+    return [cart.tree_.prune(order[: L - 1], values) for L in leaves]
 
 
-def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray):
+# What the curve's "cost" field says it shows, per objective.
+CURVE_COSTS = {"kmeans": "kmeans", "kmedians": "kmedians-surrogate"}
+
+
+def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans"):
     """One part of the curve's pass.
 
-    Per final tree of a family of prefix trees: per leaf node (count, sum of x, sum of ||x||^2)
-    and one row of the part that reached the leaf (NaN where none did); and the part's cost to
-    the nearest reference center. A prefix tree's clusters are unions of its final tree's leaves
-    (a prefix only leaves some cuts out), so these few sums score every prefix tree.
+    Per final tree of a family of prefix trees: per leaf node its statistics (column 0 the
+    count; then sum of x and sum of ||x||^2 for k-means, the summed l1 distance to every center
+    for k-medians) and one row of the part that reached the leaf (NaN where none did); and the
+    part's cost to the nearest reference center (squared l2, or l1).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n, d = X.shape
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    leaves = [np.asarray(tree.apply(X), dtype=np.int64) for tree in finals]
+    if objective == "kmedians":
+        width = max([t.node_count for t in finals], default=1)
+        stacked = np.stack(leaves) if leaves else np.zeros((0, n), dtype=np.int64)
+        sums, firsts, nearest = leaf_l1_sums(X, stacked, width, centers)
+        per_tree = [(sums[i, : t.node_count], firsts[i, : t.node_count]) for i, t in enumerate(finals)]
+        ref = float(nearest)
+    else:
+        per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals)]
+        ref = float(nearest_center(X, centers)[1].sum()) if centers.shape[0] and n else 0.0
     out = []
-    for tree in finals:
-        mom, first = leaf_moments(X, np.asarray(tree.apply(X), dtype=np.int64), tree.node_count)
-        reps = np.full((tree.node_count, d), np.nan)
+    for stats, first in per_tree:
+        reps = np.full((stats.shape[0], d), np.nan)
         seen = first >= 0
         reps[seen] = X[first[seen]]
-        out.append((mom, reps))
-    if centers.shape[0] == 0 or n == 0:
-        return out, np.zeros(1)
-    _, d2 = nearest_center(X, np.ascontiguousarray(centers))
-    return out, np.asarray([float(d2.sum())])
+        out.append((stats, reps))
+    return out, np.asarray([ref])
 
 
 def _merge_curve(a, b):
     families = []
-    for (mom_a, rep_a), (mom_b, rep_b) in zip(a[0], b[0]):
-        families.append((mom_a + mom_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
+    for (stats_a, rep_a), (stats_b, rep_b) in zip(a[0], b[0]):
+        families.append((stats_a + stats_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
     return families, a[1] + b[1]
 
 
-def _prefix_moments(final_moments: np.ndarray, reps: np.ndarray, tree: ThresholdTree, k: int) -> np.ndarray:
-    """(k, d + 2) cluster moments of a prefix tree from its final tree's leaf moments: each
-    reached leaf goes to the prefix cluster of a row that reached it."""
-    reached = np.flatnonzero(final_moments[:, 0] > 0)
-    out = np.zeros((k, final_moments.shape[1]))
+def _prefix_stats(final_stats: np.ndarray, reps: np.ndarray, tree: ThresholdTree, k: int) -> np.ndarray:
+    """Per cluster of a prefix tree, the sum of its final tree's leaf statistics: each reached
+    leaf goes to the prefix cluster of a row that reached it."""
+    reached = np.flatnonzero(final_stats[:, 0] > 0)
+    out = np.zeros((k, final_stats.shape[1]))
     if reached.size:
         clusters = np.asarray(tree.predict(reps[reached]), dtype=np.int64)
-        np.add.at(out, clusters, final_moments[reached])
+        np.add.at(out, clusters, final_stats[reached])
     return out
 
 
-def _cost_of(mom: np.ndarray) -> float:
-    return float(_costs_from_moments(mom[None])[0])
+def _cost_of(stats: np.ndarray, objective: str = "kmeans") -> float:
+    """The cost of a tree's clusters from their statistics: k-means cost, each cluster scored
+    by its own mean; or, for k-medians, each cluster charged to its cheapest center in l1."""
+    if objective == "kmedians":
+        return float(stats[:, 1:].min(axis=1).sum()) if stats.shape[1] > 1 else 0.0
+    return float(_costs_from_moments(stats[None])[0])
 
 
 def _costs_from_moments(mom: np.ndarray) -> np.ndarray:
@@ -121,7 +127,7 @@ def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarr
     trees = list(trees)
     families, _ = map_reduce(_block_curve, X, args=(trees, np.zeros((0, X.shape[1]))), combine=_merge_curve)
     k = max(int(n_clusters), max(t.n_clusters for t in trees))
-    return np.asarray([_cost_of(_prefix_moments(mom, reps, t, k)) for t, (mom, reps) in zip(trees, families)])
+    return np.asarray([_cost_of(_prefix_stats(mom, reps, t, k)) for t, (mom, reps) in zip(trees, families)])
 
 
 def reference_cost(X, centers: np.ndarray) -> float:
@@ -149,6 +155,7 @@ class CurvePlan:
     centers: np.ndarray
     surrogate: list[float]  # ExKMC's surrogate cost of each prefix (divided by the reference cost later)
     baselines: str  # how CART and KDTree (and an ExKMC not fitted by the run) were built
+    objective: str = "kmeans"  # the cost the curve shows: k-means cost, or the k-medians l1 surrogate
 
     @property
     def n_clusters(self) -> int:
@@ -156,18 +163,20 @@ class CurvePlan:
 
     def reduction(self) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass."""
-        return Reduction(_block_curve, (), ([f[-1] for f in self.families], self.centers), _merge_curve)
+        return Reduction(_block_curve, (), ([f[-1] for f in self.families], self.centers, self.objective),
+                         _merge_curve)
 
     def finish(self, result) -> dict:
         families, ref = result
         ref = float(ref[0])
         k = self.n_clusters
         ratios = [
-            [_cost_of(_prefix_moments(mom, reps, tree, k)) / ref for tree in family]
-            for family, (mom, reps) in zip(self.families, families)
+            [_cost_of(_prefix_stats(stats, reps, tree, k), self.objective) / ref for tree in family]
+            for family, (stats, reps) in zip(self.families, families)
         ]
         return {
             "leaves": self.leaves,
+            "cost": CURVE_COSTS[self.objective],
             "exkmc": ratios[0],
             "cart": ratios[1],
             "kdtree": ratios[2],
@@ -178,12 +187,16 @@ class CurvePlan:
 
 
 def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int], *, feature_names=None,
-               max_bins: int = 256, random_state=0, exkmc=None, n_rows: int | None = None) -> CurvePlan:
+               max_bins: int = 256, random_state=0, exkmc=None, n_rows: int | None = None,
+               objective: str = "kmeans") -> CurvePlan:
     """Build the curve's trees on an in-memory uniform ``sample`` of the rows (with their reference
-    labels): CART, KDTree, and ExKMC unless ``exkmc`` (fitted on all the data from these centers
-    to at least ``max(leaves)`` leaves) gives its prefix trees. No pass over the data."""
+    labels): CART, KDTree, and ExKMC for ``objective`` unless ``exkmc`` (fitted on all the data from
+    these centers for that objective to at least ``max(leaves)`` leaves) gives its prefix trees.
+    No pass over the data."""
     from exclust.data import Dataset
 
+    if objective not in CURVE_COSTS:
+        raise ValueError(f"objective must be one of {', '.join(CURVE_COSTS)}, not {objective!r}")
     centers = np.asarray(centers, dtype=np.float64)
     k = int(centers.shape[0])
     leaves = sorted({int(L) for L in leaves})
@@ -193,15 +206,18 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(sample.shape[1])]
     ds = Dataset(sample, names)
     if sample_labels is None:
-        sample_labels = _nearest_center_block(sample, centers)
+        sample_labels = (nearest_center_l1(sample, centers)[0] if objective == "kmedians"
+                         else _nearest_center_block(sample, centers))
     reusable = (
         exkmc is not None
+        and getattr(exkmc, "objective", "kmeans") == objective
         and exkmc.max_leaves >= leaves[-1]
         and exkmc.centers_.shape == centers.shape
         and np.array_equal(exkmc.centers_, centers)
     )
     with PASSES.paused():  # passes over the in-memory sample, not over the data
-        ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
+        ex = exkmc if reusable else ExKMC(k, leaves[-1], max_bins=max_bins, random_state=random_state,
+                                          objective=objective).fit(ds, centers)
         families = [[ex.tree_at(L) for L in leaves], cart_prefix_trees(ds, sample_labels, leaves, random_state)]
         kd = KDTree(leaves[-1], max_bins=max_bins, random_state=random_state).fit(ds, centers)
         families.append([kd.tree_at(L) for L in leaves])
@@ -212,28 +228,31 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     # Where the run fitted no ExKMC, the curve's ExKMC is fitted on the sample too (fits on the
     # sample and on all rows agree when the sample is all rows).
     baselines = f"CART and KDTree fitted on a uniform sample of {of}, every tree scored on all rows"
-    return CurvePlan(leaves, families, centers, surrogate, baselines)
+    return CurvePlan(leaves, families, centers, surrogate, baselines, objective)
 
 
 def cost_ratio_curve(
     X, centers, leaves: Sequence[int], reference_labels=None, max_bins: int = 256, random_state=0, exkmc=None,
-    sample_rows: int = 200_000,
+    sample_rows: int = 200_000, objective: str = "kmeans",
 ) -> dict:
-    """k-means cost ratio (tree cost / reference cost) of ExKMC, CART and KDTree at each leaf count.
+    """Cost ratio (tree cost / reference cost) of ExKMC, CART and KDTree at each leaf count.
 
-    ``centers`` are the reference k-means centers; ``reference_labels`` (default: nearest
-    center) are what CART learns. The baselines are built on an exact uniform sample of
+    ``centers`` are the reference centers; ``reference_labels`` (default: nearest center) are
+    what CART learns. ``objective``: "kmeans" (k-means cost) or "kmedians" (the l1 surrogate:
+    each cluster charged to its cheapest center in l1, over the l1 reference cost; ExKMC then
+    grows by the l1 surrogate too). The baselines are built on an exact uniform sample of
     ``sample_rows`` rows (one pass), then every tree and the reference are scored in one more
     pass. Returns ``{"leaves", "exkmc", "cart", "kdtree"}`` with one ratio per leaf count, plus
-    ``"exkmc_surrogate"`` (ExKMC's surrogate cost ratio), ``"reference_cost"`` and
-    ``"baselines"`` (how they were built). ``exkmc``: an ExKMC already fitted on all of X from
-    these centers to at least ``max(leaves)`` leaves; its prefix trees are used instead of
-    fitting one on the sample.
+    ``"cost"`` (which cost: "kmeans" or "kmedians-surrogate"), ``"exkmc_surrogate"`` (ExKMC's
+    surrogate cost ratio), ``"reference_cost"`` and ``"baselines"`` (how they were built).
+    ``exkmc``: an ExKMC already fitted on all of X from these centers, for this objective, to at
+    least ``max(leaves)`` leaves; its prefix trees are used instead of fitting one on the sample.
     """
     ds = as_matrix(X)
     columns = () if reference_labels is None else (reference_labels,)
     sample, *labels = uniform_sample(ds.X, *columns, size=int(sample_rows), random_state=random_state)
     plan = plan_curve(sample, labels[0] if labels else None, centers, leaves, feature_names=ds.feature_names,
-                      max_bins=max_bins, random_state=random_state, exkmc=exkmc, n_rows=ds.n_rows)
+                      max_bins=max_bins, random_state=random_state, exkmc=exkmc, n_rows=ds.n_rows,
+                      objective=objective)
     (result,) = run_reductions(ds.X, [plan.reduction()])
     return plan.finish(result)

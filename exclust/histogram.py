@@ -29,7 +29,7 @@ import numpy as np
 from exclust._kernels_hist import encode_and_measure, encode_and_project, mistake_histograms, surrogate_histograms
 from exclust.binning import BinMapper
 from exclust.stats import add_parts, map_reduce, tree_reduce
-from exclust.tree import ThresholdTree, TreeBuilder
+from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 
 # --------------------------------------------------------------------------- the tree on codes
@@ -86,19 +86,17 @@ class CodeTree:
         feature_names=None,
         meta: dict[str, Any] | None = None,
     ) -> ThresholdTree:
-        """The same tree with real-valued thresholds (bin edges); node ids are kept."""
-        b = TreeBuilder(n_features=mapper.n_features)
-        for _ in range(self.n_nodes):
-            b.add_node()
-        for i in range(self.n_nodes):
-            if self.split_bin[i] < 0:
-                b.make_leaf(i, self.value[i])
-            else:
-                b.kind[i] = 1  # ONE_SIDED
-                b.feature[i] = self.feature[i]
-                b.threshold[i] = mapper.threshold(self.feature[i], self.split_bin[i])
-                b.left[i], b.right[i] = self.left[i], self.right[i]
-        return b.build(feature_names=feature_names, n_clusters=n_clusters, meta=meta)
+        """The same tree with real-valued thresholds (bin edges); node ids are kept, so a greedy
+        algorithm's split order names nodes of both trees (``ThresholdTree.prune`` gives its prefixes)."""
+        feature, split_bin, left, right = self.arrays()
+        split = split_bin >= 0
+        threshold = [mapper.threshold(f, b) if b >= 0 else np.nan for f, b in zip(feature.tolist(), split_bin.tolist())]
+        return ThresholdTree(
+            np.where(split, ONE_SIDED, LEAF), np.where(split, feature, -1), threshold,
+            np.where(split, left, -1), np.where(split, right, -1),
+            np.where(split, -1, np.asarray(self.value, dtype=np.int64)),  # a leaf's center; -1 on cuts
+            n_features=mapper.n_features, feature_names=feature_names, n_clusters=n_clusters, meta=meta,
+        )
 
 
 # --------------------------------------------------------------------------- encoded partitions

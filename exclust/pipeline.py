@@ -355,8 +355,8 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
 
 
 def wants_curve(config: ExplainConfig) -> bool:
-    # The curve scores k-means costs; k-medians trees report their k-medians price without one.
-    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS and config.objective == "kmeans"
+    # Under k-medians the curve shows the l1 surrogate cost (exclust.curves), in the same one pass.
+    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS
 
 
 def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
@@ -373,7 +373,7 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
     fitted = built.estimator if built is not None and isinstance(built.estimator, ExKMC) else None
     return plan_curve(sample.X, sample_labels, ref.centers, list(range(config.k, top + 1)),
                       feature_names=data.feature_names, random_state=config.random_state, exkmc=fitted,
-                      n_rows=sample.n_rows)
+                      n_rows=sample.n_rows, objective=config.objective)
 
 
 def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):

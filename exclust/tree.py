@@ -7,11 +7,11 @@ The tree is stored as flat arrays, one entry per node, node 0 being the root:
 - ``feature``, ``threshold``, ``center`` (INTERVAL only), ``left``, ``right``,
 - ``value``: the cluster a leaf stands for (several leaves may share a cluster, as in ExKMC).
 
-A tree is saved as JSON with a schema version; loading validates the arrays and never runs code.
+A tree is saved as JSON with a schema version (the format lives in ``exclust.tree_json``); loading
+validates the arrays and never runs code.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,43 +20,20 @@ from typing import Any, Sequence
 import numpy as np
 
 from exclust._kernels import INTERVAL, LEAF, ONE_SIDED, route_to_clusters, route_to_leaves
-
-SCHEMA_NAME = "exclust.ThresholdTree"
-SCHEMA_VERSION = 1
-KIND_NAMES = {LEAF: "leaf", ONE_SIDED: "one_sided", INTERVAL: "interval"}
-_KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
-
-
-class TreeFormatError(ValueError):
-    """A tree file or tree arrays that do not describe a valid ThresholdTree."""
+from exclust.tree_json import (  # noqa: F401  (SCHEMA_*, TreeFormatError: exclust.tree's public names)
+    KIND_NAMES,
+    SCHEMA_NAME,
+    SCHEMA_VERSION,
+    TreeFormatError,
+    document_text,
+    read_document,
+    tree_arguments,
+    tree_to_document,
+)
 
 
 def _format_number(v: float) -> str:
     return f"{v:.6g}"
-
-
-_MAX_INDEX = 2**31  # node, feature and cluster indices are stored as int64; anything this large is corrupt
-_FIX = "fix that entry or write the tree again with exclust explain"
-
-
-def _whole(value: Any, where: str, low: int, high: int) -> int:
-    """A whole number in [low, high) from a JSON value (not a bool, a string or a fraction)."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float))
-    if ok and isinstance(value, float):
-        ok = math.isfinite(value) and value.is_integer()
-    if not ok or not low <= value < high:
-        raise TreeFormatError(f"tree.json: {where} is {value!r}; it must be a whole number in [{low}, {high}); {_FIX}")
-    return int(value)
-
-
-def _real(value: Any, where: str, *, optional: bool) -> float:
-    """A finite real number from a JSON value (null allowed where the node does not use it)."""
-    if value is None and optional:
-        return math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TreeFormatError(f"tree.json: {where} is {value!r}; it must be a finite number (not a string, "
-                              f"a boolean or null); {_FIX}")
-    return float(value)
 
 
 class ThresholdTree:
@@ -173,6 +150,31 @@ class ThresholdTree:
     @property
     def leaves(self) -> np.ndarray:
         return np.flatnonzero(self.kind == LEAF)
+
+    def prune(self, expanded, node_values) -> "ThresholdTree":
+        """The subtree that keeps the splits of the ``expanded`` nodes only; every other node it
+        reaches becomes a leaf of cluster ``node_values[node]`` (indexed by this tree's node ids).
+
+        A greedy tree grown split by split holds every smaller tree as a prefix: pass the nodes
+        split first (ExKMC, KDTree, CART's best-first order). Nodes are numbered afresh, depth
+        first with the left child first; feature names, ``n_clusters`` and ``meta`` are kept.
+        """
+        keep = {int(i) for i in expanded}
+        b = TreeBuilder(n_features=self.n_features)
+        stack = [(0, b.add_node())]
+        while stack:
+            node, new = stack.pop()
+            if self.kind[node] == LEAF or node not in keep:
+                b.make_leaf(new, int(node_values[node]))
+                continue
+            f, t = int(self.feature[node]), float(self.threshold[node])
+            if self.kind[node] == INTERVAL:
+                left, right = b.split_interval(new, f, float(self.center[node]), t)
+            else:
+                left, right = b.split(new, f, t)
+            stack.append((int(self.right[node]), right))
+            stack.append((int(self.left[node]), left))
+        return b.build(feature_names=self.feature_names, n_clusters=self.n_clusters, meta=dict(self.meta))
 
     # ------------------------------------------------------------------ prediction
     def _check_width(self, X) -> None:
@@ -304,105 +306,23 @@ class ThresholdTree:
             lines.append(f"{label}: {rule}")
         return "\n".join(lines) + "\n"
 
-    # ------------------------------------------------------------------ JSON
+    # ------------------------------------------------------------------ JSON (exclust.tree_json)
     def to_dict(self) -> dict[str, Any]:
-        def floats(a: np.ndarray) -> list[float | None]:
-            return [float(v) if np.isfinite(v) else None for v in a]
-
-        return {
-            "format": SCHEMA_NAME,
-            "schema_version": SCHEMA_VERSION,
-            "n_features": self.n_features,
-            "feature_names": list(self.feature_names),
-            "n_clusters": self.n_clusters,
-            "nodes": {
-                "kind": [KIND_NAMES[int(k)] for k in self.kind],
-                "feature": self.feature.tolist(),
-                "threshold": floats(self.threshold),
-                "center": floats(self.center),
-                "left": self.left.tolist(),
-                "right": self.right.tolist(),
-                "value": self.value.tolist(),
-            },
-            "meta": self.meta,
-        }
+        return tree_to_document(self)
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 1) -> str:
         """The tree as JSON text; also written to ``path`` (atomically) when given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
-        if path is not None:
-            path = Path(path)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text)
-            tmp.replace(path)
-        return text
+        return document_text(self.to_dict(), path, indent)
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> "ThresholdTree":
-        if not isinstance(doc, dict) or doc.get("format") != SCHEMA_NAME:
-            raise TreeFormatError(f"not an exclust tree (expected format '{SCHEMA_NAME}')")
-        version = doc.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise TreeFormatError(
-                f"tree schema version {version!r} is not supported (this exclust reads {SCHEMA_VERSION})"
-            )
-        n_features = _whole(doc.get("n_features"), "n_features", 1, _MAX_INDEX)
-        n_clusters = _whole(doc.get("n_clusters"), "n_clusters", 1, _MAX_INDEX)
-        names = doc.get("feature_names")
-        if not isinstance(names, list) or len(names) != n_features or not all(isinstance(s, str) for s in names):
-            raise TreeFormatError(f"tree.json: feature_names must be a list of {n_features} strings (one per feature); {_FIX}")
-        meta = doc.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise TreeFormatError(f"tree.json: meta is {type(meta).__name__}, not an object; {_FIX}")
-        nodes = doc.get("nodes")
-        fields = ("kind", "feature", "threshold", "center", "left", "right", "value")
-        if not isinstance(nodes, dict) or any(not isinstance(nodes.get(f), list) for f in fields):
-            raise TreeFormatError(f"tree.json: nodes must hold the lists {', '.join(fields)}; {_FIX}")
-        m = len(nodes["kind"])
-        for name in fields:
-            if len(nodes[name]) != m:
-                raise TreeFormatError(f"tree.json: nodes.{name} has {len(nodes[name])} entries but nodes.kind has {m}; "
-                                      f"every node array needs one entry per node; {_FIX}")
-        kinds, feature, threshold, center, left, right, value = [], [], [], [], [], [], []
-        for i in range(m):
-            kind = nodes["kind"][i]
-            if not isinstance(kind, str) or kind not in _KIND_CODES:
-                raise TreeFormatError(f"tree.json: nodes.kind[{i}] is {kind!r}, not one of {sorted(_KIND_CODES)}: "
-                                      f"malformed tree document; {_FIX}")
-            code = _KIND_CODES[kind]
-            internal = code != LEAF
-            kinds.append(code)
-            where = f"nodes.%s[{i}]"
-            feature.append(_whole(nodes["feature"][i], where % "feature", 0, n_features) if internal
-                           else _whole(nodes["feature"][i], where % "feature", -1, _MAX_INDEX))
-            threshold.append(_real(nodes["threshold"][i], where % "threshold", optional=not internal))
-            center.append(_real(nodes["center"][i], where % "center", optional=code != INTERVAL))
-            left.append(_whole(nodes["left"][i], where % "left", 1, m) if internal
-                        else _whole(nodes["left"][i], where % "left", -1, _MAX_INDEX))
-            right.append(_whole(nodes["right"][i], where % "right", 1, m) if internal
-                         else _whole(nodes["right"][i], where % "right", -1, _MAX_INDEX))
-            value.append(_whole(nodes["value"][i], where % "value", 0, n_clusters) if not internal
-                         else _whole(nodes["value"][i], where % "value", -1, _MAX_INDEX))
-        return cls(kinds, feature, threshold, left, right, value, center=center, n_features=n_features,
-                   feature_names=names, n_clusters=n_clusters, meta=dict(meta))
+        args, kwargs = tree_arguments(doc)
+        return cls(*args, **kwargs)
 
     @classmethod
     def from_json(cls, text_or_path: str | Path) -> "ThresholdTree":
         """Load a tree from JSON text or from a path to a JSON file (no code is ever executed)."""
-        if isinstance(text_or_path, Path) or (
-            isinstance(text_or_path, str) and not text_or_path.lstrip().startswith("{")
-        ):
-            path = Path(text_or_path)
-            if not path.is_file():
-                raise FileNotFoundError(f"tree file not found: {path}")
-            text = path.read_text()
-        else:
-            text = text_or_path
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TreeFormatError(f"tree file is not valid JSON: {exc}") from exc
-        return cls.from_dict(doc)
+        return cls.from_dict(read_document(text_or_path))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ThresholdTree):
@@ -414,14 +334,6 @@ class ThresholdTree:
             f"ThresholdTree(n_leaves={self.n_leaves}, depth={self.depth}, "
             f"n_clusters={self.n_clusters}, features_used={self.features_used})"
         )
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot store {type(obj).__name__} in a tree file")
 
 
 @dataclass

@@ -14,11 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "exclust"
 MAP = ROOT / "ARCHITECTURE.md"
 
-# Cycles another branch removes (issue 10, item 5: ThresholdTree.prune). Checked to be still
-# present, so the entry goes when the cycle does.
-KNOWN_CYCLES = {frozenset({"exclust.curves", "exclust.algorithms.kdtree"})}
-
-
 def module_files() -> set[str]:
     return {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py")}
 
@@ -111,11 +106,8 @@ def test_every_module_in_the_map_exists():
 
 
 def test_no_import_cycle_among_exclust_modules():
-    found = set(cycles(import_graph()))
-    new = [sorted(c) for c in found - KNOWN_CYCLES]
-    assert not new, f"exclust modules import each other in a cycle: {new}"
-    gone = [sorted(c) for c in KNOWN_CYCLES - found]
-    assert not gone, f"this cycle is gone: remove it from KNOWN_CYCLES in {Path(__file__).name}: {gone}"
+    found = sorted(sorted(c) for c in cycles(import_graph()))
+    assert not found, f"exclust modules import each other in a cycle: {found}"
 
 
 def test_the_cycle_finder_finds_a_cycle():

@@ -340,6 +340,19 @@ def test_cost_curve_has_every_series_and_the_reference_line():
         cost_curve_svg({"leaves": [3, 4, 6, 9], "exkmc": [1.0, 1.0]})
 
 
+def test_cost_curve_names_the_cost_it_shows_on_its_axis():
+    curve = {"leaves": [3, 4], "exkmc": [1.2, 1.1], "kdtree": [1.5, 1.3], "reference_cost": 1234.5,
+             "baselines": "CART and KDTree fitted on a uniform sample"}
+    kmeans = cost_curve_svg(curve)
+    medians = cost_curve_svg({**curve, "cost": "kmedians-surrogate"})
+    assert "k-means cost ratio (tree / reference)" in kmeans and "k-medians" not in kmeans
+    assert "k-medians surrogate cost ratio (l1, tree / reference)" in medians and "k-means" not in medians
+    for svg in (kmeans, medians):  # the curve's other fields are not drawn as series
+        ids = {el.get("id") for el in parse_svg(svg).iter() if el.get("id")}
+        assert {"series-exkmc", "series-kdtree"} <= ids
+        assert not {"series-cost", "series-reference_cost", "series-baselines"} & ids
+
+
 # ---------------------------------------------------------------------------- metrics
 def test_metrics_table_formats_values_and_explains_them():
     from exclust.bounds import mmdt_bounds

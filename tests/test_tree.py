@@ -108,3 +108,47 @@ def test_numpy_and_dask_predictions_agree():
 def test_wrong_width_is_a_clear_error():
     with pytest.raises(ValueError, match="built on 2 features"):
         small_tree().predict(np.zeros((3, 5)))
+
+
+def test_prune_keeps_the_expanded_splits_and_makes_the_rest_leaves():
+    tree = small_tree()  # nodes 0..6 in depth-first order; 0, 2 and 4 are internal
+    tree.meta["algorithm"] = "test"
+    node_values = [1, 0, 2, 1, 0, 2, 1]  # per node of `tree`, internal nodes too
+    b = TreeBuilder(n_features=2)
+    left, right = b.split(b.add_node(), feature=1, threshold=1.3)
+    b.make_leaf(left, 0)
+    rl, rr = b.split(right, feature=0, threshold=5.0)
+    b.make_leaf(rl, 1)
+    b.make_leaf(rr, 0)  # node 4 (the interval cut) is not expanded: a leaf of node_values[4]
+    expected = b.build(feature_names=["sepal_length", "petal_width"], n_clusters=3, meta={"algorithm": "test"})
+    assert tree.prune([0, 2], node_values) == expected
+    assert tree.prune({0, 2, 4}, node_values) == tree  # every split kept: the interval cut too
+    # The root not expanded: one leaf of node_values[0], whatever else is listed.
+    one_leaf = tree.prune(np.array([4, 2]), [2, 0, 0, 0, 0, 0, 0])
+    assert one_leaf == ThresholdTree([0], [-1], [np.nan], [-1], [-1], [2], n_features=2, n_clusters=3,
+                                     feature_names=["sepal_length", "petal_width"], meta={"algorithm": "test"})
+
+
+def test_prune_numbers_nodes_depth_first_and_reads_values_by_old_id():
+    # Grown breadth first: 0 -> (1, 2); 2 -> (3, 4); then 1 -> (5, 6).
+    b = TreeBuilder(n_features=1)
+    one, two = b.split(b.add_node(), 0, 0.0)
+    three, four = b.split(two, 0, 5.0)
+    five, six = b.split(one, 0, -5.0)
+    for node, cluster in ((three, 2), (four, 3), (five, 0), (six, 1)):
+        b.make_leaf(node, cluster)
+    grown = b.build()
+    values = np.array([-1, -1, -1, 2, 3, 0, 1])
+    # Depth first, left child first: old 0, 1, 5, 6, 2, 3, 4.
+    d = TreeBuilder(n_features=1)
+    left, right = d.split(d.add_node(), 0, 0.0)
+    ll, lr = d.split(left, 0, -5.0)
+    rl, rr = d.split(right, 0, 5.0)
+    for node, cluster in ((ll, 0), (lr, 1), (rl, 2), (rr, 3)):
+        d.make_leaf(node, cluster)
+    assert grown.prune([0, 1, 2], values) == d.build()
+    X = np.linspace(-10, 10, 41)[:, None]
+    assert np.array_equal(grown.prune([0, 1, 2], values).predict(X), grown.predict(X))
+    # Only node 2 expanded under the root: node 1 becomes a leaf of values[1] (here set to 1).
+    half = grown.prune([0, 2], np.array([-1, 1, -1, 2, 3, 0, 1]))
+    assert half.n_leaves == 3 and half.predict(np.array([[-7.0], [3.0], [7.0]])).tolist() == [1, 2, 3]

@@ -37,7 +37,7 @@ from exclust.histogram import (
     cheapest_center,
     leaf_surrogate_cost,
 )
-from exclust.tree import ThresholdTree, TreeBuilder
+from exclust.tree import LEAF, ThresholdTree
 
 BASE_TREES = ("imm", "none")
 _GAIN_NOISE = 1e-9
@@ -162,6 +162,7 @@ class ExKMC(CenterTreePredictor):
     Fitted attributes: ``tree_``, ``centers_``, ``n_passes_``, ``surrogate_costs_`` (surrogate
     cost of every prefix tree, from the base tree's leaf count up), ``leaf_counts_``; for
     ``tree_at``: ``code_tree_`` (the full tree on bin codes), ``mapper_`` (its bins),
+    ``full_tree_`` (the full tree with real thresholds, node ids of ``code_tree_``),
     ``split_order_`` (leaves in the order they were split) and ``feature_names_in_``.
     """
 
@@ -209,29 +210,19 @@ class ExKMC(CenterTreePredictor):
         self.split_order_ = history["order"]
         self.surrogate_costs_ = history["surrogate_costs"]
         self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))
+        meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
+                "objective": self.objective}
+        self.full_tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
         self.tree_ = self.tree_at(self.leaf_counts_[-1])
         data.release()
         return self
 
     def tree_at(self, n_leaves: int) -> ThresholdTree:
-        """The greedy prefix of the fitted tree with ``n_leaves`` leaves (capped at the final size)."""
+        """The greedy prefix of the fitted tree with ``n_leaves`` leaves (capped at the final size):
+        the base tree's splits and the first ``n_leaves - base leaves`` expansions."""
         self._check_fitted()
         base_leaves = self.leaf_counts_[0]
         n_leaves = max(base_leaves, min(int(n_leaves), self.leaf_counts_[-1]))
-        expanded = set(self.split_order_[: n_leaves - base_leaves])
-        late = set(self.split_order_) - expanded
-        t, mapper = self.code_tree_, self.mapper_
-        b = TreeBuilder(n_features=mapper.n_features)
-        stack = [(0, b.add_node())]
-        while stack:
-            node, new = stack.pop()
-            if t.split_bin[node] < 0 or node in late:
-                b.make_leaf(new, t.value[node])
-                continue
-            f = t.feature[node]
-            left, right = b.split(new, f, mapper.threshold(f, t.split_bin[node]))
-            stack.append((t.right[node], right))
-            stack.append((t.left[node], left))
-        meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
-                "objective": self.objective}
-        return b.build(feature_names=self.feature_names_in_, n_clusters=len(self.centers_), meta=meta)
+        late = set(self.split_order_[n_leaves - base_leaves:])
+        internal = np.flatnonzero(self.full_tree_.kind != LEAF)
+        return self.full_tree_.prune([node for node in internal if node not in late], self.code_tree_.value)

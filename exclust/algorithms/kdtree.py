@@ -109,11 +109,8 @@ class KDTree(TreeExplainer):
 
     def tree_at(self, n_leaves: int):
         """The tree after its first ``n_leaves - 1`` splits (the one ``KDTree(n_leaves)`` grows)."""
-        from exclust.curves import prune_tree
-
         self._check_fitted()
-        keep = self.split_order_[: max(0, int(n_leaves) - 1)]
-        return prune_tree(self.tree_, keep, self.node_value_)
+        return self.tree_.prune(self.split_order_[: max(0, int(n_leaves) - 1)], self.node_value_)
 
     def fit_predict(self, X, centers):
         """Fit, then return the cluster of every row of X."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from exclust.report.format import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
 from exclust.report.measures import INTEGER_KEYS, METRIC_INFO, metrics_table_html
-from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, scatter_svg
+from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
 from exclust.report.tree_drawing import draw_tree
 from exclust import registry
 from exclust.tree import ThresholdTree
@@ -292,7 +292,7 @@ def render_report(
         )
     if curve:
         pictures.append(
-            f'<section class="card" id="curve"><h2>Cost as the tree grows</h2><p class="lead">k-means cost of each '
+            f'<section class="card" id="curve"><h2>Cost as the tree grows</h2><p class="lead">{esc(curve_cost_words(curve))} of each '
             f'method\'s tree divided by the reference cost, by number of leaves (as in ExKMC, paper 003 Figure 2). '
             f'Lower is better; 1 matches the reference.</p><figure>{cost_curve_svg(curve)}</figure></section>'
         )

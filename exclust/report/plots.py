@@ -273,6 +273,19 @@ def scatter_svg(
 
 
 # ---------------------------------------------------------------------------- cost curve
+# The cost a curve shows, by its "cost" field (exclust.curves.CURVE_COSTS); a curve without one is k-means.
+CURVE_COST_WORDS = {
+    "kmeans": "k-means cost",
+    "kmedians-surrogate": "k-medians surrogate cost (l1, each cluster to its cheapest reference center)",
+}
+_CURVE_AXIS = {"kmeans": "k-means cost ratio (tree / reference)",
+               "kmedians-surrogate": "k-medians surrogate cost ratio (l1, tree / reference)"}
+
+
+def curve_cost_words(curve: Mapping[str, Any]) -> str:
+    """What the curve's ratios divide, in words: "k-means cost" unless its ``cost`` field says otherwise."""
+    return CURVE_COST_WORDS.get(str(curve.get("cost", "kmeans")), f"{curve.get('cost')} cost")
+
 _CURVE_STYLE = {
     "exkmc": dict(label="ExKMC", color="#111111", marker="o", ls="-", lw=2.2, zorder=5),
     "imm": dict(label="IMM", color="#CC79A7", marker="*", ls="none", ms=13, zorder=6),
@@ -313,7 +326,7 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
     ax = fig.add_subplot(1, 1, 1)
     ymax = 1.0
     plotted = 0
-    skip = {"leaves", "k", "title", "dataset", "baselines"}
+    skip = {"leaves", "k", "title", "dataset", "baselines", "cost", "reference_cost"}  # not series
     for name in list(_CURVE_STYLE) + [n for n in curve if n not in _CURVE_STYLE and n not in skip]:
         if name not in curve or curve[name] is None:
             continue
@@ -335,7 +348,7 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
     top = ymax + 0.08 * max(ymax - 1.0, 0.1)
     ax.set_ylim(min(0.97, ax.get_ylim()[0]), top)
     ax.set_xlabel("number of leaves")
-    ax.set_ylabel("cost ratio (tree / reference)")
+    ax.set_ylabel(_CURVE_AXIS.get(str(curve.get("cost", "kmeans")), "cost ratio (tree / reference)"))
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.grid(True, color="#e8ebee", lw=0.6)
@@ -349,7 +362,8 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
     if plotted:
         ax.legend(frameon=False, fontsize=9)
     salt = hashlib.sha1(f"curve{sorted(map(str, curve))}{leaves.tolist()}".encode()).hexdigest()[:10]
-    return _svg_from_figure(fig, salt, "curve-svg", "Cost ratio against number of leaves")
+    what = curve_cost_words(curve).split(" (")[0]
+    return _svg_from_figure(fig, salt, "curve-svg", f"{what[0].upper()}{what[1:]} ratio against number of leaves")
 
 
 
