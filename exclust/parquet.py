@@ -364,8 +364,10 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
     """The float64 block of one piece: its segments in order, many small files in one scan."""
     tables = [_read_whole_files(fs, local, run, file_columns) if len(run) > 1
               else _read_segment(fs, local, run[0], file_columns) for run in _runs(piece.segments)]
-    out = np.empty((piece.n_rows, len(plan_columns)), dtype=np.float64)
-    starts = np.cumsum([0, *(s.n_rows for s in piece.segments)])
+    # Column by column into a (columns, rows) block: every write and every footer-range check
+    # reads or writes contiguous memory; one transposing copy then gives the row-major block the
+    # kernels read (writing columns straight into a row-major block is strided: 2.5x slower).
+    by_column = np.empty((len(plan_columns), piece.n_rows), dtype=np.float64)
     row = 0
     for table in tables:
         for j, name in enumerate(plan_columns):
@@ -373,26 +375,28 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
                 continue
             col = table.column(name)
             if name in categories:
-                out[row:row + table.num_rows, j] = _codes_of(col, categories[name])
+                by_column[j, row:row + table.num_rows] = _codes_of(col, categories[name])
             else:
-                out[row:row + table.num_rows, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+                by_column[j, row:row + table.num_rows] = col.to_numpy(zero_copy_only=False)
         row += table.num_rows
+    del tables
+    starts = np.cumsum([0, *(s.n_rows for s in piece.segments)])
     for seg, start in zip(piece.segments, starts):
         rows = slice(start, start + seg.n_rows)
         if seg.n_rows == 0:
             continue
-        # Min and max of every column in one contiguous sweep of the rows (a column of a C-order
-        # block is strided: checking column by column cost several times more); only a column
-        # that seems out of its footer's range is looked at closely.
-        lows, highs = np.fmin.reduce(out[rows], axis=0), np.fmax.reduce(out[rows], axis=0)
         for j, name in enumerate(plan_columns):
             if name in partition_columns:
-                out[rows, j] = seg.constants[partition_columns.index(name)]
+                by_column[j, rows] = seg.constants[partition_columns.index(name)]
             elif name not in categories:
                 bounds = seg.bounds[file_columns.index(name)]
-                if bounds is not None and not (lows[j] >= bounds[0] and highs[j] <= bounds[1]):
-                    _check_bounds(seg, name, out[rows, j], bounds)
-    return out
+                values = by_column[j, rows]
+                # fmin/fmax skip NaN (checked later, by validation); only a column that seems
+                # out of its footer's range is looked at closely.
+                if bounds is not None and not (np.fmin.reduce(values) >= bounds[0]
+                                               and np.fmax.reduce(values) <= bounds[1]):
+                    _check_bounds(seg, name, values, bounds)
+    return np.ascontiguousarray(by_column.T)
 
 
 def unique_strings(fs, local: bool, piece: Piece, column: str) -> set:
