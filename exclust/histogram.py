@@ -20,7 +20,6 @@ node that splits is computed.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,9 @@ import numpy as np
 
 from exclust._kernels_hist import encode_and_measure, encode_and_project, mistake_histograms, surrogate_histograms
 from exclust.binning import BinMapper
-from exclust.stats import add_parts, map_reduce, tree_reduce
+from exclust.parts import is_lazy, kernel_threads
+from exclust.residency import keep_parts, reduce_kept
+from exclust.stats import add_parts, map_reduce
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 
@@ -123,9 +124,8 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
 
 
 def _threads() -> int:
-    import numba
-
-    return int(numba.get_num_threads())
+    """Threads of a histogram kernel: the layer's policy (1 inside a Dask worker)."""
+    return kernel_threads()
 
 
 def _block_mistakes(part, tree_arrays, slot, center_ok, n_slots, n_bins, k):
@@ -171,8 +171,6 @@ class EncodedData:
     """
 
     def __init__(self, X, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None) -> None:
-        from exclust.data import is_dask_array
-
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         self.metric = metric
@@ -182,20 +180,15 @@ class EncodedData:
         self.d = int(mapper.n_features)
         self.n_bins = int(mapper.max_n_bins)
         self.n_passes = n_passes
-        self.distributed = is_dask_array(X)
-        if not self.distributed:
-            self._parts = [_encode_block(X, mapper, self.centers, np.float64, metric)]
-        else:
-            import dask
-
-            # Dot products (or distances) are kept as float32 on the workers to halve their
-            # memory; every sum over them is accumulated in float64.
-            blocks = X.to_delayed().ravel()
-            enc = dask.delayed(_encode_block, pure=True)
-            self._parts = list(dask.persist(*[enc(b, mapper, self.centers, np.float32, metric) for b in blocks]))
+        # On the workers the dot products (or distances) are kept as float32 to halve their
+        # memory; every sum over them is accumulated in float64.
+        dots_dtype = np.float32 if is_lazy(X) else np.float64
+        self._kept = keep_parts(_encode_block, X, mapper, self.centers, dots_dtype, metric,
+                                summarize=_block_summary, summarize_args=(self.k,))
+        self.distributed = self._kept.distributed
         self.n_passes += 1
         self.n_rows = int(X.shape[0])
-        sq, self.label_counts = self._reduce(_block_summary, self.k)
+        sq, self.label_counts = self._kept.summary
         self.sum_sq = float(sq[0])
 
     @property
@@ -214,12 +207,7 @@ class EncodedData:
         return 0.0 if self.holds_distances else self.sum_sq
 
     def _reduce(self, fn, *args):
-        if not self.distributed:
-            return functools.reduce(add_parts, [fn(p, *args) for p in self._parts])
-        import dask
-
-        func = dask.delayed(fn, pure=True)
-        return tree_reduce([func(p, *args) for p in self._parts], add_parts).compute()
+        return reduce_kept(self._kept, fn, *args)
 
     def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> np.ndarray:
         """IMM histograms (n_slots, d, n_bins, k): counts of counted rows per reference cluster."""
@@ -252,7 +240,7 @@ class EncodedData:
 
     def release(self) -> None:
         """Forget the per-row state (frees worker memory once the tree is built)."""
-        self._parts = []
+        self._kept.release()
 
 
 # --------------------------------------------------------------------------- scoring

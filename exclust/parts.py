@@ -14,12 +14,15 @@ The layer holds the only implementations of:
 - ``align``: a per-row column (labels, truth) made to match X's kind and row parts;
 - ``uniform_sample``: an exact uniform sample of rows chosen by global row id;
 - ``row_uniforms``: per-row uniform numbers from (seed, global row id);
-- ``hold``: keep a dask matrix on the workers when it fits (read once), else stream it;
 - ``PASSES``: the pass counter (passes over the data and reads of the source files, per step).
 
-Threading policy: numpy parts run on our own threads with BLAS held to one thread each (every
-thread already has a core); inside a Dask worker the kernels run single-threaded
-(``kernel_threads``), because the worker's threads already use the cores.
+Threading policy: numpy parts run on our own threads with BLAS and numba held to one thread each
+(every thread already has a core; a single part may use them all); inside a Dask worker the
+kernels run single-threaded (``kernel_threads``, ``kernel_threading``), because the worker's
+threads already use the cores.
+
+Where the rows live between passes (held on the workers or streamed from the files, and
+per-part state kept where a pass made it) is ``exclust.residency``, built on this layer.
 """
 from __future__ import annotations
 
@@ -43,8 +46,6 @@ THREAD_MIN_ROWS = 200_000
 FAN_IN = 8
 # Dask layers that read the input files: a pass whose graph holds one reads the source.
 SOURCE_LAYER_PREFIXES = ("read_piece",)  # exclust.parquet.read_piece: the one Parquet read
-# Hold the data on the workers when it takes at most this share of their memory.
-HOLD_MEMORY_SHARE = 0.5
 
 
 def is_lazy(a: Any) -> bool:
@@ -84,6 +85,28 @@ def kernel_threads() -> int:
     import numba
 
     return int(numba.get_num_threads())
+
+
+@contextlib.contextmanager
+def kernel_threading(threads: int | None = None) -> Iterator[None]:
+    """Run numba's parallel kernels inside with ``threads`` threads (default ``kernel_threads()``).
+
+    numba's thread count is per calling thread, so this holds for the kernels this thread
+    launches only; it is how a part's work runs single-threaded inside a Dask worker, or inside
+    one of our own threads over numpy parts.
+    """
+    import numba
+
+    want = kernel_threads() if threads is None else max(1, int(threads))
+    have = numba.get_num_threads()
+    if want == have:
+        yield
+        return
+    numba.set_num_threads(want)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(have)
 
 
 # --------------------------------------------------------------------------- pass counter
@@ -153,7 +176,8 @@ def reads_source(*arrays: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- parts
-def _one_column_chunk(X):
+def one_column_chunk(X):
+    """X with all its columns in one chunk (a part is a block of whole rows)."""
     if X.ndim == 2 and X.numblocks[1] != 1:
         X = X.rechunk({1: -1})
     return X
@@ -199,7 +223,7 @@ def align(column: Any, X: Any, what: str = "column"):
         return da.from_array(column, chunks=(X.chunks[0],) + column.shape[1:])
     if column.chunks[0] != X.chunks[0]:
         column = column.rechunk({0: X.chunks[0]})
-    return _one_column_chunk(column)
+    return one_column_chunk(column)
 
 
 @dataclass
@@ -233,7 +257,7 @@ def concat_parts(a: Any, b: Any) -> Any:
     return np.concatenate([a, b])
 
 
-def _fold(combine: Callable[[Any, Any], Any], *parts: Any) -> Any:
+def fold(combine: Callable[[Any, Any], Any], *parts: Any) -> Any:
     out = parts[0]
     for p in parts[1:]:
         out = combine(out, p)
@@ -241,13 +265,14 @@ def _fold(combine: Callable[[Any, Any], Any], *parts: Any) -> Any:
 
 
 def _run_part(offset: int, block, column_blocks: list, reductions: list[Reduction], slots: list[list[int]],
-              own: list):
+              own: list, threads: int | None = None):
     out = []
-    for r, idx, mine in zip(reductions, slots, own):
-        cols = [column_blocks[i] for i in idx]
-        head = (offset,) if r.with_offset else ()
-        extra = (mine,) if r.per_part is not None else ()
-        out.append(r.func(*head, block, *extra, *cols, *r.args))
+    with kernel_threading(threads):
+        for r, idx, mine in zip(reductions, slots, own):
+            cols = [column_blocks[i] for i in idx]
+            head = (offset,) if r.with_offset else ()
+            extra = (mine,) if r.per_part is not None else ()
+            out.append(r.func(*head, block, *extra, *cols, *r.args))
     return tuple(out)
 
 
@@ -260,7 +285,7 @@ def _run_packed(offset: int, packed: tuple, reductions, slots, own):
 
 
 def _merge_results(reductions: list[Reduction], *parts: tuple) -> tuple:
-    return tuple(_fold(r.combine, *[p[i] for p in parts]) for i, r in enumerate(reductions))
+    return tuple(fold(r.combine, *[p[i] for p in parts]) for i, r in enumerate(reductions))
 
 
 def tree_reduce(parts: Sequence[Any], combine: Callable[[Any, Any], Any] = operator.add, fan_in: int = FAN_IN):
@@ -269,7 +294,7 @@ def tree_reduce(parts: Sequence[Any], combine: Callable[[Any, Any], Any] = opera
 
     if not parts:
         raise ValueError("nothing to reduce")
-    merge = dask.delayed(_fold, pure=True)
+    merge = dask.delayed(fold, pure=True)
     level = list(parts)
     while len(level) > 1:
         level = [merge(combine, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
@@ -310,9 +335,12 @@ def run_reductions(X, reductions: Sequence[Reduction], *, fan_in: int = FAN_IN, 
     # Tasks carry no dask collection: a column left in a Reduction would be computed whole.
     plain = [replace(r, columns=(), per_part=None if r.per_part is None else ()) for r in reductions]
     if not is_lazy(X):
+        # One part: its kernels may use every numba thread; several: each of our threads has a core.
+        threads = None if len(bounds) == 2 else 1
+
         def run(i):
             sl = slice(int(bounds[i]), int(bounds[i + 1]))
-            return _run_part(int(bounds[i]), X[sl], [c[sl] for c in columns], plain, slots, own[i])
+            return _run_part(int(bounds[i]), X[sl], [c[sl] for c in columns], plain, slots, own[i], threads)
 
         if len(bounds) == 2:
             return list(run(0))
@@ -324,7 +352,7 @@ def run_reductions(X, reductions: Sequence[Reduction], *, fan_in: int = FAN_IN, 
     import dask
     import dask.array as da
 
-    X = _one_column_chunk(X)
+    X = one_column_chunk(X)
     # One task per part hands over the part's rows and columns together: the columns then come
     # from the same read as the rows. Graph optimization would fuse the read into each consumer
     # and read it twice, so it is off (measured: tests/test_parts.py counts the reads).
@@ -372,7 +400,7 @@ def map_rows(func: Callable[..., np.ndarray], X, *args: Any, dtype=np.float64, w
     """
     if not is_lazy(X):
         return func(X, *args)
-    X = _one_column_chunk(X)
+    X = one_column_chunk(X)
     if width is None:
         return X.map_blocks(_map_block, func, args, width, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],))
     return X.map_blocks(_map_block, func, args, width, dtype=dtype, chunks=(X.chunks[0], (width,)))
@@ -425,76 +453,3 @@ def uniform_sample(X, *columns: Any, size: int, random_state=None) -> tuple:
     cut = np.searchsorted(ids, bounds)
     per_part = [ids[cut[i] : cut[i + 1]] for i in range(len(bounds) - 1)]
     return tuple(map_reduce(_take_rows, X, *columns, combine=concat_parts, with_offset=True, per_part=per_part))
-
-
-# --------------------------------------------------------------------------- read once
-def cluster_memory() -> int:
-    """Bytes the Dask workers may use (sum of memory_limit), or the free memory without a client."""
-    try:
-        from distributed import default_client
-
-        workers = default_client().scheduler_info(n_workers=-1)["workers"].values()
-        return int(sum(w.get("memory_limit", 0) or 0 for w in workers))
-    except (ImportError, ValueError, TypeError):
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-
-
-def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
-    memory = cluster_memory()
-    return bool(memory) and nbytes <= share * memory
-
-
-def hold(*arrays: Any, force: bool | None = None) -> tuple[tuple, bool]:
-    """Persist dask arrays on the workers together (one read of their shared source) when they
-    fit in ``HOLD_MEMORY_SHARE`` of the workers' memory; else leave them to be streamed.
-
-    ``force`` True/False overrides the size rule. Returns (arrays, held). numpy input is held
-    already. Holding is one pass (counted).
-    """
-    lazy = [a for a in arrays if is_lazy(a)]
-    if not lazy:
-        return arrays, True
-    if not any(reads_source(a) for a in lazy) and _all_persisted(lazy):
-        return arrays, True
-    nbytes = sum(int(a.nbytes) for a in lazy)
-    keep = fits_on_workers(nbytes) if force is None else bool(force)
-    if not keep:
-        logger.info("data (%.1f GB) exceed %.0f%% of the workers' memory: streamed, each pass reads the source",
-                    nbytes / 1e9, 100 * HOLD_MEMORY_SHARE)
-        return arrays, False
-    import dask
-
-    PASSES.record(*lazy)
-    persisted = dask.persist(*lazy)
-    _wait(persisted)
-    persisted = iter(persisted)
-    return tuple(next(persisted) if is_lazy(a) else a for a in arrays), True
-
-
-def _wait(arrays) -> None:
-    """Block until persisted arrays are in memory (so that the step that held them pays for it)."""
-    try:
-        from distributed import default_client, wait
-    except ImportError:  # pragma: no cover
-        return
-    try:
-        default_client()
-    except ValueError:
-        return
-    wait(list(arrays))
-
-
-def _all_persisted(arrays: Sequence[Any]) -> bool:
-    """True when every array's graph is made of futures already (persisted, nothing to compute)."""
-    try:
-        from distributed import Future
-    except ImportError:  # pragma: no cover
-        return False
-    for a in arrays:
-        graph = dict(a.__dask_graph__())
-        for key in a.__dask_keys__() if a.ndim == 1 else [k for row in a.__dask_keys__() for k in row]:
-            if not isinstance(graph.get(key), Future):
-                return False
-    return True

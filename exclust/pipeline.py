@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust import parts, registry
+from exclust import parts, registry, residency
 from exclust.data import Dataset, InputError, is_dask_array, load_dataset
 from exclust.outputs import json_text, validate_input_path
 from exclust.staging import StagedOutput, staged_output
@@ -154,7 +154,7 @@ def load(config: ExplainConfig) -> Dataset:
     """Read and validate the input: features plus the truth, reference and concept columns.
 
     Read once: a Parquet input is held on the workers right after its one read when it fits
-    (``parts.hold``: half of their memory), so that validation and every later step read memory;
+    (``residency.hold``: half of their memory), so that validation and every later step read memory;
     otherwise every pass streams it from the files.
     """
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
@@ -177,7 +177,7 @@ def _load_parquet_held(config: ExplainConfig, extra: list[str]) -> Dataset:
     held = {"held": False}
 
     def hold_before_validation(X, extras):
-        (X, *columns), held["held"] = parts.hold(X, *extras.values(), force=config.hold)
+        (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold)
         parts.PASSES.record(X)  # validation: one pass (data.py's own map over the chunks)
         return X, dict(zip(extras, columns))
 
@@ -187,7 +187,7 @@ def _load_parquet_held(config: ExplainConfig, extra: list[str]) -> Dataset:
 
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
-    (X, *columns), _ = parts.hold(data.X, *data.extra.values(), force=force)
+    (X, *columns), _ = residency.hold(data.X, *data.extra.values(), force=force)
     return Dataset(X, data.feature_names, dict(zip(data.extra, columns)), data.source, data.n_dropped,
                    data.category_names)
 
@@ -504,7 +504,7 @@ def _held(labels, data: Dataset):
     holding 4 bytes a row. Streamed data do not hold them (that would be a read of its own):
     each pass predicts them from the rows it reads anyway."""
     if is_dask_array(labels) and is_held(data):
-        return parts.hold(labels.astype(np.int32), force=True)[0][0]
+        return residency.hold(labels.astype(np.int32), force=True)[0][0]
     return labels
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from exclust import _kernels_stats as K
-from exclust import parts
+from exclust import parts, residency
 from exclust.data import Dataset, InputError, as_matrix
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, Integral, Interval, Real, StrOptions
 from exclust.parts import is_lazy
@@ -51,7 +51,7 @@ def _prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
             raise InputError(f"the data have {X.n_rows} row(s), fewer than the {n_clusters} clusters asked for")
         source = X.X
         if is_lazy(X.X):
-            X = Dataset(parts.hold(X.X)[0][0], X.feature_names, X.extra, X.source, X.n_dropped)
+            X = Dataset(residency.hold(X.X)[0][0], X.feature_names, X.extra, X.source, X.n_dropped)
         return X, source, 0
     source, persisted = X, False
     if is_lazy(X):
@@ -60,13 +60,13 @@ def _prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
             X = X.rechunk({1: -1})
         source = X
         if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
-            X, persisted = parts.hold(X)[0][0], True
+            X, persisted = residency.hold(X)[0][0], True
     data = as_matrix(X, n_clusters=n_clusters)
     if not is_lazy(data.X):
         return data, data.X, 1
     if not persisted:  # row chunk sizes were unknown until validation measured them
         source = data.X
-        data = Dataset(parts.hold(data.X)[0][0], data.feature_names, data.extra, data.source, data.n_dropped)
+        data = Dataset(residency.hold(data.X)[0][0], data.feature_names, data.extra, data.source, data.n_dropped)
     return data, source, 1
 
 

@@ -114,6 +114,6 @@ def test_mistake_histograms_drop_rows_of_absent_centers(rng):
     slot = np.array([0])
     ok = np.array([[True, False, True]])
     hist = data.mistake_histograms(tree, slot, ok)[0]
-    labels = data._parts[0]["labels"]
+    labels = data._kept.parts[0]["labels"]
     assert hist[:, :, 1].sum() == 0
     assert hist[0, :, 0].sum() == (labels == 0).sum() and hist[1, :, 2].sum() == (labels == 2).sum()

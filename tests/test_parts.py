@@ -1,11 +1,12 @@
 """The partitioned-data layer: same answers for numpy and dask chunked 1, 3 or 7 ways; read counting."""
 from __future__ import annotations
 
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
 
-from exclust import parts
+from exclust import parts, residency
 
 CHUNKINGS = (1, 3, 7)
 
@@ -79,6 +80,43 @@ def test_numpy_input_is_split_for_threads():
     assert len(bounds) - 1 == min(4, __import__("os").cpu_count())
 
 
+def _square_sum(block):
+    return {"sq": np.asarray(block) ** 2}
+
+
+def _sum_of(part, column):
+    return part["sq"][:, column].sum(keepdims=True)
+
+
+def test_kept_parts_stay_where_made_and_each_reduction_is_one_counted_pass(dask_client):
+    X = np.arange(3000.0).reshape(1000, 3)
+    expected = (X ** 2).sum(axis=0)
+    for data in (X, da.from_array(X, chunks=(333, 3))):
+        parts.PASSES.reset()
+        with parts.PASSES.step("keep"):
+            kept = residency.keep_parts(_square_sum, data, summarize=_sum_of, summarize_args=(2,))
+        with parts.PASSES.step("reduce"):
+            got = [residency.reduce_kept(kept, _sum_of, j)[0] for j in range(3)]
+        assert kept.distributed == (data is not X) and len(kept.parts) == (1 if data is X else 4)
+        np.testing.assert_allclose(got, expected)
+        np.testing.assert_allclose(kept.summary, expected[2:])  # made in the keeping pass itself
+        assert parts.PASSES.passes == {"keep": 1, "reduce": 3} and parts.PASSES.reads == {"keep": 0, "reduce": 0}
+
+
+def test_kernels_run_single_threaded_inside_workers_and_in_our_threads(dask_client):
+    import numba
+
+    def threads(block):
+        return np.array([numba.get_num_threads()])
+
+    inside = parts.map_reduce(threads, da.from_array(np.zeros((40, 1)), chunks=(10, 1)), combine=np.maximum)
+    assert inside[0] == 1
+    many = np.zeros((parts.THREAD_MIN_ROWS * 2, 1))
+    if len(parts.row_offsets(many)) > 2:  # several numpy parts: each of our threads gets one core
+        assert parts.map_reduce(threads, many, combine=np.maximum)[0] == 1
+    assert parts.map_reduce(threads, np.zeros((10, 1)))[0] == numba.get_num_threads()
+
+
 def counting_reads(monkeypatch, log):
     """Make every Parquet piece read (on any worker) append a line to ``log``: the real reads."""
     import sys
@@ -122,7 +160,7 @@ def test_counter_reads_equal_the_real_reads(tmp_path, dask_client, monkeypatch, 
     log.unlink()
     parts.PASSES.reset()
     with parts.PASSES.step("hold"):
-        (X, t), is_held = parts.hold(data.X, data.extra["t"], force=held)
+        (X, t), is_held = residency.hold(data.X, data.extra["t"], force=held)
     with parts.PASSES.step("work"):
         parts.map_reduce(_sums, X, t)
         parts.uniform_sample(X, t, size=50, random_state=0)
