@@ -211,6 +211,12 @@ def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_c
     arts = _artifacts(state.state_details.flow_run_id)
     assert {"explain-metrics", "explain-rules", "explain-report"} <= set(arts)
     assert "cluster 0:" in arts["explain-rules"].data
+    table = arts["explain-metrics"].data
+    rows = {row["metric"]: row for row in (json.loads(table) if isinstance(table, str) else table)}
+    from exclust.scorecard import MEASURES  # the catalogue's labels and directions, not the flow's own
+
+    assert rows["price_kmeans"]["label"] == MEASURES["price_kmeans"].label and rows["price_kmeans"]["better"] == "lower"
+    assert rows["ari_truth"]["better"] == "higher" and rows["seconds.score"]["label"] == MEASURES["seconds"].label
     report = str((tmp_path / "out" / "report.html").resolve())
     assert report in arts["explain-report"].data and report in arts["explain-rules"].data  # no server: the path
 
