@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
     ex.add_argument("--trials", type=_positive_int, default=1, help="random-cut: trees drawn, the cheapest kept")
     ex.add_argument("--no-curve", action="store_true", help="skip the report's cost-versus-leaves curve")
+    ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
+                    help="price the tree under k-medians too (2+ passes more over the data); "
+                         "default: when the objective or the reference is kmedians")
     ex.add_argument("--threshold", default="midpoint", choices=THRESHOLDS, help="MMDT threshold variant")
     ex.add_argument("--reference", default="gmm", help="gmm, kmeans, kmedians, or labels:COLUMN (default gmm)")
     ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
@@ -120,6 +123,7 @@ def cmd_explain(args) -> int:
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
         storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
         depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve,
+        kmedians_price=args.kmedians_price,
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
@@ -152,15 +156,18 @@ def cmd_label(args) -> int:
     return 0
 
 
-SUMMARY_KEYS = ("algorithm", "reference", "k", "d", "n", "n_leaves", "depth", "enr", "price_kmeans",
-                "surrogate_price", "price_kmedians", "kernel_price", "error_rate", "ari_reference", "ari_truth")
-
-
 def _summary(metrics: dict, rules: str, out) -> None:
-    shown = {k: metrics[k] for k in SUMMARY_KEYS if metrics.get(k) is not None}
+    """Rules, the headline measures of the catalogue (``scorecard.HEADLINE``) and which way each is better."""
+    from exclust.scorecard import HEADLINE, MEASURES
+
+    shown = {k: metrics[k] for k in HEADLINE if metrics.get(k) is not None and not isinstance(metrics[k], (dict, list))}
     print("rules:")
     print("  " + rules.rstrip("\n").replace("\n", "\n  "))
     print("metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
+    for better in ("lower", "higher"):
+        keys = [k for k in shown if MEASURES[k].better == better]
+        if keys:
+            print(f"  {better} is better: {', '.join(keys)}")
     print(f"wrote {out}/tree.json, metrics.json, rules.txt, report.html")
 
 

@@ -3,7 +3,7 @@
 Each iteration assigns every row to its nearest center in l1 and moves every center to the
 coordinate-wise median of its rows, the l1-optimal center of a fixed cluster. Medians do not
 merge across partitions, so they come from the histogram bisection that ``metrics`` uses for
-the k-medians price (``metrics.cluster_medians``): one pass for counts and ranges, then a few
+the k-medians price (``kmedians_cost.cluster_medians``): one pass for counts and ranges, then a few
 histogram passes until each median bin holds one distinct value; the center is then exactly the
 point of rank ceil(n/2) of the cluster on that feature (the lower median). The assignment is
 computed inside each of those passes (lazy labels on a dask array), so nothing row-sized ever
@@ -31,7 +31,7 @@ import numpy as np
 from exclust import _kernels_l1 as K
 from exclust.data import Dataset, InputError, is_dask_array
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
-from exclust.metrics import cluster_medians
+from exclust.kmedians_cost import cluster_medians
 from exclust.reference import (
     AT_LEAST_ONE,
     NON_NEGATIVE,

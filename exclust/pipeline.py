@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from exclust import parts, registry, residency
+from exclust.config import ExplainConfig  # the run's options (exclust.pipeline.ExplainConfig stays importable)
 from exclust.data import Dataset, InputError, is_dask_array, load_dataset
-from exclust.outputs import json_text, validate_input_path
+from exclust.outputs import json_text
 from exclust.staging import StagedOutput, staged_output
 from exclust.tree import ThresholdTree
 
@@ -24,8 +25,6 @@ ALGORITHMS = tuple(registry.ALGORITHMS)
 SUMMARY_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.needs == registry.SUMMARY)
 DATA_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.cost_curve)  # the report shows cost vs leaves
 THRESHOLDS = tuple(registry.THRESHOLDS)
-REFERENCES = ("gmm", "kmeans", "kmedians", "labels")
-KERNELS = ("gaussian", "laplace")
 SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
 # One exact uniform sample of the rows, drawn once per run: the k-means seeding, the cost
 # curve's baselines and the report's scatter plot all use it.
@@ -34,86 +33,6 @@ RUN_SAMPLE_ROWS = 200_000
 # then a few full passes of Lloyd's algorithm refine the centers.
 KMEANS_SAMPLE_ROWS = 50_000
 KMEANS_REFINE_PASSES = 3
-
-
-@dataclass
-class ExplainConfig:
-    """Everything one explain run needs; validated by ``check``."""
-
-    input: Any  # Parquet path/folder/glob, or an in-memory array/DataFrame
-    features: list[str] | None = None
-    algorithm: str = "mmdt"
-    k: int = 5
-    reference: str = "gmm"  # gmm | kmeans | labels (then reference_column names the label column)
-    reference_column: str | None = None
-    threshold: str = "midpoint"
-    truth: str | None = None
-    leaves: int | None = None  # ExKMC / KDTree / CART leaf budget (default k)
-    concepts: list[str] | None = None  # concept-mmdt: label columns, one per concept
-    kernel: str = "gaussian"
-    bandwidth: float | None = None
-    random_state: int = 0
-    nan_policy: str = "raise"
-    title: str | None = None
-    plot_features: list[str] | None = None  # the two features of the report's scatter plot (default: the tree's first)
-    storage_options: dict[str, Any] | None = None  # fsspec options of an s3:// (or other) input URL
-    cost_curve: bool = True  # the report's cost-vs-leaves curve for data-driven trees (off for nightly runs)
-    hold: bool | None = None  # keep the validated data on the workers: None decides by size, True/False forces
-    objective: str = "kmeans"  # the reference cost IMM, ExKMC, ExShallow and random cuts keep low: kmeans | kmedians
-    depth_factor: float = 0.03  # ExShallow's penalty on depth (0: ExGreedy)
-    trials: int = 1  # random-cut: trees drawn; the cheapest on the data is kept
-
-    @classmethod
-    def parse_reference(cls, text: str) -> tuple[str, str | None]:
-        """``gmm`` / ``kmeans`` / ``labels:COL`` -> (kind, column)."""
-        kind, _, column = str(text).partition(":")
-        kind = kind.strip().lower()
-        if kind not in REFERENCES:
-            raise InputError(f"reference must be gmm, kmeans, kmedians or labels:COLUMN, not {text!r}")
-        if kind == "labels" and not column.strip():
-            raise InputError("reference labels needs a column: labels:COLUMN")
-        if kind != "labels" and column:
-            raise InputError(f"reference {kind} takes no column (got {text!r})")
-        return kind, (column.strip() or None)
-
-    def check(self) -> "ExplainConfig":
-        """Validate the choices (not the data); return self."""
-        from enum import Enum
-
-        for name in ("algorithm", "reference", "threshold", "kernel", "nan_policy", "objective"):
-            value = getattr(self, name)
-            if isinstance(value, Enum):  # parameter models hand over enum members
-                setattr(self, name, value.value)
-        entry = registry.algorithm(self.algorithm)
-        if self.objective not in registry.OBJECTIVES:
-            raise InputError(f"objective must be one of {', '.join(registry.OBJECTIVES)}, not {self.objective!r}")
-        if self.objective not in entry.objectives:
-            raise InputError(f"{self.algorithm} builds trees for the {', '.join(entry.objectives)} objective only, "
-                             f"not {self.objective!r}")
-        if not isinstance(self.trials, (int, np.integer)) or self.trials < 1:
-            raise InputError(f"trials must be a whole number >= 1, got {self.trials!r}")
-        if not self.depth_factor >= 0:
-            raise InputError(f"depth factor must be >= 0, got {self.depth_factor!r}")
-        if self.reference not in REFERENCES:
-            raise InputError(f"reference must be one of {', '.join(REFERENCES)}, not {self.reference!r}")
-        if self.reference == "labels" and not self.reference_column:
-            raise InputError("reference 'labels' needs the name of the label column")
-        registry.threshold(self.threshold)
-        if self.kernel not in KERNELS:
-            raise InputError(f"kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}")
-        if not isinstance(self.k, (int, np.integer)) or self.k < 2:
-            raise InputError(f"the number of clusters k must be an integer >= 2, got {self.k!r}")
-        if self.leaves is not None and self.leaves < self.k:
-            raise InputError(f"leaves ({self.leaves}) must be at least the number of clusters k ({self.k})")
-        if self.algorithm == "concept-mmdt" and not self.concepts:
-            raise InputError("concept-mmdt needs concept label columns (--concepts col1,col2)")
-        if self.plot_features is not None and len(self.plot_features) != 2:
-            raise InputError(f"plot features must name two features, got {self.plot_features!r}")
-        if self.bandwidth is not None and not self.bandwidth > 0:
-            raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
-        if isinstance(self.input, (str, os.PathLike)):
-            self.input = validate_input_path(self.input, self.storage_options)
-        return self
 
 
 @dataclass
@@ -332,7 +251,8 @@ def score_tree(data: Dataset, ref: Reference | None, built: Built, config: Expla
 
 def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
                     with_curve: bool | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Scores and the cost curve from ONE pass over the data (plus the k-medians passes).
+    """Scores and the cost curve from ONE pass over the data (plus the k-medians passes when
+    ``config.wants_kmedians_price``).
 
     The curve's trees are built on the run's sample first (``plan_cost_curve``); its scoring
     pass rides on the scores' pass. ``with_curve=None`` follows the config.
@@ -346,7 +266,8 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     # Centers live in feature space: they mean nothing to a tree over concept coordinates.
     centers = None if ref is None or built.space is not None else ref.centers
     also = [plan.reduction()] if plan is not None else []
-    scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also)
+    scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also,
+                               kmedians=config.wants_kmedians_price)
     # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.drift).
     sizes = scores.get("leaf_sizes") or {}
     total = float(sum(sizes.values())) or 1.0
@@ -414,27 +335,11 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
 
 # --------------------------------------------------------------------------- metrics and report (exclust.steps runs the job)
 def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds) -> dict[str, Any]:
-    """metrics.json: the score dict plus what was run and how long each step took."""
+    """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,
+    how long each step took, the passes and reads per step)."""
+    from exclust.scorecard import RunFacts
+
     tree = built.tree
-    metrics = dict(scores)
-    metrics.update({
-        "algorithm": config.algorithm,
-        "k": int(config.k),
-        "d": int(data.n_features),
-        "n": int(data.n_rows),
-        "n_dropped": int(data.n_dropped),
-        "enr": enr_of(ref, built),
-        "enr_convention": built.info.get("enr_convention", "paper002"),
-        "reference": built.info.get("reference") if ref is None else ref.kind,
-        "threshold": config.threshold if "mmdt" in config.algorithm else None,
-        "objective": config.objective,
-        "n_leaves": int(tree.n_leaves),
-        "depth": int(tree.depth),
-        "features_used": tree.features_used,
-        "n_passes": built.info.get("n_passes"),
-        "seconds": dict(seconds),
-        "held": is_held(data),
-    })
     passes, reads = dict(parts.PASSES.passes), dict(parts.PASSES.reads)
     if built.info.get("n_passes") is not None and "build tree" in passes:
         # The histogram engine makes its passes outside exclust.parts; the estimator counts them.
@@ -444,11 +349,18 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
             # IMM / ExKMC: binning's sample and the encoding read the files; their histogram
             # passes read the encoded rows they keep on the workers.
             reads["build tree"] = reads.get("build tree", 0) + min(extra, 2)
-    metrics["passes"] = passes
-    metrics["parquet_reads"] = reads
-    for key in ("kernel_price", "guaranteed_price"):
-        if built.info.get(key) is not None:
-            metrics[key] = built.info[key]
+    facts = RunFacts(
+        algorithm=config.algorithm, reference=built.info.get("reference") if ref is None else ref.kind,
+        k=int(config.k), d=int(data.n_features), n=int(data.n_rows), n_dropped=int(data.n_dropped),
+        enr=enr_of(ref, built), enr_convention=built.info.get("enr_convention", "paper002"),
+        threshold=config.threshold if "mmdt" in config.algorithm else None, objective=config.objective,
+        n_leaves=int(tree.n_leaves), depth=int(tree.depth), features_used=tree.features_used,
+        n_passes=built.info.get("n_passes"), seconds=dict(seconds), held=is_held(data), passes=passes,
+        parquet_reads=reads, kernel_price=built.info.get("kernel_price"),
+        guaranteed_price=built.info.get("guaranteed_price"),
+    )
+    metrics = dict(scores)
+    metrics.update(facts.as_dict())
     return metrics
 
 

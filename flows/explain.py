@@ -53,8 +53,15 @@ def report_url(report: Path) -> str | None:
 
 def publish_artifacts(result: pipeline.ExplainResult) -> None:
     """Metrics table, rules with the headline figures, and the report, visible on the run's page in the Prefect UI."""
-    rows = [{"metric": k, "value": v} for k, v in result.metrics.items() if not isinstance(v, (dict, list))]
-    rows += [{"metric": f"seconds.{k}", "value": v} for k, v in result.metrics.get("seconds", {}).items()]
+    from exclust.scorecard import MEASURES
+
+    def row(key: str, value: Any, measure_key: str) -> dict[str, Any]:
+        info = MEASURES.get(measure_key)  # the catalogue's label and direction; unknown keys shown plainly
+        return {"metric": key, "label": info.label if info else key, "value": value,
+                "better": (info.better or "") if info else ""}
+
+    rows = [row(k, v, k) for k, v in result.metrics.items() if not isinstance(v, (dict, list))]
+    rows += [row(f"seconds.{k}", v, "seconds") for k, v in result.metrics.get("seconds", {}).items()]
     create_table_artifact(rows, key="explain-metrics", description="exclust explain: metrics of the tree")
     from exclust.report import summary_markdown
 

@@ -48,6 +48,24 @@ class Kernel(str, Enum):
     laplace = "laplace"
 
 
+class KmediansPrice(str, Enum):
+    """Whether scoring prices the tree under k-medians too (2+ passes more over the data)."""
+
+    auto = "auto"  # when the objective or the reference is kmedians
+    on = "on"
+    off = "off"
+
+
+_KMEDIANS_PRICE = {KmediansPrice.auto.value: None, KmediansPrice.on.value: True, KmediansPrice.off.value: False}
+
+
+def _kmedians_price_choice(value):
+    """Python callers may pass ExplainConfig's own values: None (auto), True, False."""
+    if value is None or isinstance(value, bool):
+        return {None: KmediansPrice.auto, True: KmediansPrice.on, False: KmediansPrice.off}[value]
+    return value
+
+
 class NanPolicy(str, Enum):
     """What to do with rows holding NaN or infinite feature values."""
 
@@ -132,6 +150,11 @@ class ExplainParams(BaseModel):
     depth_factor: float = Field(default=0.03, ge=0, description="ExShallow's penalty on depth; 0 gives ExGreedy.")
     trials: int = Field(default=1, ge=1, le=10_000, description="random-cut: trees drawn; the cheapest on the data is kept.")
     cost_curve: bool = Field(default=True, description="Draw the report's cost-versus-leaves curve (data-driven trees); off saves its work.")
+    kmedians_price: KmediansPrice = Field(
+        default=KmediansPrice.auto,
+        description="Price the tree under k-medians too, at 2 or more passes more over the data: auto does so when "
+                    "the objective or the reference is kmedians; on or off force it.",
+    )
     concepts: str = Field(default="", description="Concept label columns for concept-mmdt, comma-separated.")
     kernel: Kernel = Field(default=Kernel.gaussian, description="Kernel of kernel-mmdt.")
     bandwidth: float = Field(default=0.0, ge=0, description="Kernel bandwidth of kernel-mmdt; 0: chosen from the data.")
@@ -151,6 +174,7 @@ class ExplainParams(BaseModel):
     _texts = field_validator("columns", "concepts", "plot_features", "reference_column", "truth_column",
                              "scheduler_address", "storage_options", mode="before")(_one_text)
     _numbers = field_validator("leaves", "bandwidth", mode="before")(_none_is_zero)
+    _kmedians_price = field_validator("kmedians_price", mode="before")(_kmedians_price_choice)
     _output_allowed = field_validator("output")(_allowed_output)
 
     @model_validator(mode="after")
@@ -187,7 +211,7 @@ class ExplainParams(BaseModel):
             concepts=_names(self.concepts), kernel=self.kernel, bandwidth=self.bandwidth or None,
             random_state=self.random_state, nan_policy=self.nan_policy, plot_features=_names(self.plot_features),
             storage_options=self.storage_options_dict(), objective=self.objective, depth_factor=self.depth_factor,
-            trials=self.trials, cost_curve=self.cost_curve,
+            trials=self.trials, cost_curve=self.cost_curve, kmedians_price=_KMEDIANS_PRICE[self.kmedians_price],
         )
 
 

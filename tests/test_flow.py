@@ -211,6 +211,12 @@ def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_c
     arts = _artifacts(state.state_details.flow_run_id)
     assert {"explain-metrics", "explain-rules", "explain-report"} <= set(arts)
     assert "cluster 0:" in arts["explain-rules"].data
+    table = arts["explain-metrics"].data
+    rows = {row["metric"]: row for row in (json.loads(table) if isinstance(table, str) else table)}
+    from exclust.scorecard import MEASURES  # the catalogue's labels and directions, not the flow's own
+
+    assert rows["price_kmeans"]["label"] == MEASURES["price_kmeans"].label and rows["price_kmeans"]["better"] == "lower"
+    assert rows["ari_truth"]["better"] == "higher" and rows["seconds.score"]["label"] == MEASURES["seconds"].label
     report = str((tmp_path / "out" / "report.html").resolve())
     assert report in arts["explain-report"].data and report in arts["explain-rules"].data  # no server: the path
 
@@ -324,3 +330,39 @@ def test_bad_parameters_fail_the_run_with_one_log_line(tmp_path, prefect_api):
     assert errors, [r.getMessage() for r in records]
     assert len(errors) == 1 and "params.tree: Value error, input not found:" in errors[0].getMessage()
     assert errors[0].exc_info is None and "\n" not in errors[0].getMessage()
+
+
+def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path, prefect_api, dask_client):
+    """The one step list and the one catalogue: whichever way a run starts, metrics.json has the same keys
+    (in the same order, every one catalogued), the same steps in seconds and passes, and the tree is the same."""
+    from exclust.cli import main
+    from exclust.datasets.synthetic import write_gmm_parquet
+    from exclust.pipeline import ExplainConfig
+    from exclust.scorecard import MEASURES
+    from exclust.steps import run_explain
+    from flows.explain import explain
+
+    write_gmm_parquet(tmp_path / "data", 6000, n_components=3, n_features=2, rows_per_file=2000, random_state=3,
+                      noise_scale=3.0)
+    data, scheduler = str(tmp_path / "data"), dask_client.scheduler.address
+    code = main(["explain", "--input", data, "--features", "x0,x1", "--algorithm", "kdtree", "--k", "3",
+                 "--reference", "kmeans", "--truth", "truth", "--scheduler", scheduler, "--quiet",
+                 "--out", str(tmp_path / "cli")])
+    assert code == 0
+    run_explain(ExplainConfig(input=data, features=["x0", "x1"], algorithm="kdtree", k=3, reference="kmeans",
+                              truth="truth"), tmp_path / "python", scheduler=scheduler)
+    state = explain(ExplainParams(input=data, output=str(tmp_path / "flow"), columns="x0,x1", algorithm="kdtree",
+                                  n_clusters=3, reference="kmeans", truth_column="truth", scheduler_address=scheduler),
+                    return_state=True)
+    assert state.is_completed(), state.message
+    runs = {way: json.loads((tmp_path / way / "metrics.json").read_text()) for way in ("cli", "python", "flow")}
+    trees = {way: json.loads((tmp_path / way / "tree.json").read_text()) for way in runs}
+    keys = list(runs["cli"])
+    assert all(key in MEASURES for key in keys)
+    for way, metrics in runs.items():
+        assert list(metrics) == keys, way
+        assert list(metrics["seconds"]) == list(runs["cli"]["seconds"]), way
+        assert metrics["passes"] == runs["cli"]["passes"], way
+        assert metrics["price_kmeans"] == pytest.approx(runs["cli"]["price_kmeans"], rel=1e-12), way
+        assert {k: v for k, v in trees[way].items() if k != "meta"} == \
+            {k: v for k, v in trees["cli"].items() if k != "meta"}, way

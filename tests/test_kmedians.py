@@ -8,7 +8,7 @@ from sklearn.exceptions import NotFittedError
 from exclust import KMedians
 from exclust.data import InputError
 from exclust.kmedians import kmedians_parallel_init, weighted_lower_median
-from exclust.metrics import cluster_medians
+from exclust.kmedians_cost import cluster_medians
 
 
 def _lower_medians(X):

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 SHOTS = Path(tempfile.gettempdir())
-ENUM_FIELDS = {"algorithm", "reference", "threshold", "kernel", "nan_policy", "objective"}
+ENUM_FIELDS = {"algorithm", "reference", "threshold", "kernel", "nan_policy", "objective", "kmedians_price"}
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     expected = set(ExplainParams.model_fields)
     fields = _wait_for(lambda: (f := _fields(browser)) and expected <= set(f) and f, 90, "the Run form")
     page = browser.find_element(By.TAG_NAME, "body").text
-    for class_name in ("ReferenceKind", "ThresholdVariant", "NanPolicy", "Algorithm", "ExplainParams"):
+    for class_name in ("ReferenceKind", "ThresholdVariant", "NanPolicy", "KmediansPrice", "Algorithm", "ExplainParams"):
         assert class_name not in page  # titled by field names, not by class names
     assert "``" not in page and "Property is type" not in page  # plain descriptions, no type toggles
     for name in ENUM_FIELDS:

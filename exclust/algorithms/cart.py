@@ -16,7 +16,7 @@ import numpy as np
 
 from exclust.data import InputError, as_matrix
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
-from exclust.metrics import _prepare_labels
+from exclust.score_pass import prepare_labels
 from exclust.parts import uniform_sample
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
@@ -100,7 +100,7 @@ class CART(TreeExplainer):
         if labels is None:
             raise InputError("CART needs the reference labels: fit(X, labels)")
         ds = as_matrix(X)
-        labels = _prepare_labels(labels, ds.X, "labels")
+        labels = prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
         ys = np.asarray(ys)
         if np.issubdtype(ys.dtype, np.floating):

@@ -1,4 +1,5 @@
-"""The measures table: what each metric of a run means, grouped, with paper 002's bounds spelled out."""
+"""The measures table: each metric of a run with what it means (from ``exclust.scorecard.MEASURES``),
+grouped, with paper 002's bounds spelled out."""
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -6,59 +7,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from exclust.report.format import esc, fmt_value, list_text
+from exclust.scorecard import INTEGER_KEYS, MEASURES
 
 # ---------------------------------------------------------------------------- metrics
-_ENR_DEFAULT = (
-    "explainability-to-noise ratio of the fitted mixture: over pairs of components, the smallest "
-    "largest per-axis squared gap between their means in units of the noise; large means "
-    "well separated along some axis, so a small tree can be faithful"
-)
-
-# key -> (label, explanation, group)
-METRIC_INFO: dict[str, tuple[str, str, str]] = {
-    "algorithm": ("algorithm", "how the tree was built", "run"),
-    "reference": ("reference clustering", "the clustering the tree explains", "run"),
-    "threshold": ("threshold rule", "how MMDT places a cut between the means of a node (midpoint, Gaussian or Chebyshev bound, exact tail, random)", "run"),
-    "k": ("clusters k", "number of clusters of the reference clustering", "run"),
-    "d": ("features d", "number of features the tree may test", "run"),
-    "n": ("points n", "points scored (rows after dropping unusable ones)", "run"),
-    "n_leaves": ("leaves", "leaves of the tree; each leaf sends its points to one cluster", "tree"),
-    "depth": ("depth", "longest root-to-leaf path: the most tests a point's explanation needs", "tree"),
-    "weighted_avg_depth": ("weighted average depth", "mean over points of their leaf's depth: the tests a typical point's explanation needs (ExShallow's measure); lower is shorter", "tree"),
-    "objective": ("objective", "the reference cost the tree was built to keep low: k-means (squared distances) or k-medians (ℓ1)", "run"),
-    "guaranteed_price": ("guaranteed expected price", "upper bound on the expected price of explainability of the random-cut algorithm, from its paper (1 + H_(k-1) for k-medians)", "faithfulness"),
-    "price_kmeans": ("price of explainability (k-means)", "k-means cost of the tree's clusters divided by the reference clustering's; 1 means explaining costs nothing, lower is better", "faithfulness"),
-    "surrogate_price": ("surrogate price", "cost when each leaf's points are charged to the leaf's reference center (ExKMC's surrogate cost, paper 003 Def. 1), divided by the reference cost", "faithfulness"),
-    "price_kmedians": ("price of explainability (k-medians)", "ℓ1 cost to each tree cluster's median divided by the same for the reference clusters (paper 002 Def. 1)", "faithfulness"),
-    "error_rate": ("error rate", "share of points the tree puts in a different cluster than the reference does; lower is better", "faithfulness"),
-    "ari_reference": ("ARI vs reference", "adjusted Rand index of tree clusters against reference clusters (1 identical, 0 chance level)", "faithfulness"),
-    "ari_truth": ("ARI vs truth", "adjusted Rand index of tree clusters against the ground-truth labels, when the data has them", "faithfulness"),
-    "kmeans_cost_tree": ("k-means cost, tree", "sum of squared distances of the points to their tree cluster's mean", "cost"),
-    "kmeans_cost_reference": ("k-means cost, reference", "sum of squared distances of the points to their reference cluster's mean", "cost"),
-    "passes": ("passes over the data", "full reads of the data to build and score the tree; at scale each pass costs I/O", "cost"),
-    "seconds": ("seconds per step", "wall-clock time of each step of the run", "cost"),
-    "enr": ("ENR q", _ENR_DEFAULT, "theory"),
-    "n_features": ("features d", "number of features the tree may test", "run"),
-    "n_clusters_tree": ("tree clusters", "distinct clusters the tree's leaves can name", "tree"),
-    "n_reference_clusters": ("reference clusters", "clusters in the reference clustering", "run"),
-    "n_scored": ("points scored", "points with a reference label (noise points are left out of reference-relative numbers)", "run"),
-    "n_reference_noise": ("noise points", "points the reference marks as noise (label −1), left out of prices, error rate and ARI vs reference", "run"),
-    "n_truth_labelled": ("points with ground truth", "points whose ground-truth label is known", "run"),
-    "cluster_sizes_tree": ("cluster sizes, tree", "points per tree cluster", "tree"),
-    "cluster_sizes_reference": ("cluster sizes, reference", "points per reference cluster", "run"),
-    "surrogate_cost_tree": ("surrogate cost, tree", "each leaf's points charged to its best reference center (paper 003 Def. 1)", "cost"),
-    "surrogate_cost_tree_by_label": ("surrogate cost, by leaf label", "each leaf's points charged to the center its label names", "cost"),
-    "surrogate_cost_reference": ("surrogate cost, reference", "each point charged to its own reference center", "cost"),
-    "ari_reference_truth": ("ARI reference vs truth", "how well the reference clustering itself matches the ground truth: the ceiling for the tree's ARI vs truth", "faithfulness"),
-    "kmedians_cost_tree": ("k-medians cost, tree", "ℓ1 distance of the points to their tree cluster's median (an achievable value)", "cost"),
-    "kmedians_cost_tree_lower": ("k-medians cost, tree (lower)", "certified lower bound of the same", "cost"),
-    "kmedians_cost_reference": ("k-medians cost, reference", "ℓ1 distance of the points to their reference cluster's median", "cost"),
-    "kmedians_cost_reference_lower": ("k-medians cost, reference (lower)", "certified lower bound of the same", "cost"),
-    "kmedians_relative_gap": ("k-medians relative gap", "how far the reported k-medians costs may be above the true ones, relatively", "cost"),
-    "kmedians_passes": ("k-medians passes", "extra histogram passes spent finding the medians", "cost"),
-    "contingency_tree_reference": ("tree × reference table", "points per (tree cluster, reference cluster) pair: drawn below", "faithfulness"),
-    "bounds": ("bounds of paper 002", "what the theorems guarantee for a mixture with this ENR", "theory"),
-}
+# Labels, meanings, directions and groups of every metric: the one catalogue, exclust.scorecard.
 _GROUP_TITLES = {
     "faithfulness": "How faithful the tree is",
     "tree": "How small the tree is",
@@ -67,8 +19,6 @@ _GROUP_TITLES = {
     "run": "The run",
     "other": "Other values",
 }
-INTEGER_KEYS = {"n", "n_leaves", "depth", "k", "d", "passes", "n_features", "n_clusters_tree", "n_reference_clusters",
-                 "n_scored", "n_reference_noise", "n_truth_labelled", "kmedians_passes"}
 
 
 def _bound_explanation(key: str) -> str:
@@ -187,7 +137,8 @@ def metrics_table_html(metrics: Mapping[str, Any]) -> str:
         if key == "bounds" and isinstance(value, Mapping):
             rows_by_group["theory"].extend(_bounds_rows(value))
             continue
-        label, expl, group = METRIC_INFO.get(key, (key.replace("_", " "), "", "other"))
+        info = MEASURES.get(key)
+        label, expl, group = (info.label, info.explanation, info.group) if info else (key.replace("_", " "), "", "other")
         if key == "enr":
             if isinstance(value, Mapping):
                 convention = value.get("convention", convention)

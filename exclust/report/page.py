@@ -11,10 +11,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from exclust.report.format import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
-from exclust.report.measures import INTEGER_KEYS, METRIC_INFO, metrics_table_html
+from exclust.report.measures import metrics_table_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
 from exclust.report.tree_drawing import draw_tree
 from exclust import registry
+from exclust.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
 from exclust.tree import ThresholdTree
 
 
@@ -339,10 +340,6 @@ def render_report(
     )
 
 
-_MARKDOWN_KEYS = ("price_kmeans", "surrogate_price", "price_kmedians", "error_rate", "ari_reference", "ari_truth",
-                  "enr", "n", "n_leaves", "depth", "passes")
-
-
 def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -355,11 +352,11 @@ def summary_markdown(tree: ThresholdTree, metrics: Mapping[str, Any] | None = No
     for c, rule in tree.rules().items():
         lines.append(f"| {c} | {_md_cell(rule)} |")
     rows = []
-    for key in _MARKDOWN_KEYS:
+    for key in HEADLINE:  # the catalogue's headline measures
         if key in metrics and not isinstance(metrics[key], (Mapping, list, tuple)):
-            label, expl, _ = METRIC_INFO.get(key, (key, "", ""))
-            rows.append(f"| {_md_cell(label)} | {_md_cell(fmt_value(metrics[key], integer_like=key in INTEGER_KEYS))} "
-                        f"| {_md_cell(expl)} |")
+            info = MEASURES[key]
+            rows.append(f"| {_md_cell(info.label)} | {_md_cell(fmt_value(metrics[key], integer_like=key in INTEGER_KEYS))} "
+                        f"| {_md_cell(info.explanation)} |")
     if rows:
         lines += ["", "| measure | value | what it means |", "| --- | --- | --- |", *rows]
     return "\n".join(lines) + "\n"
