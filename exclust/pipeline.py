@@ -150,7 +150,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
         model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
         summary = MixtureSummary.from_gmm(model, names)
-        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X), data), model)
+        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X), data, config), model)
     if config.reference == "kmeans":
         from exclust.reference import KMeans
 
@@ -165,13 +165,13 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         # the means and spreads, which the k-means kept from its last pass.
         full = config.algorithm in SUMMARY_ALGORITHMS
         summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
-        labels = _held(model.predict(data.X), data)
+        labels = _held(model.predict(data.X), data, config)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
     if config.reference == "kmedians":
         from exclust.kmedians import KMedians
 
         model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
-        labels = _held(model.predict(data.X), data)
+        labels = _held(model.predict(data.X), data, config)
         summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=config.algorithm in SUMMARY_ALGORITHMS)
         return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]
@@ -342,7 +342,8 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
     tree = built.tree
     passes, reads = dict(parts.PASSES.passes), dict(parts.PASSES.reads)
     if built.info.get("n_passes") is not None and "build tree" in passes:
-        # The histogram engine makes its passes outside exclust.parts; the estimator counts them.
+        # Estimators whose passes do not all run on exclust.parts yet (kernel MMDT, Concept-MMDT's
+        # CAV fits) count them themselves; the histogram engine's are counted already (extra 0).
         extra = max(0, int(built.info["n_passes"]) - passes["build tree"])
         passes["build tree"] += extra
         if not is_held(data):
@@ -410,14 +411,22 @@ def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.
     return result.out
 
 
-def _held(labels, data: Dataset):
-    """Reference labels kept on the workers (int32) when the data are: scoring and k-medians each
-    read them, and recomputing a mixture's predict in every one of those passes costs more than
-    holding 4 bytes a row. Streamed data do not hold them (that would be a read of its own):
-    each pass predicts them from the rows it reads anyway."""
-    if is_dask_array(labels) and is_held(data):
+def _held(labels, data: Dataset, config: ExplainConfig):
+    """Reference labels kept on the workers (int32) when the data are and more than one later
+    pass reads them: recomputing a mixture's predict in each of those passes costs more than
+    holding 4 bytes a row. Read once (scoring alone), they are predicted inside that pass
+    instead: holding them would be a pass of its own. Streamed data do not hold them (that
+    would be a read of its own): each pass predicts them from the rows it reads anyway."""
+    if is_dask_array(labels) and is_held(data) and _later_label_reads(config) > 1:
         return residency.hold(labels.astype(np.int32), force=True)[0][0]
     return labels
+
+
+def _later_label_reads(config: ExplainConfig) -> int:
+    """Passes after the reference's fit that read its labels: scoring; the k-medians price (two
+    or more); a tree that learns them (CART); a summary made from them (k-medians reference)."""
+    learns = registry.algorithm(config.algorithm).needs == registry.LABELS
+    return 1 + 2 * bool(config.wants_kmedians_price) + int(learns) + int(config.reference == "kmedians")
 
 
 def _concept_labels(data: Dataset, column: str):
