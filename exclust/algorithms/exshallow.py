@@ -65,6 +65,10 @@ from exclust.estimator import Interval, Real
 from exclust.histogram import CodeTree, EncodedData
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
+# A node with at least this many rows in a part fills each feature's bulk bin (a one-hot zero)
+# by difference instead of row by row (``_kernels_shallow.shallow_histograms``); below it the
+# saving does not pay for the per-row subset sums.
+BULK_MIN_ROWS = 4096
 
 
 def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +115,8 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
                 member_group[s], n_groups[s] = center_groups(center_codes, members[node], k)
                 own = center_codes[members[node]]
                 span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
-            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits)
+            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits,
+                                                       BULK_MIN_ROWS)
             for s, node in enumerate(batch):
                 own = np.ascontiguousarray(center_codes[members[node]])
                 f, b, _ = best_shallow_cut(sums[s], counts[s], base[s], own, bounded[node], depth_factor, True)
