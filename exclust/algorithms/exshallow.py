@@ -33,6 +33,13 @@ Departures:
   reduction. With exact bins (a feature with at most ``max_bins`` distinct values) every
   partition ShallowTree can form is a candidate (midpoints between the sorted values and
   center coordinates together); otherwise thresholds are quantile bin edges (binning.py).
+  In a node of at least ``BULK_MIN_ROWS`` rows (per partition) and at most 7 centers, a bin
+  that holds most of the node's rows on a feature (the zero of a one-hot feature) is filled by
+  difference: its rows skip that feature, and its cell is the node's totals less the other
+  rows' sums (``_kernels_shallow.shallow_histograms``). Same cells up to rounding (about 1e-13
+  relative); smaller nodes and continuous features take the row-by-row path, bit for bit as
+  before. At 581,012 x 54 (10 continuous, 44 one-hot features) the level passes take about
+  half the time.
 - ShallowTree counts *distinct* rows in the depth term and the feasibility rule (it collapses
   duplicates first, keeping their counts for the cost); we count rows. On data without
   duplicate rows both are the same.
