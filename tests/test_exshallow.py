@@ -274,3 +274,15 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
     np.testing.assert_array_equal(bulk_cells[..., 0], plain_cells[..., 0])
     np.testing.assert_allclose(np.cumsum(bulk_cells, axis=3), np.cumsum(plain_cells, axis=3), rtol=1e-9, atol=1e-6)
     np.testing.assert_array_equal(bulk_base, plain_base)
+
+
+def test_bulk_bins_on_dask_give_the_same_tree(dask_client, monkeypatch):
+    """Each partition picks its own bulk bins; the summed histograms still give the local tree."""
+    import exclust.algorithms.exshallow as exshallow_module
+
+    monkeypatch.setattr(exshallow_module, "BULK_MIN_ROWS", 1)
+    X, centers = _sparse_mixture(3000, 5, 7)
+    local = ExShallow(5, max_bins=64).fit(X, centers)
+    dist = ExShallow(5, max_bins=64).fit(da.from_array(X, chunks=(700, 6)), centers)
+    assert dist.tree_ == local.tree_
+    assert dist.weighted_avg_depth_ == pytest.approx(local.weighted_avg_depth_)
