@@ -18,9 +18,116 @@ import numpy as np
 from exclust._kernels_hist import rows_by_slot
 
 
+MAX_BULK_CENTERS = 7  # a slot with more centers never uses a bulk bin (centers! orders per slot)
+BULK_SAMPLE = 512  # rows per slot sampled to find each feature's bulk bin
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _walk_steps(flat, cell, groups, f, near, near_d, n_near, top, lim, hi):
+    """Add one row's steps along one feature at ``flat[cell]``: the left side when ``lim`` starts
+    at ``top``, the right side when ``hi`` starts at 0 (a side not needed starts finished).
+
+    Left of split q: the first center in a group <= q (channels [g, lim) get it); right of split
+    q: the first center in a group > q (channels [hi, g) get it). One walk down the row's
+    centers, nearest first, serves both sides and writes only where the nearest one changes.
+    """
+    prev_left, prev_right = 0.0, 0.0
+    for p in range(n_near):
+        g = groups[f, near[p]]
+        v = near_d[p]
+        if g < lim:
+            if lim < top:
+                flat[cell + 1 + 2 * lim] += prev_left - v
+            prev_left = v
+            lim = g
+        if g > hi:
+            if hi > 0:
+                flat[cell + 2 + 2 * hi] += v - prev_right
+            else:
+                flat[cell + 2] += v
+            prev_right = v
+            hi = g
+        if lim == 0 and hi == top:
+            break
+    flat[cell + 1] += prev_left  # 0 when the left side is not needed
+
+
+@numba.njit(cache=True, nogil=True)
+def _bulk_codes(codes, order, start, n_members, n_slots, bulk_min_rows):
+    """Per (slot, feature) the bin holding most of the slot's rows (judged on a strided sample
+    of at most BULK_SAMPLE rows), or -1 where no bin holds more than half of them, the slot is
+    smaller than ``bulk_min_rows`` or has more than MAX_BULK_CENTERS centers."""
+    d = codes.shape[1]
+    bulk = np.full((n_slots, d), -1, dtype=np.int64)
+    sample = np.empty(BULK_SAMPLE, dtype=np.int64)
+    for s in range(n_slots):
+        n_s = start[s + 1] - start[s]
+        if n_s < max(bulk_min_rows, 1) or n_members[s] > MAX_BULK_CENTERS:
+            continue
+        size = min(n_s, BULK_SAMPLE)
+        for f in range(d):
+            for u in range(size):
+                sample[u] = codes[order[start[s] + (n_s * u) // size], f]
+            ordered = np.sort(sample[:size])
+            best, best_run, run = ordered[0], 0, 0
+            for u in range(size):
+                run = run + 1 if u > 0 and ordered[u] == ordered[u - 1] else 1
+                if run > best_run:
+                    best, best_run = ordered[u], run
+            if 2 * best_run > size:
+                bulk[s, f] = best
+    return bulk
+
+
+@numba.njit(cache=True, nogil=True)
+def _factorial(n):
+    out = 1
+    for i in range(2, n + 1):
+        out *= i
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _subset_sums(order_sums, n_members):
+    """Per subset of a slot's centers (bit p: center ``members[p]``), the summed distance of the
+    slot's rows to the subset's nearest center, from ``order_sums[order, p]`` (rows with that
+    order of the centers by distance, Lehmer-coded, summed per center)."""
+    nm = n_members
+    totals = np.zeros(1 << nm, dtype=np.float64)
+    rank = np.empty(nm, dtype=np.int64)
+    pool = np.empty(nm, dtype=np.int64)
+    for code in range(_factorial(nm)):
+        used = False
+        for p in range(nm):
+            if order_sums[code, p] != 0.0:
+                used = True
+        if not used:
+            continue
+        rest = code  # decode: digit a counts the later centers ranked before it
+        digits = np.empty(nm, dtype=np.int64)
+        for a in range(nm - 1, -1, -1):
+            base_a = nm - a
+            digits[a] = rest % base_a
+            rest //= base_a
+        for p in range(nm):
+            pool[p] = p
+        size = nm
+        for a in range(nm):
+            rank[a] = pool[digits[a]]
+            for b in range(digits[a], size - 1):
+                pool[b] = pool[b + 1]
+            size -= 1
+        for msk in range(1, 1 << nm):
+            for a in range(nm):
+                if (msk >> rank[a]) & 1:
+                    totals[msk] += order_sums[code, rank[a]]
+                    break
+    return totals
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_slots, member_group,
-                       n_groups, center_span, n_bins, n_splits, nt):
+                       n_groups, center_span, n_bins, n_splits, nt, bulk_min_rows):
     """Per (slot, feature, bin) one cell: the row count, then per center split q the *steps*
     of the distance to the nearest center on the left and on the right (summed over q they give
     the distance itself): cell ``[count, left_0, right_0, left_1, right_1, ...]``. Also, per slot,
@@ -31,24 +138,62 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
     j is not at the node); ``n_groups[s, f]`` the number of groups; ``center_span[s, f]`` the
     lowest and the highest bin code of the slot's centers. A row at or below the lowest center
     is left of every cut that parts the centers, one at or above the highest is right of all of
-    them: for those only one side is ever read, and only that side is written. A row's node centers are
-    sorted by distance once; along each feature the nearest center on the left of split q is
-    the first of them in a group <= q, so walking that order finds the few splits where it
-    changes, and only those are written. Rows are visited slot by slot in ``nt`` blocks, each
-    with a private histogram.
+    them: for those only one side is ever read, and only that side is written. A row's node
+    centers are sorted by distance once; along each feature ``_walk_steps`` writes the few
+    splits where its nearest center on a side changes. Rows are visited slot by slot in ``nt``
+    blocks, each with a private histogram.
+
+    Bulk bins (slots of at least ``bulk_min_rows`` rows): where one bin of a feature holds most
+    of a slot's rows (a one-hot or sparse feature's zero), those rows are skipped for that
+    feature and the bin's cell is filled afterwards as the slot's totals less the other rows':
+    the count from the slot's row count, the steps from the summed distance of every row to
+    the nearest center of every subset of the slot's centers (the sets left and right of each
+    split are such subsets), computed once per row for all features. The other rows of such a
+    feature walk both sides once more into a separate sum, for that difference. The cell then
+    equals the direct sum up to rounding.
     """
     d = codes.shape[1]
     k = dists.shape[1]
     order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
     m = order.shape[0]
+    start = np.zeros(n_slots + 1, dtype=np.int64)
+    for r in range(m):
+        start[row_slot[order[r]] + 1] += 1
+    for s in range(n_slots):
+        start[s + 1] += start[s]
+    n_members = np.zeros(n_slots, dtype=np.int64)
+    members = np.full((n_slots, k), -1, dtype=np.int64)
+    for s in range(n_slots):
+        for j in range(k):
+            if member_group[s, 0, j] >= 0:
+                members[s, n_members[s]] = j
+                n_members[s] += 1
+    bulk = _bulk_codes(codes, order, start, n_members, n_slots, bulk_min_rows)
+    uses_bulk = np.zeros(n_slots, dtype=np.bool_)
+    n_orders, max_members = 1, 1
+    position = np.full((n_slots, k), -1, dtype=np.int64)  # a member center's index in ``members``
+    for s in range(n_slots):
+        for p in range(n_members[s]):
+            position[s, members[s, p]] = p
+        for f in range(d):
+            if bulk[s, f] >= 0:
+                uses_bulk[s] = True
+        if uses_bulk[s]:
+            n_orders = max(n_orders, _factorial(n_members[s]))
+            max_members = max(max_members, n_members[s])
     width = 1 + 2 * n_splits  # values per (slot, feature, bin)
     parts = np.zeros((nt, n_slots, d, n_bins, width), dtype=np.float64)
     base = np.zeros((nt, n_slots), dtype=np.float64)
+    # Per slot, order of its centers by distance (Lehmer code) and center: summed distances.
+    order_sums = np.zeros((nt, n_slots, n_orders, max_members), dtype=np.float64)
+    others = np.zeros((nt, n_slots, d, width), dtype=np.float64)
     step = (m + nt - 1) // nt
     for t in numba.prange(nt):
         flat = parts[t].reshape(-1)  # one offset per (row, feature), not five strides per write
+        other = others[t].reshape(-1)
         near = np.empty(k, dtype=np.int64)  # the row's node centers, nearest first
         near_d = np.empty(k)
+        rank = np.empty(k, dtype=np.int64)
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             s = row_slot[i]
@@ -67,8 +212,26 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
                 near[p] = j
                 n_near += 1
             base[t, s] += near_d[0]
+            if uses_bulk[s]:
+                # The nearest center of any subset is the subset's first in this row's order:
+                # summing the distances per order and center gives every subset's sum later.
+                nm = n_near
+                for p in range(nm):
+                    rank[p] = position[s, near[p]]
+                code_of_order = 0
+                for a in range(nm):
+                    smaller = 0
+                    for b in range(a + 1, nm):
+                        if rank[b] < rank[a]:
+                            smaller += 1
+                    code_of_order = code_of_order * (nm - a) + smaller
+                for p in range(nm):
+                    order_sums[t, s, code_of_order, rank[p]] += near_d[p]
             for f in range(d):
                 code = codes[i, f]
+                bulk_code = bulk[s, f]
+                if code == bulk_code:
+                    continue
                 cell = ((s * d + f) * n_bins + code) * width
                 flat[cell] += 1.0
                 top = n_groups[s, f] - 1
@@ -76,37 +239,50 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
                     continue
                 need_left = np.int64(code < center_span[s, f, 1])
                 need_right = np.int64(code > center_span[s, f, 0])
-                # Left of split q: the first center in a group <= q (channels [g, lim) get it);
-                # right of split q: the first center in a group > q (channels [hi, g) get it).
-                # One walk down the sorted centers serves both sides.
-                # A side not needed starts finished (arithmetic, not a branch: which side a row
-                # needs is data, and mispredicted branches would cost more than the walk).
-                lim = top * need_left
-                hi = top * (1 - need_right)
-                prev_left, prev_right = 0.0, 0.0
-                for p in range(n_near):
-                    g = groups[f, near[p]]
-                    v = near_d[p]
-                    if g < lim:
-                        if lim < top:
-                            flat[cell + 1 + 2 * lim] += prev_left - v
-                        prev_left = v
-                        lim = g
-                    if g > hi:
-                        if hi > 0:
-                            flat[cell + 2 + 2 * hi] += v - prev_right
-                        else:
-                            flat[cell + 2] += v
-                        prev_right = v
-                        hi = g
-                    if lim == 0 and hi == top:
-                        break
-                flat[cell + 1] += prev_left  # 0 when the left side is not needed
+                # Arithmetic, not a branch: which side a row needs is data, and mispredicted
+                # branches would cost more than the walk.
+                _walk_steps(flat, cell, groups, f, near, near_d, n_near, top, top * need_left,
+                            top * (1 - need_right))
+                if bulk_code >= 0:
+                    _walk_steps(other, (s * d + f) * width, groups, f, near, near_d, n_near, top, top, 0)
     out = np.zeros((n_slots, d, n_bins, width), dtype=np.float64)
     out_base = np.zeros(n_slots, dtype=np.float64)
+    order_total = np.zeros((n_slots, n_orders, max_members), dtype=np.float64)
+    other_total = np.zeros((n_slots, d, width), dtype=np.float64)
     for t in range(nt):
         out += parts[t]
         out_base += base[t]
+        order_total += order_sums[t]
+        other_total += others[t]
+    for s in range(n_slots):
+        if not uses_bulk[s]:
+            continue
+        subset_total = _subset_sums(order_total[s], n_members[s])
+        for f in range(d):
+            b = bulk[s, f]
+            if b < 0:
+                continue
+            rest = 0.0
+            for c in range(n_bins):
+                rest += out[s, f, c, 0]
+            out[s, f, b, 0] = (start[s + 1] - start[s]) - rest
+            top = n_groups[s, f] - 1
+            if top < 1:
+                continue
+            sides = ((0, b < center_span[s, f, 1]), (1, b > center_span[s, f, 0]))
+            for side, needed in sides:
+                if not needed:
+                    continue
+                prev = 0.0
+                for q in range(top):
+                    msk = 0  # the slot's centers on this side of split q, as bits of ``members``
+                    for p in range(n_members[s]):
+                        g = member_group[s, f, members[s, p]]
+                        if (g <= q) == (side == 0):
+                            msk |= 1 << p
+                    value = subset_total[msk]
+                    out[s, f, b, 1 + 2 * q + side] = (value - prev) - other_total[s, f, 1 + 2 * q + side]
+                    prev = value
     return out, out_base
 
 

@@ -140,12 +140,12 @@ def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
     )
 
 
-def _block_shallow(part, tree_arrays, slot, member_group, n_groups, center_span, n_bins, n_splits):
+def _block_shallow(part, tree_arrays, slot, member_group, n_groups, center_span, n_bins, n_splits, bulk_min_rows):
     from exclust._kernels_shallow import shallow_histograms
 
     return shallow_histograms(
         part["codes"], part["dots"], *tree_arrays, slot, member_group.shape[0], member_group,
-        n_groups, center_span, n_bins, n_splits, _threads(),
+        n_groups, center_span, n_bins, n_splits, _threads(), bulk_min_rows,
     )
 
 
@@ -224,15 +224,18 @@ class EncodedData:
         return self._reduce(_block_surrogate, tree.arrays(), slot, n_slots, self.n_bins)
 
     def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
-                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int):
+                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int,
+                           bulk_min_rows: int = 1 << 62):
         """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
         distances to the nearest center left / right of each center split, (d, n_bins) row
-        counts, and the summed distance to the nearest of the slot's centers."""
+        counts, and the summed distance to the nearest of the slot's centers. A part's slots of
+        at least ``bulk_min_rows`` rows fill a feature's bulk bin by difference (see the kernel)."""
         if not self.holds_distances:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
         cells, base = self._reduce(
-            _block_shallow, tree.arrays(), slot, member_group, n_groups, center_span, self.n_bins, n_splits
+            _block_shallow, tree.arrays(), slot, member_group, n_groups, center_span, self.n_bins, n_splits,
+            bulk_min_rows,
         )
         n_slots, d, n_bins, _ = cells.shape
         sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)

@@ -214,3 +214,75 @@ def test_bad_parameters_are_named():
         ExShallow(3).fit(X, np.zeros((2, 2)))
     with pytest.raises(ValueError, match="n_clusters"):
         ExShallow(0).fit(X, C)
+
+
+# --------------------------------------------------------------------------- bulk bins
+def _sparse_mixture(n, k, seed):
+    """Two continuous features and four sparse indicators (mostly 0, so bin 0 is a bulk bin)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    C = rng.uniform(-6, 6, size=(k, 2))
+    p = rng.uniform(0.05, 0.4, size=(k, 4))
+    X = np.hstack([C[y] + 1.5 * rng.normal(size=(n, 2)), (rng.random((n, 4)) < p[y]).astype(float)])
+    centers = np.array([X[y == j].mean(0) for j in range(k)])
+    return X, centers
+
+
+@pytest.mark.parametrize("seed,objective", [(0, "kmeans"), (1, "kmedians")])
+def test_bulk_bins_equal_brute_force(monkeypatch, seed, objective):
+    """With bulk bins forced on every node, the tree still equals the brute force."""
+    import exclust.algorithms.exshallow as exshallow_module
+
+    monkeypatch.setattr(exshallow_module, "BULK_MIN_ROWS", 1)
+    X, centers = _sparse_mixture(200, 5, seed)
+    model = ExShallow(5, objective=objective).fit(X, centers)
+    nested = brute_force_shallow(X, centers, 0.03, objective)
+    expected = np.array([predict_nested(nested, x) for x in X])
+    np.testing.assert_array_equal(model.predict(X), expected[:, 0])
+    assert model.weighted_avg_depth_ == pytest.approx(expected[:, 1].mean())
+
+
+def test_bulk_bin_cells_equal_the_row_by_row_sums():
+    """The kernel's bulk path (cells by difference) against its row-by-row path, on every slot of
+    a grown level: same counts, same sums up to rounding, and the bulk path really taken."""
+    from exclust._kernels_shallow import _bulk_codes, shallow_histograms
+    from exclust.algorithms.exshallow import center_groups
+    from exclust.algorithms.imm import prepare_fit
+    from exclust.histogram import CodeTree
+
+    X, centers = _sparse_mixture(6000, 6, 3)
+    _, _, data = prepare_fit(X, 6, centers, 256, None, "kmeans", distances=True, between_extra=True)
+    part = data._parts[0]
+    codes = data.mapper.transform(data.centers).astype(np.int64)
+    tree = CodeTree()
+    left, right = tree.split(0, 0, int(np.median(codes[:, 0])))
+    groups, n_groups, spans = [], [], []
+    for members in (np.flatnonzero(codes[:, 0] <= tree.split_bin[0]), np.flatnonzero(codes[:, 0] > tree.split_bin[0])):
+        g, n = center_groups(codes, members, 6)
+        groups.append(g)
+        n_groups.append(n)
+        spans.append(np.stack([codes[members].min(0), codes[members].max(0)], axis=1))
+    slot = np.array([-1, 0, 1])
+    args = (part["codes"], part["dots"], *tree.arrays(), slot, 2, np.stack(groups), np.stack(n_groups),
+            np.stack(spans), data.n_bins, 5, 2)
+    plain_cells, plain_base = shallow_histograms(*args, 1 << 62)
+    bulk_cells, bulk_base = shallow_histograms(*args, 1)
+    order = np.argsort(tree.route(part["codes"]), kind="stable")
+    start = np.array([0, (tree.route(part["codes"]) == left).sum(), X.shape[0]])
+    bulk = _bulk_codes(part["codes"], order, start, np.array([len(g[0][g[0] >= 0]) for g in groups]), 2, 1)
+    assert (bulk[:, 2:] == 0).all()  # the indicators' zero bin is the bulk bin of both slots
+    np.testing.assert_array_equal(bulk_cells[..., 0], plain_cells[..., 0])
+    np.testing.assert_allclose(np.cumsum(bulk_cells, axis=3), np.cumsum(plain_cells, axis=3), rtol=1e-9, atol=1e-6)
+    np.testing.assert_array_equal(bulk_base, plain_base)
+
+
+def test_bulk_bins_on_dask_give_the_same_tree(dask_client, monkeypatch):
+    """Each partition picks its own bulk bins; the summed histograms still give the local tree."""
+    import exclust.algorithms.exshallow as exshallow_module
+
+    monkeypatch.setattr(exshallow_module, "BULK_MIN_ROWS", 1)
+    X, centers = _sparse_mixture(3000, 5, 7)
+    local = ExShallow(5, max_bins=64).fit(X, centers)
+    dist = ExShallow(5, max_bins=64).fit(da.from_array(X, chunks=(700, 6)), centers)
+    assert dist.tree_ == local.tree_
+    assert dist.weighted_avg_depth_ == pytest.approx(local.weighted_avg_depth_)

@@ -66,8 +66,11 @@ def test_bounds():
         assert model.bound_ <= 2 * math.log(k) + 2
         assert "Gupta" in model.bound_statement_
     assert harmonic_number(3) == pytest.approx(11 / 6)
+    assert model.bound_expression_ == "1 + H_(k-1)"
     model = RandomCutTree(3, objective="kmeans", random_state=0).fit(centers=np.arange(3, dtype=float)[:, None])
-    assert model.bound_ is None and "O(k ln k)" in model.bound_statement_
+    # No constant could be read from the k-means papers: no number is claimed, the order is stated.
+    assert model.bound_ is None and model.bound_expression_ == "O(k ln k)"
+    assert "O(k ln k)" in model.bound_statement_ and "not implemented" in model.bound_statement_
 
 
 # --------------------------------------------------------------------------- the sampling distributions
@@ -140,6 +143,44 @@ def test_kmeans_first_cut_follows_the_distance_to_nearest_center_density():
     counts = np.histogram(u, bins=10, range=(0, 1))[0]
     assert stats.chisquare(counts, N_DRAWS * _triangular_bin_probabilities()).pvalue > 1e-3
     assert stats.chisquare(counts).pvalue < 1e-9
+
+
+# At a node below the root, the k-means density is the distance to the nearest of ALL centers
+# (the law of the first cut of the papers' global i.i.d. sequence that separates the node), not
+# to the nearest of the node's own centers: center 2 (not at the node) splits the node's axis-0
+# gap [0, 4] into the cells [0, 2] and [2, 4]; on axis 1 it lies outside the node's range.
+NODE_CENTERS = np.array([
+    [0.0, 0.0],
+    [4.0, 3.0],
+    [2.0, 10.0],
+])
+
+
+def test_kmeans_cut_at_a_node_uses_the_distance_to_all_centers():
+    from exclust.algorithms.random_cut import axis_values, draw_cut
+
+    rng = np.random.default_rng(7)
+    values = axis_values(NODE_CENTERS)
+    comps = np.array([0, 1])
+    cuts = [draw_cut(NODE_CENTERS, comps, "kmeans", rng, values) for _ in range(N_DRAWS)]
+    axes = np.array([c[0] for c in cuts])
+    thetas = np.array([c[1] for c in cuts])
+    # Cells (axis 0: [0, 2], [2, 4]; axis 1: [0, 3]) have masses g^2 / 4: 1, 1, 9 / 4.
+    cell = np.where(axes == 1, 2, np.where(thetas < 2.0, 0, 1))
+    observed = np.bincount(cell, minlength=3)
+    mass = np.array([1.0, 1.0, 2.25])
+    assert stats.chisquare(observed, N_DRAWS * mass / mass.sum()).pvalue > 1e-3
+    # Power: the node-only law (axis 0 one gap of width 4, mass 4, triangular peaked at 2) is rejected.
+    node_only = np.array([2.0, 2.0, 2.25])
+    assert stats.chisquare(observed, N_DRAWS * node_only / node_only.sum()).pvalue < 1e-9
+    # Inside each axis-0 cell theta is triangular around the cell's middle (1 and 3), so few draws
+    # land near 2, where the node-only law would put its peak.
+    u = (thetas[axes == 0] % 2.0) / 2.0
+    counts = np.histogram(u, bins=10, range=(0, 1))[0]
+    assert stats.chisquare(counts, counts.sum() * _triangular_bin_probabilities()).pvalue > 1e-3
+    # Every cut separates the node's centers.
+    for j, theta in cuts:
+        assert (NODE_CENTERS[comps, j] <= theta).sum() == 1
 
 
 # --------------------------------------------------------------------------- trials

@@ -33,6 +33,13 @@ Departures:
   reduction. With exact bins (a feature with at most ``max_bins`` distinct values) every
   partition ShallowTree can form is a candidate (midpoints between the sorted values and
   center coordinates together); otherwise thresholds are quantile bin edges (binning.py).
+  In a node of at least ``BULK_MIN_ROWS`` rows (per partition) and at most 7 centers, a bin
+  that holds most of the node's rows on a feature (the zero of a one-hot feature) is filled by
+  difference: its rows skip that feature, and its cell is the node's totals less the other
+  rows' sums (``_kernels_shallow.shallow_histograms``). Same cells up to rounding (about 1e-13
+  relative); smaller nodes and continuous features take the row-by-row path, bit for bit as
+  before. At 581,012 x 54 (10 continuous, 44 one-hot features) the level passes take about
+  half the time.
 - ShallowTree counts *distinct* rows in the depth term and the feasibility rule (it collapses
   duplicates first, keeping their counts for the cost); we count rows. On data without
   duplicate rows both are the same.
@@ -65,6 +72,10 @@ from exclust.estimator import Interval, Real
 from exclust.histogram import CodeTree, EncodedData
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
+# A node with at least this many rows in a part fills each feature's bulk bin (a one-hot zero)
+# by difference instead of row by row (``_kernels_shallow.shallow_histograms``); below it the
+# saving does not pay for the per-row subset sums.
+BULK_MIN_ROWS = 4096
 
 
 def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +122,8 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
                 member_group[s], n_groups[s] = center_groups(center_codes, members[node], k)
                 own = center_codes[members[node]]
                 span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
-            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits)
+            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits,
+                                                       BULK_MIN_ROWS)
             for s, node in enumerate(batch):
                 own = np.ascontiguousarray(center_codes[members[node]])
                 f, b, _ = best_shallow_cut(sums[s], counts[s], base[s], own, bounded[node], depth_factor, True)

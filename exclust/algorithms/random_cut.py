@@ -27,20 +27,31 @@ k-medians (``objective="kmedians"``): Random Thresholds / RandomCoordinateCut.
   distance) and carries no such guarantee; the test suite checks the axis frequencies.
 
 k-means (``objective="kmeans"``): cuts with density proportional to the distance to the
-  nearest of the node's centers along the axis.
-  Distribution, per node: over the union of the axes' [min, max] ranges of the node's centers,
-  the density of theta on axis i is proportional to min_c |theta - c_i| over the node's centers
-  c; a gap g between neighbouring center values on an axis therefore has mass g^2 / 4, the
-  (axis, gap) pair is drawn with probability proportional to g^2, and theta inside the gap from
-  the triangular law peaked at its middle. A point at distance t from its center along an axis
-  is cut off from it with probability proportional to t^2 (near its center), the k-means
-  analogue of the k-medians rule. Source: this is the distribution of ShallowTree's
-  ``RandomThresholdTree`` (lmurtinho/ShallowTree, which attributes it to Makarychev and Shan's
-  k-means algorithm, ICML 2021; that paper and Esfandiari et al., SODA 2022, prove O(k ln k)
-  for their random-cut k-means algorithms). We could not read those papers' algorithm
-  statements in full, so no explicit constant is claimed: ``bound_`` is None and
-  ``bound_statement_`` gives the order. The O(k ln ln k) algorithm of Gupta et al. (FOCS 2023)
-  is not implemented: its description was not available to implement faithfully.
+  nearest center along the axis (ALL k centers, not only the node's).
+  The algorithm: a global sequence of i.i.d. cuts (i, theta) whose density on axis i is
+  proportional to min_c |theta - c_i| over all k centers c (on the union of the axes' center
+  ranges), each applied to every leaf whose centers it separates. Per node we draw the first
+  cut of that sequence that separates the node's centers: the same density, restricted to the
+  node's [min, max] range on each axis. Between neighbouring values of all the centers on an
+  axis (a *cell* of width g) the mass is g^2 / 4, so the (axis, cell) pair is drawn with
+  probability proportional to g^2 among the cells inside the node's ranges, and theta inside
+  the cell from the triangular law peaked at its middle. A point at distance t from its center
+  along an axis is cut off from it with probability proportional to about t^2 (near its
+  center): the k-means analogue of the k-medians rule. Centers already separated from the node
+  still shape its density (a gap between two of the node's centers that holds another center
+  is two cells, with less mass than one wide gap); the test suite checks this law at a node.
+  Source of the distribution: ShallowTree's ``RandomThresholdTree`` (lmurtinho/ShallowTree,
+  attributed there to Makarychev's algorithm), which maps every axis by the embedding
+  phi(c_(j+1)) - phi(c_j) = (c_(j+1) - c_j)^2 / 2 computed from all k centers and draws cuts
+  uniformly in phi on the node's range, i.e. this density. Guarantee: random-cut k-means
+  algorithms of this kind have expected price O(k ln k) (Makarychev and Shan, ICML 2021;
+  Esfandiari, Mirrokni and Narayanan, SODA 2022; Gamlath, Jia, Polak and Svensson, NeurIPS
+  2021, give O(k ln^2 k)). We could read only those papers' abstracts, not their algorithm
+  statements or constants, so ``bound_`` is None (no number is claimed) and
+  ``bound_expression_`` is "O(k ln k)", with the sources in ``bound_statement_``.
+  Not implemented: the O(k ln ln k) algorithm of Gupta, Pittu, Svensson and Yuan (FOCS 2023,
+  arXiv 2304.09743), the best known k-means guarantee; only its abstract was available here,
+  which does not describe the algorithm, so it cannot be implemented faithfully.
 
 Departures from the papers (all objectives):
 
@@ -72,7 +83,7 @@ _METRIC = {"kmeans": SQUARED_L2, "kmedians": L1}
 _DISTRIBUTION = {
     "kmedians": "(axis, theta) uniform on the union of the node's center ranges per axis "
                 "(axis probability proportional to its range)",
-    "kmeans": "theta density proportional to the distance to the nearest node center on the axis, "
+    "kmeans": "theta density proportional to the distance to the nearest of all k centers on the axis, "
               "over the union of the node's center ranges",
 }
 
@@ -82,41 +93,58 @@ def harmonic_number(n: int) -> float:
     return float(sum(1.0 / i for i in range(1, n + 1)))
 
 
-def random_cut_bound(objective: str, k: int) -> tuple[float | None, str]:
-    """(guaranteed expected price or None, the statement with its source) for k centers."""
+def random_cut_bound(objective: str, k: int) -> tuple[float | None, str, str]:
+    """(guaranteed expected price or None, its expression, the statement with its source) for k
+    centers. None where the papers' constant could not be read: no number is invented."""
     if objective == "kmedians":
         value = 1.0 + harmonic_number(k - 1)
-        return value, (
+        return value, "1 + H_(k-1)", (
             f"E[cost(T)] <= (1 + H_(k-1)) cost(centers) = {value:.6g} cost(centers) for k = {k} "
             "(Gupta, Pittu, Svensson, Yuan, FOCS 2023; also <= 2 ln k + 2 = "
             f"{2 * math.log(k) + 2:.6g}, Makarychev and Shan, NeurIPS 2023)"
         )
-    return None, (
-        "E[cost(T)] = O(k ln k) cost(centers) (Makarychev and Shan, ICML 2021; Esfandiari, Mirrokni, "
-        "Narayanan, SODA 2022); no explicit constant claimed"
+    return None, "O(k ln k)", (
+        "E[cost(T)] = O(k ln k) cost(centers) for random-cut k-means (Makarychev and Shan, ICML 2021; "
+        "Esfandiari, Mirrokni, Narayanan, SODA 2022); constant not stated here, no number claimed. "
+        "The best known, O(k ln ln k) (Gupta, Pittu, Svensson, Yuan, FOCS 2023), is another algorithm, "
+        "not implemented"
     )
 
 
-def _separating_gaps(centers: np.ndarray, comps: np.ndarray):
-    """Per axis, the gaps between neighbouring distinct center values of the node.
+def axis_values(centers: np.ndarray) -> list[np.ndarray]:
+    """Per axis, the sorted distinct coordinates of all the centers (the cells' ends)."""
+    return [np.unique(centers[:, j]) for j in range(centers.shape[1])]
 
-    Returns (axis, low end, width) of every gap, all axes together.
+
+def _separating_gaps(centers: np.ndarray, comps: np.ndarray, values: Sequence[np.ndarray] | None = None):
+    """Per axis, the cells between neighbouring distinct values of ALL the centers that lie
+    inside the node's range [min, max] of its centers ``comps`` (every cut there separates them).
+
+    Returns (axis, low end, width) of every cell, all axes together. For k-medians (uniform
+    density) the cells of all centers or of the node's alone give the same law; for k-means
+    the other centers' values split the node's gaps (module docstring).
     """
+    values = axis_values(centers) if values is None else values
     axes, lows, widths = [], [], []
     for j in range(centers.shape[1]):
-        values = np.unique(centers[comps, j])
-        if values.size > 1:
-            axes.append(np.full(values.size - 1, j))
-            lows.append(values[:-1])
-            widths.append(np.diff(values))
+        own = centers[comps, j]
+        lo, hi = own.min(), own.max()
+        if lo == hi:
+            continue
+        v = values[j][np.searchsorted(values[j], lo):np.searchsorted(values[j], hi, side="right")]
+        axes.append(np.full(v.size - 1, j))
+        lows.append(v[:-1])
+        widths.append(np.diff(v))
     if not axes:
         return np.empty(0, np.int64), np.empty(0), np.empty(0)
     return np.concatenate(axes), np.concatenate(lows), np.concatenate(widths)
 
 
-def draw_cut(centers: np.ndarray, comps: np.ndarray, objective: str, rng: np.random.Generator) -> tuple[int, float]:
-    """One random cut (axis, theta) separating the node's centers ``comps`` (module docstring)."""
-    axes, lows, widths = _separating_gaps(centers, comps)
+def draw_cut(centers: np.ndarray, comps: np.ndarray, objective: str, rng: np.random.Generator,
+             values: Sequence[np.ndarray] | None = None) -> tuple[int, float]:
+    """One random cut (axis, theta) separating the node's centers ``comps`` (module docstring);
+    ``values``: ``axis_values(centers)``, computed once per tree."""
+    axes, lows, widths = _separating_gaps(centers, comps, values)
     if axes.size == 0:
         raise InputError(
             f"centers {comps.tolist()} coincide on every feature, so no axis-aligned tree can give each "
@@ -143,13 +171,14 @@ def grow_random_cut_tree(centers: np.ndarray, objective: str, rng: np.random.Gen
     """One random-cut tree: k leaves, leaf value k = center k."""
     K, d = centers.shape
     builder = TreeBuilder(n_features=d)
+    values = axis_values(centers)
     stack = [(builder.add_node(), np.arange(K))]
     while stack:
         node, comps = stack.pop()
         if comps.size == 1:
             builder.make_leaf(node, int(comps[0]))
             continue
-        j, theta = draw_cut(centers, comps, objective, rng)
+        j, theta = draw_cut(centers, comps, objective, rng, values)
         goes_left = centers[comps, j] <= theta
         left, right = builder.split(node, j, theta)
         stack.append((right, comps[~goes_left]))
@@ -203,15 +232,17 @@ class RandomCutTree(TreeExplainer):
     ----------
     n_clusters : number of centers (= leaves).
     objective : ``"kmedians"`` (Random Thresholds; Gupta et al. FOCS 2023, Makarychev and Shan
-        NeurIPS 2023) or ``"kmeans"`` (density proportional to the distance to the nearest
-        center; O(k ln k) algorithms of Makarychev and Shan ICML 2021 / Esfandiari et al. SODA 2022).
+        NeurIPS 2023) or ``"kmeans"`` (density proportional to the distance to the nearest of all
+        centers; O(k ln k), Makarychev and Shan ICML 2021 / Esfandiari et al. SODA 2022; not the
+        O(k ln ln k) algorithm of Gupta et al. FOCS 2023, whose description was not available).
     n_trials : number of independent trees; with data, all are scored in one pass and the
         cheapest kept; without data, trial 0 (the tree ``n_trials=1`` gives) is kept.
     random_state : None, int or numpy Generator; trees are drawn one after the other from it.
 
     Fitted attributes: ``tree_`` (ThresholdTree, k leaves, leaf value = center index),
     ``centers_``, ``bound_`` (guaranteed expected price, a float for k-medians, None for k-means
-    where no constant is claimed), ``bound_statement_``, ``trial_costs_`` (cost of every trial
+    where no constant is claimed), ``bound_expression_`` ("1 + H_(k-1)" or "O(k ln k)"),
+    ``bound_statement_``, ``trial_costs_`` (cost of every trial
     on the data, or None), ``reference_cost_`` (nearest-center cost on the data, or None),
     ``best_trial_``, ``n_passes_`` (passes over the data: 0 without data; 1 for validation, plus 1 scoring
     pass when several trials are scored).
@@ -260,7 +291,7 @@ class RandomCutTree(TreeExplainer):
             self.best_trial_ = int(np.argmin(costs))
         if data is not None:
             self.n_passes_ = 1 + (n_trials > 1)  # validation (as reference.py counts it) + scoring
-        self.bound_, self.bound_statement_ = random_cut_bound(self.objective, k)
+        self.bound_, self.bound_expression_, self.bound_statement_ = random_cut_bound(self.objective, k)
         self.tree_ = trees[self.best_trial_]
         self.tree_.meta["trial"] = self.best_trial_
         self.centers_ = centers
