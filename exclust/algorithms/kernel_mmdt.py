@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from exclust import parts
 from exclust._kernels_kernel import axis_similarity_moments, self_similarity, smallest_keys_per_cluster
 from exclust.data import Dataset, InputError, as_matrix, is_dask_array
 from exclust.estimator import Integral, Interval, Real, StrOptions, TreeExplainer
@@ -40,14 +41,13 @@ from exclust.kernels import (
     profile_inverse,
     rff_group_statistics,
 )
-from exclust.stats import tree_reduce
 from exclust.tree import TreeBuilder
 
 PROTOTYPES = ("random", "best")
 
 
 # ----------------------------------------------------------------------------- per-cluster samples
-def _sample_block(X: np.ndarray, labels: np.ndarray, row_offset: int, seed: int, n_clusters: int, s: int):
+def _sample_block(row_offset: int, X: np.ndarray, labels: np.ndarray, seed: int, n_clusters: int, s: int):
     labels = np.ascontiguousarray(np.asarray(labels).reshape(-1), dtype=np.int64)
     rows, keys, counts = smallest_keys_per_cluster(labels, int(row_offset), np.uint64(seed), n_clusters, s)
     X = np.asarray(X, dtype=np.float64)
@@ -56,15 +56,15 @@ def _sample_block(X: np.ndarray, labels: np.ndarray, row_offset: int, seed: int,
     return keys, values, counts, n_outside
 
 
-def _merge_samples(parts: list):
-    keys = np.concatenate([p[0] for p in parts], axis=1)
-    values = np.concatenate([p[1] for p in parts], axis=1)
-    s = parts[0][0].shape[1]
+def _merge_samples(samples: list):
+    keys = np.concatenate([p[0] for p in samples], axis=1)
+    values = np.concatenate([p[1] for p in samples], axis=1)
+    s = samples[0][0].shape[1]
     order = np.argsort(keys, axis=1, kind="stable")[:, :s]
     keys = np.take_along_axis(keys, order, axis=1)
     values = np.take_along_axis(values, order[:, :, None], axis=1)
-    counts = sum(p[2] for p in parts)
-    return keys, values, counts, sum(p[3] for p in parts)
+    counts = sum(p[2] for p in samples)
+    return keys, values, counts, sum(p[3] for p in samples)
 
 
 def _merge_two_samples(a: tuple, b: tuple) -> tuple:
@@ -81,29 +81,11 @@ def sample_per_cluster(X: Any, labels: Any, n_clusters: int, samples_per_cluster
     order, taken (K), sizes (K), rows whose label lies outside [0, K)).
     """
     K, s = int(n_clusters), int(samples_per_cluster)
-    if not is_dask_array(X):
-        keys, values, counts, n_out = _merge_samples([_sample_block(X, labels, 0, seed, K, s)])  # key order
-    else:
-        import dask
-
-        if X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-        x_blocks = X.to_delayed().ravel()
-        offsets = np.cumsum((0,) + X.chunks[0])[:-1]
-        if is_dask_array(labels):
-            labels = labels.reshape(-1)
-            if labels.chunks[0] != X.chunks[0]:
-                labels = labels.rechunk((X.chunks[0],))
-            l_blocks = list(labels.to_delayed().ravel())
-        else:
-            labels = np.asarray(labels).reshape(-1)
-            l_blocks = [labels[o:o + c] for o, c in zip(offsets, X.chunks[0])]
-        parts = [
-            dask.delayed(_sample_block, nout=4)(xb, lb, int(o), seed, K, s)
-            for xb, lb, o in zip(x_blocks, l_blocks, offsets)
-        ]
-        parts = [dask.delayed(tuple)(p) for p in parts]
-        keys, values, counts, n_out = tree_reduce(parts, _merge_two_samples).compute()
+    labels = parts.align(labels.reshape(-1) if hasattr(labels, "reshape") else labels, X, "labels")
+    # Merging parts keeps the s smallest keys of their union; the last merge also puts a single
+    # part's in key order.
+    keys, values, counts, n_out = _merge_samples([parts.map_reduce(
+        _sample_block, X, labels, args=(seed, K, s), combine=_merge_two_samples, with_offset=True)])
     taken = np.isfinite(keys).sum(axis=1).astype(np.int64)
     return np.ascontiguousarray(values), taken, np.asarray(counts, dtype=np.int64), int(n_out)
 
