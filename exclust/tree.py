@@ -186,15 +186,11 @@ class ThresholdTree:
             )
 
     def _route(self, X, to_leaves: bool):
-        import dask.array as da
+        from exclust import parts
 
-        if isinstance(X, da.Array):
+        if parts.is_lazy(X):
             self._check_width(X)
-            if X.numblocks[1] != 1:
-                X = X.rechunk({1: -1})
-            return X.map_blocks(
-                self._route_block, to_leaves, dtype=np.int64, drop_axis=1, chunks=(X.chunks[0],)
-            )
+            return parts.map_rows(self._route_block, X, to_leaves, dtype=np.int64)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
             X = X.reshape(1, -1)

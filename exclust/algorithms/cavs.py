@@ -22,6 +22,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from exclust import parts
+
 from exclust.data import Dataset, InputError, is_dask_array
 
 KINDS = ("binary", "continuous")
@@ -169,9 +171,7 @@ class ConceptActivationVectors:
         Ct = np.ascontiguousarray(self.matrix.T)
         if not is_dask_array(X):
             return X @ Ct
-        if X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-        return X.map_blocks(_project_block, Ct, dtype=np.float64, chunks=(X.chunks[0], (self.n_concepts,)))
+        return parts.map_rows(_project_block, X, Ct, width=self.n_concepts)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists, for metrics.json, reports and model files."""
