@@ -15,19 +15,11 @@ import numpy as np
 
 from exclust import _kernels_stats as K
 from exclust import parts
+from exclust import reference_base as base
 from exclust.data import Dataset, InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.kmeans import KMeans
 from exclust.parts import is_lazy
-from exclust.reference_base import (
-    AT_LEAST_ONE,
-    NON_NEGATIVE,
-    check_predict_input,
-    draw_seed,
-    prepare,
-    random_stream,
-    report,
-)
 from exclust.stats import add_parts, cluster_statistics, map_reduce
 
 _COVARIANCE_TYPES = ("full", "diag")
@@ -83,12 +75,12 @@ class GaussianMixture(ExclustEstimator):
     """
 
     _parameter_constraints = {
-        "n_components": AT_LEAST_ONE,
+        "n_components": base.AT_LEAST_ONE,
         "covariance_type": [StrOptions(set(_COVARIANCE_TYPES))],
-        "max_iter": AT_LEAST_ONE,
-        "tol": NON_NEGATIVE,
-        "n_init": AT_LEAST_ONE,
-        "reg_covar": NON_NEGATIVE,
+        "max_iter": base.AT_LEAST_ONE,
+        "tol": base.NON_NEGATIVE,
+        "n_init": base.AT_LEAST_ONE,
+        "reg_covar": base.NON_NEGATIVE,
         "random_state": RANDOM_STATE,
         "verbose": ["verbose"],
     }
@@ -117,13 +109,13 @@ class GaussianMixture(ExclustEstimator):
     def fit(self, X, y=None) -> "GaussianMixture":
         """Fit the mixture by EM; returns self."""
         self._check_params()
-        data, _, passes = prepare(X, self.n_components)
+        data, _, passes = base.prepare(X, self.n_components)
         X = data.X
         self.n_features_in_ = data.n_features
         self.feature_names_in_ = list(data.feature_names)
         n = data.n_rows
         diag = self.covariance_type == "diag"
-        rs = random_stream(self.random_state)
+        rs = base.random_stream(self.random_state)
         best: dict[str, Any] | None = None
         fit_start = time.perf_counter()
         for init in range(self.n_init):
@@ -141,8 +133,8 @@ class GaussianMixture(ExclustEstimator):
                 params = self._m_step(nk, sums, second, diag)
                 lower_bound = ll / n
                 change = lower_bound - previous
-                report(self.verbose, "GMM init %d iteration %d: mean log-likelihood %.8g (change %.3g), %.3fs",
-                       init + 1, n_iter, lower_bound, change, time.perf_counter() - t0)
+                base.report(self.verbose, "GMM init %d iteration %d: mean log-likelihood %.8g (change %.3g), %.3fs",
+                            init + 1, n_iter, lower_bound, change, time.perf_counter() - t0)
                 if abs(change) < self.tol:
                     converged = True
                     break
@@ -168,15 +160,15 @@ class GaussianMixture(ExclustEstimator):
         self.n_iter_ = int(best["n_iter"])
         self.lower_bound_ = float(best["lower_bound"])
         self.n_passes_ = passes
-        report(self.verbose, "GMM fitted: k=%d, %s covariances, mean log-likelihood %.8g, %d passes, %.2fs",
-               self.n_components, self.covariance_type, self.lower_bound_, passes, time.perf_counter() - fit_start)
+        base.report(self.verbose, "GMM fitted: k=%d, %s covariances, mean log-likelihood %.8g, %d passes, %.2fs",
+                    self.n_components, self.covariance_type, self.lower_bound_, passes, time.perf_counter() - fit_start)
         return self
 
     def _initialize(self, X, rs, diag: bool):
         """Parameters from hard k-means responsibilities, as scikit-learn's init_params='kmeans'; (params, passes)."""
         k = self.n_components
         if is_lazy(X):
-            km = KMeans(k, n_init=1, random_state=draw_seed(rs), backend="lloyd")._fit_matrix(X)
+            km = KMeans(k, n_init=1, random_state=base.draw_seed(rs), backend="lloyd")._fit_matrix(X)
             labels, passes = km.labels_, km.n_passes_
         else:
             from sklearn.cluster import KMeans as SKKMeans
@@ -242,7 +234,7 @@ class GaussianMixture(ExclustEstimator):
     # ------------------------------------------------------------------ use
     def _apply(self, X, block, out_cols: int | None, dtype):
         self._check_fitted()
-        X = check_predict_input(X, self.n_features_in_)
+        X = base.check_predict_input(X, self.n_features_in_)
         diag = self.covariance_type == "diag"
         args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
         return parts.map_rows(block, X, *args, dtype=dtype, width=out_cols)
@@ -262,7 +254,7 @@ class GaussianMixture(ExclustEstimator):
     def score(self, X, y=None) -> float:
         """Mean log-likelihood of the rows (one pass; a float for numpy and dask input alike)."""
         self._check_fitted()
-        X = check_predict_input(X, self.n_features_in_)
+        X = base.check_predict_input(X, self.n_features_in_)
         diag = self.covariance_type == "diag"
         args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
         total, n = map_reduce(_loglik_sum_block, [X], args)

@@ -15,18 +15,10 @@ import numpy as np
 
 from exclust import _kernels_stats as K
 from exclust import parts
+from exclust import reference_base as base
 from exclust.data import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.parts import is_lazy
-from exclust.reference_base import (
-    AT_LEAST_ONE,
-    NON_NEGATIVE,
-    check_predict_input,
-    draw_seed,
-    prepare,
-    random_stream,
-    report,
-)
 from exclust.seeding import parallel_seeding
 from exclust.stats import ClusterStatistics, add_parts, map_reduce
 
@@ -49,7 +41,7 @@ def _recluster_weighted(candidates: np.ndarray, weights: np.ndarray, n_clusters:
     """k-means||'s last step: weighted k-means++ / Lloyd on the few candidates, best of 10."""
     from sklearn.cluster import KMeans as SKKMeans
 
-    km = SKKMeans(n_clusters, n_init=_RECLUSTER_N_INIT, random_state=draw_seed(rs))
+    km = SKKMeans(n_clusters, n_init=_RECLUSTER_N_INIT, random_state=base.draw_seed(rs))
     return km.fit(candidates, sample_weight=weights).cluster_centers_
 
 
@@ -106,16 +98,16 @@ class KMeans(ExclustEstimator):
     """
 
     _parameter_constraints = {
-        "n_clusters": AT_LEAST_ONE,
-        "n_init": [StrOptions({"auto"}), *AT_LEAST_ONE],
-        "max_iter": AT_LEAST_ONE,
-        "tol": NON_NEGATIVE,
+        "n_clusters": base.AT_LEAST_ONE,
+        "n_init": [StrOptions({"auto"}), *base.AT_LEAST_ONE],
+        "max_iter": base.AT_LEAST_ONE,
+        "tol": base.NON_NEGATIVE,
         "random_state": RANDOM_STATE,
         "backend": [StrOptions(set(_KMEANS_BACKENDS))],
-        "init_rounds": AT_LEAST_ONE,
+        "init_rounds": base.AT_LEAST_ONE,
         "verbose": ["verbose"],
         "init": [StrOptions(set(_KMEANS_INITS))],
-        "sample_rows": AT_LEAST_ONE,
+        "sample_rows": base.AT_LEAST_ONE,
     }
 
     def __init__(
@@ -149,7 +141,7 @@ class KMeans(ExclustEstimator):
         pass for it).
         """
         self._check_params()
-        data, source, passes = prepare(X, int(self.n_clusters))
+        data, source, passes = base.prepare(X, int(self.n_clusters))
         self.feature_names_in_ = list(data.feature_names)
         self._fit_matrix(data.X, sample)
         self.n_passes_ += passes
@@ -169,7 +161,7 @@ class KMeans(ExclustEstimator):
             raise InputError("backend='sklearn' needs in-memory data; use backend='lloyd' for a dask array")
         self.backend_ = backend
         self.n_features_in_ = int(X.shape[1])
-        rs = random_stream(self.random_state)
+        rs = base.random_stream(self.random_state)
         start = time.perf_counter()
         if backend == "sklearn":
             self._fit_sklearn(X, k, n_init, max_iter, tol, rs)
@@ -177,8 +169,8 @@ class KMeans(ExclustEstimator):
             self._fit_dask_ml(X, k, n_init, max_iter, tol, rs)
         else:
             self._fit_lloyd(X, k, n_init, max_iter, tol, rs, sample)
-        report(self.verbose, "k-means (%s): k=%d, inertia %.6g, %d iterations, %d passes, %.2fs",
-               backend, k, self.inertia_, self.n_iter_, self.n_passes_, time.perf_counter() - start)
+        base.report(self.verbose, "k-means (%s): k=%d, inertia %.6g, %d iterations, %d passes, %.2fs",
+                    backend, k, self.inertia_, self.n_iter_, self.n_passes_, time.perf_counter() - start)
         return self
 
     def _fit_sklearn(self, X, k, n_init, max_iter, tol, rs) -> None:
@@ -199,7 +191,7 @@ class KMeans(ExclustEstimator):
         best = None
         for _ in range(n_init):
             km = DMKMeans(n_clusters=k, init="k-means||", init_max_iter=self.init_rounds, max_iter=max_iter, tol=tol,
-                          random_state=draw_seed(rs))
+                          random_state=base.draw_seed(rs))
             km.fit(Xd)
             if best is None or km.inertia_ < best.inertia_:
                 best = km
@@ -220,15 +212,15 @@ class KMeans(ExclustEstimator):
 
         passes = 0
         if sample is None:
-            (sample,) = parts.uniform_sample(X, size=int(self.sample_rows), random_state=draw_seed(rs))
+            (sample,) = parts.uniform_sample(X, size=int(self.sample_rows), random_state=base.draw_seed(rs))
             passes = int(is_lazy(X))
         sample = np.asarray(sample, dtype=np.float64)
         if sample.shape[0] > self.sample_rows:  # a uniform subsample of a uniform sample is uniform
-            keep = np.sort(np.random.default_rng(draw_seed(rs)).permutation(sample.shape[0])[: int(self.sample_rows)])
+            keep = np.sort(np.random.default_rng(base.draw_seed(rs)).permutation(sample.shape[0])[: int(self.sample_rows)])
             sample = sample[keep]
         if np.unique(sample, axis=0).shape[0] < k:
             raise InputError(f"the data hold fewer than {k} distinct points; ask for fewer clusters")
-        km = SKKMeans(k, n_init=_RECLUSTER_N_INIT, random_state=draw_seed(rs)).fit(sample)
+        km = SKKMeans(k, n_init=_RECLUSTER_N_INIT, random_state=base.draw_seed(rs)).fit(sample)
         return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 
     def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs, sample) -> None:
@@ -253,8 +245,8 @@ class KMeans(ExclustEstimator):
                 empty = stats.counts == 0
                 new[empty] = centers[empty]
                 shift = float(((new - centers) ** 2).sum())
-                report(self.verbose, "k-means init %d iteration %d: inertia %.6g, center shift %.3g",
-                       init + 1, n_iter, inertia, shift)
+                base.report(self.verbose, "k-means init %d iteration %d: inertia %.6g, center shift %.3g",
+                            init + 1, n_iter, inertia, shift)
                 if shift <= tol_abs or n_iter == max_iter:
                     break
                 centers = np.ascontiguousarray(new)
@@ -268,7 +260,7 @@ class KMeans(ExclustEstimator):
         """Index of the nearest center for every row: numpy in, numpy out; dask in, lazy dask out."""
         self._check_fitted()
         centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
-        X = check_predict_input(X, self.n_features_in_)
+        X = base.check_predict_input(X, self.n_features_in_)
         return parts.map_rows(_predict_block, X, centers, dtype=np.int64)
 
     def fit_predict(self, X, y=None):

@@ -30,19 +30,11 @@ import numpy as np
 
 from exclust import _kernels_l1 as K
 from exclust import parts
+from exclust import reference_base as base
 from exclust.data import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.kmedians_cost import cluster_medians
 from exclust.parts import is_lazy
-from exclust.reference_base import (
-    AT_LEAST_ONE,
-    NON_NEGATIVE,
-    check_predict_input,
-    draw_seed,
-    prepare,
-    random_stream,
-    report,
-)
 from exclust.seeding import parallel_seeding
 from exclust.stats import add_parts, map_reduce
 
@@ -99,7 +91,7 @@ def _weighted_kmedians(P: np.ndarray, w: np.ndarray, k: int, rng: np.random.Gene
 
 def _recluster_weighted(candidates: np.ndarray, weights: np.ndarray, n_clusters: int, rs) -> np.ndarray:
     """k-medians||'s last step: weighted k-medians++ / l1 Lloyd on the few candidates, best of 10."""
-    rng = np.random.default_rng(draw_seed(rs))
+    rng = np.random.default_rng(base.draw_seed(rs))
     best = None
     for _ in range(_RECLUSTER_N_INIT):
         C, cost = _weighted_kmedians(candidates, weights, n_clusters, rng)
@@ -129,11 +121,11 @@ class KMedians(ExclustEstimator):
     """
 
     _parameter_constraints = {
-        "n_clusters": AT_LEAST_ONE,
-        "max_iter": AT_LEAST_ONE,
-        "tol": NON_NEGATIVE,
+        "n_clusters": base.AT_LEAST_ONE,
+        "max_iter": base.AT_LEAST_ONE,
+        "tol": base.NON_NEGATIVE,
         "init": [StrOptions({"k-medians||"}), "array-like"],
-        "init_rounds": AT_LEAST_ONE,
+        "init_rounds": base.AT_LEAST_ONE,
         "random_state": RANDOM_STATE,
         "verbose": ["verbose"],
     }
@@ -152,11 +144,11 @@ class KMedians(ExclustEstimator):
         """Fit the centers; returns self."""
         self._check_params()
         k, max_iter, tol = int(self.n_clusters), int(self.max_iter), float(self.tol)
-        data, source, passes = prepare(X, k)
+        data, source, passes = base.prepare(X, k)
         X = data.X
         self.feature_names_in_ = list(data.feature_names)
         self.n_features_in_ = int(X.shape[1])
-        rs = random_stream(self.random_state)
+        rs = base.random_stream(self.random_state)
         start = time.perf_counter()
         if isinstance(self.init, str):
             centers, p = kmedians_parallel_init(X, k, rs, rounds=self.init_rounds)
@@ -177,7 +169,7 @@ class KMedians(ExclustEstimator):
             if tol_abs is None:
                 tol_abs = tol * float(costs.sum()) / max(int(found["counts"].sum()), 1)
             centers = np.ascontiguousarray(new)
-            report(self.verbose, "k-medians iteration %d: l1 cost %.6g, center shift %.3g", n_iter, costs.sum(), shift)
+            base.report(self.verbose, "k-medians iteration %d: l1 cost %.6g, center shift %.3g", n_iter, costs.sum(), shift)
             if shift <= tol_abs:
                 break
         if shift == 0:  # the last assignment is the nearest-center one of the final centers
@@ -190,14 +182,14 @@ class KMedians(ExclustEstimator):
         self.n_iter_ = n_iter
         self.n_passes_ = passes
         self.labels_ = self.predict(source if is_lazy(source) else X)
-        report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
-               k, self.inertia_, n_iter, passes, time.perf_counter() - start)
+        base.report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
+                    k, self.inertia_, n_iter, passes, time.perf_counter() - start)
         return self
 
     def predict(self, X):
         """Nearest center in l1 for every row: numpy in, numpy out; dask in, lazy dask out."""
         self._check_fitted()
-        X = check_predict_input(X, self.n_features_in_)
+        X = base.check_predict_input(X, self.n_features_in_)
         return _labels(X, self.cluster_centers_)
 
     def fit_predict(self, X, y=None):
