@@ -100,37 +100,7 @@ def trial_costs(X, kind, feature, threshold, center, left, right, value, centers
     return costs, nearest
 
 
-# --------------------------------------------------------------------------- k-medians|| seeding
-@numba.njit(cache=True, nogil=True, inline="always")
-def row_uniform(seed, row):
-    """A uniform draw in [0, 1) fixed by (seed, global row number): splitmix64 of the pair.
-
-    Keyed by the row's place in the whole data set, not by its chunk, so that the seeding draws
-    the same rows however the data are chunked (numpy in one piece, or dask partitions).
-    """
-    z = np.uint64(seed) + np.uint64(row + 1) * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@numba.njit(cache=True, nogil=True)
-def l1_sample(X, rows, candidates, scale, seed):
-    """One k-medians|| round on a chunk: (local indices drawn with probability scale * l1 distance, chunk cost)."""
-    n = X.shape[0]
-    drawn = np.empty(n, dtype=np.int64)
-    m = 0
-    cost = 0.0
-    for i in range(n):
-        dist = nearest_center_l1_of(X, i, candidates)[1]
-        cost += dist
-        if scale > 0.0 and row_uniform(seed, rows[i]) < scale * dist:
-            drawn[m] = i
-            m += 1
-    return drawn[:m], cost
-
-
+# --------------------------------------------------------------------------- k-medians reference
 @numba.njit(cache=True, nogil=True)
 def l1_assignment_counts(X, centers):
     """(rows nearest to each center in l1, total l1 distance to the nearest center) of a chunk."""

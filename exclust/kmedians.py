@@ -9,12 +9,12 @@ point of rank ceil(n/2) of the cluster on that feature (the lower median). The a
 computed inside each of those passes (lazy labels on a dask array), so nothing row-sized ever
 reaches the driver.
 
-Seeding is k-medians|| : k-means|| (Bahmani et al. 2012, as ``reference.kmeans_parallel_init``
-runs it) with l1 distances in place of squared l2 ones (D^1 sampling, the k-medians++ rule):
+Seeding is k-medians||: the oversampling of k-means|| (``seeding.parallel_seeding``, Bahmani et
+al. 2012) with l1 distances in place of squared l2 ones (D^1 sampling, the k-medians++ rule):
 one random first row, ``init_rounds`` passes each drawing every row with probability
 ``oversampling * k * dist / cost``, one pass weighting each candidate by the rows nearest to
 it, then weighted k-medians++ and weighted Lloyd on the few candidates in memory, best of 10.
-The draws are keyed by each row's global position, so numpy input and any chunking of the same
+The draws are keyed by each row's global id, so numpy input and any chunking of the same
 data as a dask array draw the same candidates and reach the same centers.
 
 Stopping: when the total l1 shift of the centers is at most ``tol`` times the mean l1 distance
@@ -29,18 +29,13 @@ from typing import Any
 import numpy as np
 
 from exclust import _kernels_l1 as K
-from exclust.data import Dataset, InputError, is_dask_array
+from exclust import parts
+from exclust import reference_base as base
+from exclust.data import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.kmedians_cost import cluster_medians
-from exclust.reference import (
-    AT_LEAST_ONE,
-    NON_NEGATIVE,
-    _check_predict_input,
-    _concat_sample,
-    _prepare,
-    _report,
-    _seed,
-)
+from exclust.parts import is_lazy
+from exclust.seeding import parallel_seeding
 from exclust.stats import add_parts, map_reduce
 
 _RECLUSTER_N_INIT = 10
@@ -52,29 +47,13 @@ def _assign_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return K.nearest_center_l1(np.ascontiguousarray(X, dtype=np.float64), centers)[0]
 
 
-def _sample_block(X: np.ndarray, rows: np.ndarray, candidates: np.ndarray, scale: float, seed: int) -> tuple:
-    drawn, cost = K.l1_sample(np.ascontiguousarray(X, dtype=np.float64), np.asarray(rows, dtype=np.int64),
-                              candidates, scale, seed)
-    return np.asarray(X)[drawn], cost
-
-
 def _counts_block(X: np.ndarray, centers: np.ndarray) -> tuple:
     return K.l1_assignment_counts(np.ascontiguousarray(X, dtype=np.float64), centers)
 
 
 def _labels(X, centers: np.ndarray):
     """Nearest center in l1 per row: numpy now, or a lazy dask array (recomputed in each pass)."""
-    if is_dask_array(X):
-        return X.map_blocks(_assign_block, centers, dtype=np.int64, drop_axis=1, chunks=(X.chunks[0],))
-    return _assign_block(X, centers)
-
-
-def _row_numbers(X):
-    if is_dask_array(X):
-        import dask.array as da
-
-        return da.arange(X.shape[0], chunks=X.chunks[0], dtype=np.int64)
-    return np.arange(X.shape[0], dtype=np.int64)
+    return parts.map_rows(_assign_block, X, centers, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- in memory, weighted
@@ -110,39 +89,21 @@ def _weighted_kmedians(P: np.ndarray, w: np.ndarray, k: int, rng: np.random.Gene
     return np.ascontiguousarray(C), float((w * dist).sum())
 
 
-def kmedians_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, oversampling: float = 2.0):
-    """k-medians|| seeding (module docstring) in ``rounds + 2`` passes; returns (centers, passes)."""
-    rs = random_state if isinstance(random_state, np.random.RandomState) else np.random.RandomState(random_state)
-    n = X.shape[0]
-    first = int(rs.randint(n))
-    row = X[first : first + 1]
-    candidates = np.ascontiguousarray(row.compute() if is_dask_array(row) else row, dtype=np.float64)
-    rows = _row_numbers(X)
-    ell = oversampling * n_clusters
-    scale, passes = 0.0, 0
-    for r in range(rounds + 1 + 10):
-        seed = _seed(rs)
-        drawn, cost = map_reduce(_sample_block, [X, rows], (candidates, scale, seed), _concat_sample)
-        passes += 1
-        candidates = np.ascontiguousarray(np.vstack([candidates, drawn]))
-        if cost == 0:
-            break
-        if r >= rounds and len(np.unique(candidates, axis=0)) >= n_clusters:
-            break
-        # Past the planned rounds only when too few candidates were drawn: draw more boldly.
-        scale = ell / cost * (1.0 if r < rounds else 2.0 ** (r - rounds + 1))
-    counts, _ = map_reduce(_counts_block, [X], (candidates,), add_parts)
-    passes += 1
-    keep = counts > 0
-    if len(np.unique(candidates[keep], axis=0)) < n_clusters:
-        raise InputError(f"the data hold fewer than {n_clusters} distinct points; ask for fewer clusters")
-    rng = np.random.default_rng(_seed(rs))
+def _recluster_weighted(candidates: np.ndarray, weights: np.ndarray, n_clusters: int, rs) -> np.ndarray:
+    """k-medians||'s last step: weighted k-medians++ / l1 Lloyd on the few candidates, best of 10."""
+    rng = np.random.default_rng(base.draw_seed(rs))
     best = None
     for _ in range(_RECLUSTER_N_INIT):
-        C, cost = _weighted_kmedians(candidates[keep], counts[keep].astype(np.float64), n_clusters, rng)
+        C, cost = _weighted_kmedians(candidates, weights, n_clusters, rng)
         if best is None or cost < best[1]:
             best = (C, cost)
-    return best[0], passes
+    return best[0]
+
+
+def kmedians_parallel_init(X, n_clusters: int, random_state, rounds: int = 5, oversampling: float = 2.0):
+    """k-medians|| seeding (module docstring) in ``rounds + 2`` passes; returns (centers, passes)."""
+    return parallel_seeding(X, n_clusters, random_state, recluster=_recluster_weighted, distance="l1",
+                            rounds=rounds, oversampling=oversampling)
 
 
 # --------------------------------------------------------------------------- estimator
@@ -160,11 +121,11 @@ class KMedians(ExclustEstimator):
     """
 
     _parameter_constraints = {
-        "n_clusters": AT_LEAST_ONE,
-        "max_iter": AT_LEAST_ONE,
-        "tol": NON_NEGATIVE,
+        "n_clusters": base.AT_LEAST_ONE,
+        "max_iter": base.AT_LEAST_ONE,
+        "tol": base.NON_NEGATIVE,
         "init": [StrOptions({"k-medians||"}), "array-like"],
-        "init_rounds": AT_LEAST_ONE,
+        "init_rounds": base.AT_LEAST_ONE,
         "random_state": RANDOM_STATE,
         "verbose": ["verbose"],
     }
@@ -183,11 +144,11 @@ class KMedians(ExclustEstimator):
         """Fit the centers; returns self."""
         self._check_params()
         k, max_iter, tol = int(self.n_clusters), int(self.max_iter), float(self.tol)
-        data, source, passes = _prepare(X, k)
+        data, source, passes = base.prepare(X, k)
         X = data.X
         self.feature_names_in_ = list(data.feature_names)
         self.n_features_in_ = int(X.shape[1])
-        rs = self.random_state if isinstance(self.random_state, np.random.RandomState) else np.random.RandomState(self.random_state)
+        rs = base.random_stream(self.random_state)
         start = time.perf_counter()
         if isinstance(self.init, str):
             centers, p = kmedians_parallel_init(X, k, rs, rounds=self.init_rounds)
@@ -199,7 +160,7 @@ class KMedians(ExclustEstimator):
         tol_abs, shift, costs, n_iter = None, np.inf, None, 0
         for n_iter in range(1, max_iter + 1):
             labels = _labels(X, centers)
-            passes += 0 if is_dask_array(X) else 1  # numpy labels are a pass of their own
+            passes += 0 if is_lazy(X) else 1  # numpy labels are a pass of their own
             found = cluster_medians(X, labels, k)
             passes += found["passes"]
             new = np.where(found["counts"][:, None] > 0, found["medians"], centers)
@@ -208,7 +169,7 @@ class KMedians(ExclustEstimator):
             if tol_abs is None:
                 tol_abs = tol * float(costs.sum()) / max(int(found["counts"].sum()), 1)
             centers = np.ascontiguousarray(new)
-            _report(self.verbose, "k-medians iteration %d: l1 cost %.6g, center shift %.3g", n_iter, costs.sum(), shift)
+            base.report(self.verbose, "k-medians iteration %d: l1 cost %.6g, center shift %.3g", n_iter, costs.sum(), shift)
             if shift <= tol_abs:
                 break
         if shift == 0:  # the last assignment is the nearest-center one of the final centers
@@ -220,15 +181,15 @@ class KMedians(ExclustEstimator):
         self.inertia_ = float(inertia)
         self.n_iter_ = n_iter
         self.n_passes_ = passes
-        self.labels_ = self.predict(source if is_dask_array(source) else X)
-        _report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
-                k, self.inertia_, n_iter, passes, time.perf_counter() - start)
+        self.labels_ = self.predict(source if is_lazy(source) else X)
+        base.report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
+                    k, self.inertia_, n_iter, passes, time.perf_counter() - start)
         return self
 
     def predict(self, X):
         """Nearest center in l1 for every row: numpy in, numpy out; dask in, lazy dask out."""
         self._check_fitted()
-        X = _check_predict_input(X.X if isinstance(X, Dataset) else X, self.n_features_in_)
+        X = base.check_predict_input(X, self.n_features_in_)
         return _labels(X, self.cluster_centers_)
 
     def fit_predict(self, X, y=None):

@@ -116,3 +116,16 @@ def test_inputs_are_checked():
         KMedians(3).fit(np.ones((20, 2)))
     with pytest.raises(NotFittedError, match="not fitted"):
         KMedians(2).predict(X)
+
+
+def test_kmedians_parallel_init_does_not_depend_on_the_chunking(dask_client):
+    """Per-row draws are keyed by the global row id: numpy and 1, 3 or 7 dask chunks seed alike."""
+    import dask.array as da
+
+    X = _data_with_outliers(n=2100, seed=6)
+    seeds, passes = kmedians_parallel_init(X, 4, 0, rounds=2)
+    assert passes == 2 + 2
+    for n_chunks in (1, 3, 7):
+        got, got_passes = kmedians_parallel_init(da.from_array(X, chunks=(-(-2100 // n_chunks), 3)), 4, 0, rounds=2)
+        np.testing.assert_array_equal(got, seeds, err_msg=f"{n_chunks} chunks")
+        assert got_passes == passes
