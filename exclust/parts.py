@@ -407,20 +407,14 @@ def map_rows(func: Callable[..., np.ndarray], X, *args: Any, dtype=np.float64, w
 
 
 # --------------------------------------------------------------------------- per-row randomness
-_MIX1, _MIX2, _GOLDEN = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
-
-
 def row_uniforms(seed: int, start: int, stop: int) -> np.ndarray:
-    """Uniform numbers in [0, 1) for global rows ``start..stop-1``: splitmix64 of (seed, row id).
-
-    The same row gets the same number whatever part it sits in.
+    """Uniform numbers in [0, 1) for global rows ``start..stop-1``: exclust's one row hash
+    (``_kernels_rowhash``, splitmix64 of (seed, row id)), shared with the kernel sampler and the
+    CAV fit. The same row gets the same number whatever part it sits in.
     """
-    with np.errstate(over="ignore"):
-        z = (np.arange(start, stop, dtype=np.uint64) + np.uint64(int(seed) % 2**63) * _GOLDEN) * _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+    from exclust._kernels_rowhash import row_uniforms as hashed
+
+    return hashed(seed, np.arange(start, stop, dtype=np.int64))
 
 
 def _take_rows(offset: int, block, ids, *columns):
