@@ -84,20 +84,16 @@ def read_parquet(
 def _check_block(block: np.ndarray) -> np.ndarray:
     """Per chunk, one float row: [rows with a non-finite value, non-finite count per column...,
     largest finite magnitude per column...] (counts are exact in float64 up to 2**53)."""
-    bad = ~np.isfinite(block)
-    magnitude = np.where(bad, 0.0, np.abs(block)).max(axis=0) if block.shape[0] else np.zeros(block.shape[1])
-    return np.concatenate([[bad.any(axis=1).sum()], bad.sum(axis=0), magnitude]).reshape(1, -1).astype(np.float64)
+    from exclust._kernels_stats import finite_summary
 
-
-_CHECK_SLICE_ROWS = 65_536
+    return finite_summary(np.ascontiguousarray(block, dtype=np.float64)).reshape(1, -1)
 
 
 def _check_pass(X) -> np.ndarray:
-    """One _check_block row per chunk (dask) or per slice (numpy): one pass, nothing row-sized returned."""
+    """One _check_block row per chunk (dask) or one for the whole matrix (numpy): one pass, nothing row-sized returned."""
     if is_dask_array(X):
         return X.map_blocks(_check_block, dtype=np.float64, chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
-    # Row slices keep the boolean temporaries small next to a large in-memory matrix.
-    return np.vstack([_check_block(X[i : i + _CHECK_SLICE_ROWS]) for i in range(0, X.shape[0], _CHECK_SLICE_ROWS)])
+    return _check_block(X)
 
 
 def check_scale(magnitude: np.ndarray, feature_names: Sequence[str], n_rows: int, source: str) -> None:

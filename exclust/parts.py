@@ -276,14 +276,6 @@ def _run_part(offset: int, block, column_blocks: list, reductions: list[Reductio
     return tuple(out)
 
 
-def _pack(*blocks):
-    return blocks
-
-
-def _run_packed(offset: int, packed: tuple, reductions, slots, own):
-    return _run_part(offset, packed[0], list(packed[1:]), reductions, slots, own)
-
-
 def _merge_results(reductions: list[Reduction], *parts: tuple) -> tuple:
     return tuple(fold(r.combine, *[p[i] for p in parts]) for i, r in enumerate(reductions))
 
@@ -350,20 +342,18 @@ def run_reductions(X, reductions: Sequence[Reduction], *, fan_in: int = FAN_IN, 
             parts = list(pool.map(run, range(len(bounds) - 1)))
         return list(_merge_results(plain, *parts))
     import dask
-    import dask.array as da
 
     X = one_column_chunk(X)
-    # One task per part hands over the part's rows and columns together: the columns then come
-    # from the same read as the rows. Graph optimization would fuse the read into each consumer
-    # and read it twice, so it is off (measured: tests/test_parts.py counts the reads).
-    index = [X, "ij"[: X.ndim]]
-    for c in columns:
-        index += [c, "ij"[: c.ndim]]
-    packed = da.blockwise(_pack, "i", *index, dtype=object, meta=np.empty((0,), dtype=object),
-                          concatenate=True, align_arrays=False)
-    blocks = list(packed.to_delayed(optimize_graph=False).ravel())
-    task = dask.delayed(_run_packed, pure=True)
-    level = [task(int(bounds[i]), b, plain, slots, own[i]) for i, b in enumerate(blocks)]
+    # One task per part gets the part's rows and columns together: a column that comes from the
+    # same read as the rows (the truth column of a Parquet file) is then read once, by the keys
+    # the collections share. Graph optimization would fuse the read into each consumer and read
+    # it twice, so it is off (measured: tests/test_parts.py counts the reads). Each block is
+    # handed over as it is: no copy (a blockwise packing step concatenated every block anew).
+    x_blocks = X.to_delayed(optimize_graph=False).ravel()
+    column_blocks = [c.to_delayed(optimize_graph=False).ravel() for c in columns]
+    task = dask.delayed(_run_part, pure=True)
+    level = [task(int(bounds[i]), x_blocks[i], [cb[i] for cb in column_blocks], plain, slots, own[i])
+             for i in range(n_parts)]
     merged = tree_reduce(level, functools.partial(_merge_results, plain), fan_in)
     if not compute:
         return merged
