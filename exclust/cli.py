@@ -271,6 +271,23 @@ def _quiet_shutdown() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
+_REDELIVER_SECONDS = 0.05
+
+
+def _swallowing(frame) -> bool:
+    """Whether an exception raised in ``frame`` would be swallowed by Python (printed as
+    "Exception ignored in ..."): inside a garbage-collector callback (distributed registers one)
+    or a finalizer (``__del__``)."""
+    import gc
+
+    swallowers = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in swallowers or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def _interrupts() -> Iterator[None]:
     """First Ctrl-C: quiet the cluster's loggers and raise KeyboardInterrupt; later ones wait for the clean-up."""
@@ -284,9 +301,14 @@ def _interrupts() -> Iterator[None]:
     def handler(signum, frame):
         if interrupted:
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
-        interrupted.append(signum)
-        INTERRUPTED.set()  # in case the exception below lands where Python swallows it
+        INTERRUPTED.set()  # step boundaries check it too, whatever happens to the exception below
         _quiet_shutdown()
+        if _swallowing(frame):
+            # Raised here, Python would print "Exception ignored in ..." with a traceback and go
+            # on: deliver the interrupt again once this callback has returned.
+            threading.Timer(_REDELIVER_SECONDS, os.kill, (os.getpid(), signum)).start()
+            return
+        interrupted.append(signum)
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, handler)

@@ -312,3 +312,38 @@ def test_error_lines_use_the_words_of_the_command_line():
 
     assert _error_line(Described("k is too large; lower k")) == "k is too large; lower it (cli: --k)"
     assert _error_line(InputError("first line\n  second line\n")) == "first line; second line"
+
+
+def test_ctrl_c_inside_a_gc_callback_is_delivered_again_not_swallowed(capfd):
+    """Python swallows an exception raised in a gc callback (distributed registers one) and prints
+    "Exception ignored in ..." with a traceback: the handler re-delivers the interrupt instead."""
+    import gc
+
+    from exclust import progress
+    from exclust.cli import _interrupts
+
+    hits = []
+
+    def callback(phase, info):
+        if phase == "start" and not hits:
+            hits.append(phase)
+            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:  # the handler runs here, inside the callback
+                pass
+
+    gc.callbacks.append(callback)
+    caught = False
+    try:
+        with _interrupts():
+            gc.collect()
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    except KeyboardInterrupt:
+        caught = True
+    finally:
+        gc.callbacks.remove(callback)
+        progress.INTERRUPTED.clear()
+    assert hits and caught
+    assert "Exception ignored" not in capfd.readouterr().err
