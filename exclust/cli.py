@@ -274,47 +274,50 @@ def _quiet_shutdown() -> None:
 _REDELIVER_SECONDS = 0.05
 
 
-def _swallowing(frame) -> bool:
-    """Whether an exception raised in ``frame`` would be swallowed by Python (printed as
-    "Exception ignored in ..."): inside a garbage-collector callback (distributed registers one)
-    or a finalizer (``__del__``)."""
-    import gc
-
-    swallowers = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
-    while frame is not None:
-        if frame.f_code in swallowers or frame.f_code.co_name == "__del__":
-            return True
-        frame = frame.f_back
-    return False
-
-
 @contextlib.contextmanager
 def _interrupts() -> Iterator[None]:
-    """First Ctrl-C: quiet the cluster's loggers and raise KeyboardInterrupt; later ones wait for the clean-up."""
+    """First Ctrl-C: quiet the cluster's loggers and raise KeyboardInterrupt; later ones wait for the clean-up.
+
+    Python swallows an exception raised inside a garbage-collector callback, a weakref callback
+    or a finalizer (distributed registers such callbacks), printing "Exception ignored in ..."
+    with a traceback and going on. Such a swallowed interrupt reaches ``sys.unraisablehook``:
+    it is dropped there and delivered again once the callback has returned.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     from exclust.progress import INTERRUPTED
 
     interrupted = []
+    inside = [True]
 
     def handler(signum, frame):
         if interrupted:
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
+        interrupted.append(signum)
         INTERRUPTED.set()  # step boundaries check it too, whatever happens to the exception below
         _quiet_shutdown()
-        if _swallowing(frame):
-            # Raised here, Python would print "Exception ignored in ..." with a traceback and go
-            # on: deliver the interrupt again once this callback has returned.
-            threading.Timer(_REDELIVER_SECONDS, os.kill, (os.getpid(), signum)).start()
-            return
-        interrupted.append(signum)
         raise KeyboardInterrupt
 
+    def redeliver(signum):
+        if inside[0]:
+            os.kill(os.getpid(), signum)
+
+    previous_hook = sys.unraisablehook
+
+    def unraisable(event):
+        if event.exc_type is KeyboardInterrupt and interrupted:
+            threading.Timer(_REDELIVER_SECONDS, redeliver, (interrupted.pop(),)).start()
+            return
+        previous_hook(event)
+
     previous = signal.signal(signal.SIGINT, handler)
+    sys.unraisablehook = unraisable
     try:
         yield
     finally:
+        inside[0] = False
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGINT, previous)
 
 

@@ -415,6 +415,8 @@ def to_dask(plan_: Plan):
     """(X, extras, categories) as lazy dask arrays with known chunk sizes; one pass only for string labels."""
     import dask
     import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
 
     fs, local = plan_.source.fs, plan_.source.is_local
     categories = dict(plan_.categories)
@@ -425,12 +427,14 @@ def to_dask(plan_: Plan):
         for i, c in enumerate(plan_.string_file_columns):
             categories[c] = sorted(set().union(*found[i * n:(i + 1) * n]))
     columns = plan_.columns
-    read = dask.delayed(read_piece, pure=True)
-    blocks = [
-        da.from_delayed(read(fs, local, p, columns, plan_.file_columns, plan_.partition_columns, categories),
-                        shape=(p.n_rows, len(columns)), dtype=np.float64)
-        for p in plan_.pieces
-    ]
-    full = da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+    # One graph layer whose keys ARE the reads (no from_delayed wrappers, no concatenate): a
+    # wrapper key could be fused differently in two graphs built from the same arrays, which the
+    # scheduler reports as "different run_spec for key" (seen at 5M rows).
+    args = (fs, local)
+    tail = (columns, plan_.file_columns, plan_.partition_columns, categories)
+    name = "read_piece-" + tokenize(plan_.source.url, plan_.source.root, plan_.pieces, tail)
+    layer = {(name, i, 0): (read_piece, *args, p, *tail) for i, p in enumerate(plan_.pieces)}
+    chunks = (tuple(int(p.n_rows) for p in plan_.pieces), (len(columns),))
+    full = da.Array(HighLevelGraph.from_collections(name, layer, dependencies=()), name, chunks, dtype=np.float64)
     d = len(plan_.features)
     return full[:, :d], {c: full[:, d + i] for i, c in enumerate(plan_.extra_columns)}, categories

@@ -314,36 +314,61 @@ def test_error_lines_use_the_words_of_the_command_line():
     assert _error_line(InputError("first line\n  second line\n")) == "first line; second line"
 
 
-def test_ctrl_c_inside_a_gc_callback_is_delivered_again_not_swallowed(capfd):
-    """Python swallows an exception raised in a gc callback (distributed registers one) and prints
-    "Exception ignored in ..." with a traceback: the handler re-delivers the interrupt instead."""
+@pytest.mark.parametrize("where", ["gc callback", "weakref callback", "finalizer"])
+def test_ctrl_c_landing_where_python_swallows_it_is_delivered_again(capfd, where):
+    """Python swallows an exception raised in a gc callback (distributed registers one), a weakref
+    callback or a finalizer, and prints "Exception ignored in ..." with a traceback: the CLI drops
+    that interrupt and delivers it again once the callback has returned."""
     import gc
+    import threading
+    import weakref
 
     from exclust import progress
     from exclust.cli import _interrupts
 
     hits = []
 
-    def callback(phase, info):
-        if phase == "start" and not hits:
-            hits.append(phase)
+    def interrupt_here(*_):
+        # Only once, in the main thread, with the handler installed: the handler runs in here.
+        if not hits and threading.current_thread() is threading.main_thread():
+            hits.append(where)
             os.kill(os.getpid(), signal.SIGINT)
             deadline = time.monotonic() + 0.5
-            while time.monotonic() < deadline:  # the handler runs here, inside the callback
+            while time.monotonic() < deadline:
                 pass
 
-    gc.callbacks.append(callback)
+    class Finalized:
+        def __del__(self):
+            interrupt_here()
+
+    class Target:
+        pass
+
+    def gc_callback(phase, info):
+        if phase == "start":
+            interrupt_here()
+
     caught = False
     try:
         with _interrupts():
-            gc.collect()
+            if where == "gc callback":
+                gc.callbacks.append(gc_callback)
+                gc.collect()
+            elif where == "weakref callback":
+                target = Target()
+                ref = weakref.ref(target, interrupt_here)  # noqa: F841 - the callback fires on del
+                del target
+            else:
+                obj = Finalized()
+                del obj
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
                 time.sleep(0.01)
     except KeyboardInterrupt:
         caught = True
     finally:
-        gc.callbacks.remove(callback)
+        if gc_callback in gc.callbacks:
+            gc.callbacks.remove(gc_callback)
         progress.INTERRUPTED.clear()
-    assert hits and caught
+    assert hits == [where] and caught
     assert "Exception ignored" not in capfd.readouterr().err

@@ -252,7 +252,7 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
 
     X, centers = _sparse_mixture(6000, 6, 3)
     _, _, data = prepare_fit(X, 6, centers, 256, None, "kmeans", distances=True, between_extra=True)
-    part = data._parts[0]
+    part = data._kept.parts[0]
     codes = data.mapper.transform(data.centers).astype(np.int64)
     tree = CodeTree()
     left, right = tree.split(0, 0, int(np.median(codes[:, 0])))
