@@ -62,7 +62,7 @@ def bare_pass(files: list[str], features: list[str]) -> float:
 def run_cli(folder: Path, address: str, out: Path, args) -> tuple[float, dict]:
     cmd = [sys.executable, "-m", "exclust.cli", "explain", "--input", str(folder), "--algorithm", "exkmc",
            "--k", str(args.k), "--leaves", str(args.leaves), "--reference", "kmeans", "--truth", "truth",
-           "--scheduler", address, "--out", str(out)]
+           "--scheduler", address, "--out", str(out)] + (["--no-curve"] if args.no_curve else [])
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env=env)
@@ -74,7 +74,8 @@ def run_flow(folder: Path, address: str, out: Path, args) -> tuple[float, dict]:
     from flows.params import ExplainParams
 
     params = ExplainParams(input=str(folder), algorithm="exkmc", n_clusters=args.k, leaves=args.leaves,
-                           reference="kmeans", truth_column="truth", scheduler_address=address, output=str(out))
+                           reference="kmeans", truth_column="truth", scheduler_address=address, output=str(out),
+                           cost_curve=not args.no_curve)
     t0 = time.perf_counter()
     explain(params)
     return time.perf_counter() - t0, json.loads((out / "metrics.json").read_text())
@@ -89,6 +90,8 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, default=20)
     ap.add_argument("--memory", default="3.5GiB", help="memory limit of each of the 2 workers")
     ap.add_argument("--flow", action="store_true", help="run the Prefect flow instead of the CLI")
+    ap.add_argument("--no-curve", action="store_true",
+                    help="without the cost curve (a nightly run): the score step is then the scoring pass alone")
     args = ap.parse_args()
 
     import logging
