@@ -135,12 +135,13 @@ def run(via: str, memory_limit: str, n_files: int | None = None) -> None:
         from sklearn.cluster import KMeans
 
         from exclust.algorithms.exkmc import ExKMC
-        from exclust.binning import sample_rows
         from exclust.curves import kmeans_costs, reference_cost
         from exclust.data import load_dataset
 
         ds = load_dataset(source, features=FEATURES)
-        sample, _ = sample_rows(ds.X, sample_size=500_000, random_state=0)
+        from exclust.parts import uniform_sample
+
+        (sample,) = uniform_sample(ds.X, size=500_000, random_state=0)
         centers = KMeans(K, n_init=1, random_state=0).fit(sample).cluster_centers_
         t_ref = time.perf_counter() - t0
         t1 = time.perf_counter()
