@@ -19,6 +19,7 @@ key parses as one, otherwise strings, coded like string columns (codes in sorted
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -360,9 +361,15 @@ def _runs(segments: Sequence[Segment]) -> list[list[Segment]]:
 
 
 def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_columns: list[str],
-               partition_columns: list[str], categories: dict[str, list[str]]) -> np.ndarray:
-    """The float64 block of one piece: its segments in order, many small files in one scan."""
-    out = np.empty((piece.n_rows, len(plan_columns)), dtype=np.float64)
+               partition_columns: list[str], categories: dict[str, list[str]],
+               n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 blocks of one piece, its segments in order (many small files in one scan):
+    (the first ``n_features`` plan columns, the rest), each row-major: the features block is
+    the one every pass reads, made once, never copied out of a wider block."""
+    d = len(plan_columns) if n_features is None else int(n_features)
+    blocks = (np.empty((piece.n_rows, d), dtype=np.float64),
+              np.empty((piece.n_rows, len(plan_columns) - d), dtype=np.float64))
+    where = [(blocks[0], j) if j < d else (blocks[1], j - d) for j in range(len(plan_columns))]
     row = 0
     for run in _runs(piece.segments):
         table = _read_whole_files(fs, local, run, file_columns) if len(run) > 1 else _read_segment(fs, local, run[0], file_columns)
@@ -379,14 +386,15 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
         for seg in run:
             _check_segment(seg, values, start, file_columns, categories)
             start += seg.n_rows
-        _fill_rows(out, row, table.num_rows, plan_columns, values)
+        _fill_rows(where, row, table.num_rows, plan_columns, values)
         for seg in run:
             for j, name in enumerate(plan_columns):
                 if name in partition_columns:
-                    out[row:row + seg.n_rows, j] = seg.constants[partition_columns.index(name)]
+                    block, k = where[j]
+                    block[row:row + seg.n_rows, k] = seg.constants[partition_columns.index(name)]
             row += seg.n_rows
         del table, values
-    return out
+    return blocks
 
 
 # Rows copied per tile: a tile of the row-major block (8192 x columns) stays in cache while each
@@ -394,14 +402,14 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
 _TILE_ROWS = 8192
 
 
-def _fill_rows(out: np.ndarray, row: int, n_rows: int, plan_columns: list[str], values: dict) -> None:
-    """Write the column arrays ``values`` into rows ``row .. row + n_rows`` of the row-major ``out``."""
-    placed = [(j, values[name]) for j, name in enumerate(plan_columns) if name in values]
+def _fill_rows(where: list, row: int, n_rows: int, plan_columns: list[str], values: dict) -> None:
+    """Write the column arrays ``values`` into rows ``row .. row + n_rows`` of the row-major
+    blocks; ``where[j]`` is (block, its column) of plan column j."""
+    placed = [(where[j], values[name]) for j, name in enumerate(plan_columns) if name in values]
     for r0 in range(0, n_rows, _TILE_ROWS):
         r1 = min(n_rows, r0 + _TILE_ROWS)
-        tile = out[row + r0:row + r1]
-        for j, column in placed:
-            tile[:, j] = column[r0:r1]
+        for (block, k), column in placed:
+            block[row + r0:row + r1, k] = column[r0:r1]
 
 
 def _check_segment(seg: Segment, values: dict, start: int, file_columns: list[str], categories) -> None:
@@ -449,12 +457,19 @@ def to_dask(plan_: Plan):
     columns = plan_.columns
     # One graph layer whose keys ARE the reads (no from_delayed wrappers, no concatenate): a
     # wrapper key could be fused differently in two graphs built from the same arrays, which the
-    # scheduler reports as "different run_spec for key" (seen at 5M rows).
-    args = (fs, local)
-    tail = (columns, plan_.file_columns, plan_.partition_columns, categories)
-    name = "read_piece-" + tokenize(plan_.source.url, plan_.source.root, plan_.pieces, tail)
-    layer = {(name, i, 0): (read_piece, *args, p, *tail) for i, p in enumerate(plan_.pieces)}
-    chunks = (tuple(int(p.n_rows) for p in plan_.pieces), (len(columns),))
-    full = da.Array(HighLevelGraph.from_collections(name, layer, dependencies=()), name, chunks, dtype=np.float64)
-    d = len(plan_.features)
-    return full[:, :d], {c: full[:, d + i] for i, c in enumerate(plan_.extra_columns)}, categories
+    # scheduler reports as "different run_spec for key" (seen at 5M rows). Each read returns
+    # (features, extras); X's blocks ARE the features blocks (picked out, not copied).
+    d, e = len(plan_.features), len(columns) - len(plan_.features)
+    tail = (columns, plan_.file_columns, plan_.partition_columns, categories, d)
+    token = tokenize(plan_.source.url, plan_.source.root, plan_.pieces, tail)
+    read, feats, rest = "read_piece-" + token, "piece-features-" + token, "piece-extras-" + token
+    layers = {
+        read: {(read, i): (read_piece, fs, local, p, *tail) for i, p in enumerate(plan_.pieces)},
+        feats: {(feats, i, 0): (operator.getitem, (read, i), 0) for i in range(len(plan_.pieces))},
+        rest: {(rest, i, 0): (operator.getitem, (read, i), 1) for i in range(len(plan_.pieces))},
+    }
+    graph = HighLevelGraph(layers, {read: set(), feats: {read}, rest: {read}})
+    rows = tuple(int(p.n_rows) for p in plan_.pieces)
+    X = da.Array(graph, feats, (rows, (d,)), dtype=np.float64)
+    extras = da.Array(graph, rest, (rows, (e,)), dtype=np.float64)
+    return X, {c: extras[:, i] for i, c in enumerate(plan_.extra_columns)}, categories
