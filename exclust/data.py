@@ -32,6 +32,9 @@ class Dataset:
     source: str = "array"
     n_dropped: int = 0  # rows removed by nan_policy="drop"
     category_names: dict[str, list[str]] = field(default_factory=dict)  # codes of string columns
+    # The run's one exact uniform sample of these rows (pipeline.RunSample: rows, extra columns,
+    # n_rows), drawn once and reused by every consumer: k-means seeding, bin edges, curve, plot.
+    run_sample: Any = field(default=None, repr=False, compare=False)
 
     @property
     def n_rows(self) -> int:

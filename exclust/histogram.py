@@ -123,20 +123,15 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
     return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n}
 
 
-def _threads() -> int:
-    """Threads of a histogram kernel: the layer's policy (1 inside a Dask worker)."""
-    return kernel_threads()
-
-
 def _block_mistakes(part, tree_arrays, slot, center_ok, n_slots, n_bins, k):
     return mistake_histograms(
-        part["codes"], part["labels"], *tree_arrays, slot, center_ok, n_slots, n_bins, k, _threads()
+        part["codes"], part["labels"], *tree_arrays, slot, center_ok, n_slots, n_bins, k, kernel_threads()
     )
 
 
 def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
     return surrogate_histograms(
-        part["codes"], part["dots"], part["labels"], *tree_arrays, slot, n_slots, n_bins, _threads()
+        part["codes"], part["dots"], part["labels"], *tree_arrays, slot, n_slots, n_bins, kernel_threads()
     )
 
 
@@ -145,7 +140,7 @@ def _block_shallow(part, tree_arrays, slot, member_group, n_groups, center_span,
 
     return shallow_histograms(
         part["codes"], part["dots"], *tree_arrays, slot, member_group.shape[0], member_group,
-        n_groups, center_span, n_bins, n_splits, _threads(), bulk_min_rows,
+        n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
     )
 
 

@@ -26,8 +26,9 @@ SUMMARY_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.nee
 DATA_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.cost_curve)  # the report shows cost vs leaves
 THRESHOLDS = tuple(registry.THRESHOLDS)
 SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
-# One exact uniform sample of the rows, drawn once per run: the k-means seeding, the cost
-# curve's baselines and the report's scatter plot all use it.
+# One exact uniform sample of the rows, drawn once per run: the k-means seeding, the histogram
+# engine's bin edges, the cost curve's baselines and the report's scatter plot all use it (each
+# takes a uniform subsample of the size it needs).
 RUN_SAMPLE_ROWS = 200_000
 # k-means on a dask input: scikit-learn's (10 restarts) on this many rows of the run's sample,
 # then a few full passes of Lloyd's algorithm refine the centers.
@@ -121,16 +122,15 @@ class RunSample:
 
 
 def run_sample(data: Dataset, config: ExplainConfig) -> RunSample:
-    """The run's one uniform sample (``RUN_SAMPLE_ROWS`` rows; one pass the first time, then cached
-    on the Dataset): k-means seeding, the curve's baselines and the scatter plot share it."""
-    cached = getattr(data, "run_sample", None)
-    if cached is not None:
-        return cached
+    """The run's one uniform sample (``RUN_SAMPLE_ROWS`` rows; one pass the first time, then kept
+    in ``data.run_sample``): k-means seeding, bin edges, the curve's baselines and the scatter plot share it."""
+    if data.run_sample is not None:
+        return data.run_sample
     names = list(data.extra)
     X, *columns = parts.uniform_sample(data.X, *data.extra.values(), size=RUN_SAMPLE_ROWS,
                                        random_state=config.random_state)
     sample = RunSample(X, dict(zip(names, columns)), data.n_rows)
-    data.run_sample = sample  # type: ignore[attr-defined]
+    data.run_sample = sample
     return sample
 
 
