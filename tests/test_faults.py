@@ -68,14 +68,17 @@ def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api)
 
         calm_state, _ = run("calm")
         assert calm_state.is_completed(), calm_state.message
-        victim = sorted(client.run(os.getpid).values())[0]
+        victim_address, victim = sorted(client.run(os.getpid).items(), key=lambda item: item[1])[0]
         killed_at: list[float] = []
 
         def killer() -> None:
+            # Kill as soon as tasks of this run are running and the victim holds data: a fixed
+            # delay missed the run once the job became fast (about a second here).
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not any(client.processing().values()):
-                time.sleep(0.05)
-            time.sleep(1.5)  # well inside the run: the data are persisted on both workers by now
+            while time.monotonic() < deadline:
+                if any(client.processing().values()) and client.has_what().get(victim_address):
+                    break
+                time.sleep(0.005)
             os.kill(victim, signal.SIGKILL)
             killed_at.append(time.monotonic())
 
