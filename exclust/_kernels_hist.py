@@ -147,15 +147,17 @@ def route_all_codes(codes, feature, split_bin, left, right):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def mistake_histograms(codes, labels, feature, split_bin, left, right, slot, center_ok, n_slots, n_bins, k, nt):
+def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, remember, slot, center_ok, n_slots,
+                       n_bins, k, nt):
     """IMM: per (slot, feature, bin, reference cluster) the count of alive rows.
 
     ``slot[node]`` is the histogram a row reaching leaf ``node`` goes to (-1: none);
     ``center_ok[s, j]`` says whether a row of reference cluster j counts for slot s, which is
-    how rows cut off from their center by an earlier split are left out.
+    how rows cut off from their center by an earlier split are left out. ``resume`` and
+    ``remember``: where each row's routing starts, see ``rows_by_slot``.
     """
     d = codes.shape[1]
-    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
     parts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int64)
     step = (m + nt - 1) // nt
@@ -175,17 +177,30 @@ def mistake_histograms(codes, labels, feature, split_bin, left, right, slot, cen
 
 
 @numba.njit(cache=True, nogil=True)
-def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots):
+def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember):
     """Indices of the rows that reach a requested leaf, grouped by slot (a counting sort).
 
     Visiting rows slot by slot keeps one slot's histogram hot in cache at a time; in data
     order, the rows of several leaves interleave and every row would touch a cold histogram.
+
+    ``resume[i]`` is a node row i is known to pass through (0, the root, when nothing is
+    known): a tree that only grows keeps every node, so routing from there reaches the same
+    leaf as routing from the root, in a step or two instead of the tree's whole depth. With
+    ``remember`` the reached leaf is written back into ``resume`` for the next pass.
     """
     n = codes.shape[0]
     row_slot = np.empty(n, dtype=np.int32)
     start = np.zeros(n_slots + 1, dtype=np.int64)
     for i in range(n):
-        s = slot[route_codes(codes, i, feature, split_bin, left, right)]
+        node = resume[i]
+        while split_bin[node] >= 0:
+            if codes[i, feature[node]] <= split_bin[node]:
+                node = left[node]
+            else:
+                node = right[node]
+        if remember:
+            resume[i] = node
+        s = slot[node]
         row_slot[i] = s
         if s >= 0:
             start[s + 1] += 1
@@ -202,7 +217,8 @@ def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, slot, n_slots, n_bins, nt):
+def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, resume, remember, slot, n_slots, n_bins,
+                         nt):
     """ExKMC: per (slot, feature, bin) the row count, the sums of <x, mu_j>, and label counts.
 
     Returns ``sums`` (n_slots, d, n_bins, k + 1): channel 0 the count, channel 1 + j the sum of
@@ -212,7 +228,7 @@ def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, s
     """
     d = codes.shape[1]
     k = dots.shape[1]
-    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
     parts = np.zeros((nt, n_slots, d, n_bins, k + 1), dtype=np.float64)
     counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int32)

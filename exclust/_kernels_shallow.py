@@ -126,7 +126,7 @@ def _subset_sums(order_sums, n_members):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_slots, member_group,
+def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, remember, slot, n_slots, member_group,
                        n_groups, center_span, n_bins, n_splits, nt, bulk_min_rows):
     """Per (slot, feature, bin) one cell: the row count, then per center split q the *steps*
     of the distance to the nearest center on the left and on the right (summed over q they give
@@ -154,7 +154,7 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, slot, n_sl
     """
     d = codes.shape[1]
     k = dists.shape[1]
-    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots)
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
     start = np.zeros(n_slots + 1, dtype=np.int64)
     for r in range(m):

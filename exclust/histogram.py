@@ -20,6 +20,7 @@ node that splits is computed.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,11 @@ class CodeTree:
     left: list[int] = field(default_factory=lambda: [-1])
     right: list[int] = field(default_factory=lambda: [-1])
     value: list[int] = field(default_factory=lambda: [-1])  # reference center of a leaf
+    # Identity of this growing tree, under which kept parts remember each row's leaf between
+    # passes (see ``_resume_nodes``); ``remember`` False for a trial copy, which only reads it.
+    lineage: int = field(default_factory=lambda: int.from_bytes(os.urandom(8), "little") >> 1)
+    remember: bool = True
+    lineage_nodes: int | None = None  # a trial copy: how many nodes its lineage had when copied
 
     @property
     def n_nodes(self) -> int:
@@ -53,6 +59,9 @@ class CodeTree:
 
     def split(self, node: int, feature: int, split_bin: int) -> tuple[int, int]:
         """Replace leaf ``node`` by the cut ``code[feature] <= split_bin``; returns (left, right)."""
+        if self.split_bin[node] >= 0:
+            # Routing memory relies on a tree that only grows: a cut is never replaced.
+            raise ValueError(f"node {node} is already split")
         kids = []
         for _ in range(2):
             self.feature.append(-1)
@@ -64,6 +73,18 @@ class CodeTree:
         self.feature[node], self.split_bin[node] = int(feature), int(split_bin)
         self.left[node], self.right[node] = kids
         return kids[0], kids[1]
+
+    def trial_copy(self) -> "CodeTree":
+        """A copy to split further on trial: same node ids and lineage, so its passes resume
+        from the rows' remembered leaves, but it writes no memory of its own."""
+        lists = (list(a) for a in (self.feature, self.split_bin, self.left, self.right, self.value))
+        return CodeTree(*lists, lineage=self.lineage, remember=False, lineage_nodes=self.n_nodes)
+
+    def routing(self) -> tuple[int, bool, int]:
+        """(lineage, remember, nodes of the lineage this tree knows): how the kernels resume
+        and record each row's routing (``_resume_nodes``)."""
+        known = self.n_nodes if self.lineage_nodes is None else self.lineage_nodes
+        return self.lineage, self.remember, known
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(feature, split_bin, left, right) as int64 arrays for the kernels."""
@@ -123,24 +144,55 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
     return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n}
 
 
-def _block_mistakes(part, tree_arrays, slot, center_ok, n_slots, n_bins, k):
+def _resume_nodes(part: dict, routing: tuple[int, bool, int]) -> tuple[np.ndarray, bool]:
+    """Where each row of a kept part starts its routing through a tree of lineage
+    ``routing[0]``, and whether the pass may write the reached leaves back (``routing[1]``).
+
+    The part remembers, per row, the leaf its last routing through one lineage reached. A
+    lineage only ever grows (``CodeTree.split`` turns leaves into cuts), so that leaf is still
+    on the row's path and routing resumes there. A trial tree (``CodeTree.trial_copy``) reads
+    its lineage's memory but never writes it: its extra nodes are not the lineage's. Memory of
+    another lineage is discarded (or, for a trial, not used). A copy of a part made earlier
+    (a Dask transfer or spill) carries older, still valid, leaves.
+    """
+    lineage, remember, known_nodes = routing
+    # Usable when written by this lineage while it had no more nodes than the caller knows
+    # (a trial copy taken before its lineage grew further must not read the newer leaves).
+    if part.get("route_lineage") == lineage and part["route_size"] <= known_nodes:
+        if remember:
+            part["route_size"] = known_nodes
+        return part["route_nodes"], remember
+    n = part["codes"].shape[0]
+    if not remember:
+        return np.zeros(n, dtype=np.int32), False
+    part.pop("route_lineage", None)
+    part["route_nodes"] = np.zeros(n, dtype=np.int32)
+    part["route_size"] = known_nodes
+    part["route_lineage"] = lineage
+    return part["route_nodes"], True
+
+
+def _block_mistakes(part, tree_arrays, routing, slot, center_ok, n_slots, n_bins, k):
     return mistake_histograms(
-        part["codes"], part["labels"], *tree_arrays, slot, center_ok, n_slots, n_bins, k, kernel_threads()
+        part["codes"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, center_ok, n_slots, n_bins,
+        k, kernel_threads(),
     )
 
 
-def _block_surrogate(part, tree_arrays, slot, n_slots, n_bins):
+def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
     return surrogate_histograms(
-        part["codes"], part["dots"], part["labels"], *tree_arrays, slot, n_slots, n_bins, kernel_threads()
+        part["codes"], part["dots"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, n_slots,
+        n_bins, kernel_threads(),
     )
 
 
-def _block_shallow(part, tree_arrays, slot, member_group, n_groups, center_span, n_bins, n_splits, bulk_min_rows):
+def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
+                   bulk_min_rows):
     from exclust._kernels_shallow import shallow_histograms
 
     return shallow_histograms(
-        part["codes"], part["dots"], *tree_arrays, slot, member_group.shape[0], member_group,
-        n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
+        part["codes"], part["dots"], *tree_arrays, *_resume_nodes(part, routing), slot, member_group.shape[0],
+        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
     )
 
 
@@ -209,14 +261,14 @@ class EncodedData:
         self.n_passes += 1
         n_slots = int(center_ok.shape[0])
         return self._reduce(
-            _block_mistakes, tree.arrays(), slot, center_ok, n_slots, self.n_bins, self.k
+            _block_mistakes, tree.arrays(), tree.routing(), slot, center_ok, n_slots, self.n_bins, self.k
         )
 
     def surrogate_histograms(self, tree: CodeTree, slot: np.ndarray, n_slots: int):
         """ExKMC histograms: (n_slots, d, n_bins, k + 1) count and sums of <x, mu_j>, and
         (n_slots, d, n_bins, k) rows per reference cluster."""
         self.n_passes += 1
-        return self._reduce(_block_surrogate, tree.arrays(), slot, n_slots, self.n_bins)
+        return self._reduce(_block_surrogate, tree.arrays(), tree.routing(), slot, n_slots, self.n_bins)
 
     def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
                            n_groups: np.ndarray, center_span: np.ndarray, n_splits: int,
@@ -229,7 +281,7 @@ class EncodedData:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
         cells, base = self._reduce(
-            _block_shallow, tree.arrays(), slot, member_group, n_groups, center_span, self.n_bins, n_splits,
+            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins, n_splits,
             bulk_min_rows,
         )
         n_slots, d, n_bins, _ = cells.shape

@@ -129,7 +129,7 @@ def _smaller_sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, l
     by its cut: the rows a leaf's side receives there are exactly those it will receive when the
     greedy order splits that leaf, whatever is split before it (only other leaves change).
     """
-    trial = CodeTree(*(list(a) for a in (tree.feature, tree.split_bin, tree.left, tree.right, tree.value)))
+    trial = tree.trial_copy()
     sides = []
     for leaf in leaves:
         _, _, f, b, _, _ = best[leaf]
