@@ -26,14 +26,14 @@ from typing import Sequence
 
 import numpy as np
 
-from exclust._kernels_l1 import leaf_l1_sums, nearest_center_l1
-from exclust._kernels_score import leaf_moments
+from exclust._kernels_l1 import nearest_center_l1
 from exclust._kernels_stats import nearest_center
 from exclust.algorithms.cart import CART
 from exclust.algorithms.exkmc import ExKMC
 from exclust.algorithms.kdtree import KDTree
+from exclust.curve_pass import curve_block, merge_curves
 from exclust.data import as_matrix
-from exclust.parts import PASSES, Reduction, map_reduce, map_rows, run_reductions, sample_ids, uniform_sample
+from exclust.parts import PASSES, Reduction, map_reduce, run_reductions, sample_ids, uniform_sample
 from exclust.tree import ThresholdTree
 
 
@@ -61,43 +61,6 @@ CURVE_COSTS = {"kmeans": "kmeans", "kmedians": "kmedians-surrogate"}
 # KDTree is as good from 50k uniform rows as from 200k, and scikit-learn's CART on 200k x 20
 # took 4x as long (it sorts every feature at every node).
 BASELINE_ROWS = 50_000
-
-
-def _block_curve(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans"):
-    """One part of the curve's pass.
-
-    Per final tree of a family of prefix trees: per leaf node its statistics (column 0 the
-    count; then sum of x and sum of ||x||^2 for k-means, the summed l1 distance to every center
-    for k-medians) and one row of the part that reached the leaf (NaN where none did); and the
-    part's cost to the nearest reference center (squared l2, or l1).
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    n, d = X.shape
-    centers = np.ascontiguousarray(centers, dtype=np.float64)
-    leaves = [np.asarray(tree.apply(X), dtype=np.int64) for tree in finals]
-    if objective == "kmedians":
-        width = max([t.node_count for t in finals], default=1)
-        stacked = np.stack(leaves) if leaves else np.zeros((0, n), dtype=np.int64)
-        sums, firsts, nearest = leaf_l1_sums(X, stacked, width, centers)
-        per_tree = [(sums[i, : t.node_count], firsts[i, : t.node_count]) for i, t in enumerate(finals)]
-        ref = float(nearest)
-    else:
-        per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals)]
-        ref = float(nearest_center(X, centers)[1].sum()) if centers.shape[0] and n else 0.0
-    out = []
-    for stats, first in per_tree:
-        reps = np.full((stats.shape[0], d), np.nan)
-        seen = first >= 0
-        reps[seen] = X[first[seen]]
-        out.append((stats, reps))
-    return out, np.asarray([ref])
-
-
-def _merge_curve(a, b):
-    families = []
-    for (stats_a, rep_a), (stats_b, rep_b) in zip(a[0], b[0]):
-        families.append((stats_a + stats_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
-    return families, a[1] + b[1]
 
 
 def _prefix_stats(final_stats: np.ndarray, reps: np.ndarray, tree: ThresholdTree, k: int) -> np.ndarray:
@@ -129,25 +92,15 @@ def _costs_from_moments(mom: np.ndarray) -> np.ndarray:
 def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarray:
     """k-means cost of each tree's clusters (each scored by its own mean), all in one pass."""
     trees = list(trees)
-    families, _ = map_reduce(_block_curve, X, args=(trees, np.zeros((0, X.shape[1]))), combine=_merge_curve)
+    families, _ = map_reduce(curve_block, X, args=(trees, np.zeros((0, X.shape[1]))), combine=merge_curves)
     k = max(int(n_clusters), max(t.n_clusters for t in trees))
     return np.asarray([_cost_of(_prefix_stats(mom, reps, t, k)) for t, (mom, reps) in zip(trees, families)])
 
 
 def reference_cost(X, centers: np.ndarray) -> float:
     """Sum of squared distances of every point to its nearest reference center (one pass)."""
-    _, cost = map_reduce(_block_curve, X, args=([], np.asarray(centers, dtype=np.float64)), combine=_merge_curve)
+    _, cost = map_reduce(curve_block, X, args=([], np.asarray(centers, dtype=np.float64)), combine=merge_curves)
     return float(cost[0])
-
-
-def _nearest_center_block(X, centers):
-    X = np.asarray(X, dtype=np.float64)
-    return np.argmin(np.einsum("ij,ij->i", centers, centers) - 2.0 * X @ centers.T, axis=1)
-
-
-def nearest_center_labels(X, centers: np.ndarray):
-    """Reference labels: the nearest center of every row (lazy on Dask)."""
-    return map_rows(_nearest_center_block, X, np.asarray(centers, dtype=np.float64), dtype=np.int64)
 
 
 @dataclass
@@ -167,8 +120,8 @@ class CurvePlan:
 
     def reduction(self) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass."""
-        return Reduction(_block_curve, (), ([f[-1] for f in self.families], self.centers, self.objective),
-                         _merge_curve)
+        return Reduction(curve_block, (), ([f[-1] for f in self.families], self.centers, self.objective),
+                         merge_curves)
 
     def finish(self, result) -> dict:
         families, ref = result
@@ -214,8 +167,8 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(sample.shape[1])]
     ds = Dataset(sample, names)
     if sample_labels is None:
-        sample_labels = (nearest_center_l1(sample, centers)[0] if objective == "kmedians"
-                         else _nearest_center_block(sample, centers))
+        sample_labels = (nearest_center_l1(sample, centers) if objective == "kmedians"
+                         else nearest_center(sample, centers))[0]
     reusable = (
         exkmc is not None
         and getattr(exkmc, "objective", "kmeans") == objective

@@ -20,29 +20,11 @@ from exclust.data import Dataset, InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.kmeans import KMeans
 from exclust.parts import is_lazy
+from exclust.reference_passes import (gmm_assign_block, gmm_estep_block, gmm_loglik_block, gmm_loglik_sum_block,
+                                      gmm_proba_block)
 from exclust.stats import add_parts, cluster_statistics, map_reduce
 
 _COVARIANCE_TYPES = ("full", "diag")
-
-
-def _estep_block(X, means, factor, const, diag):
-    return K.gmm_estep(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)
-
-
-def _assign_block(X, means, factor, const, diag):
-    return K.gmm_assign(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)
-
-
-def _proba_block(X, means, factor, const, diag):
-    return np.exp(K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)[0])
-
-
-def _loglik_block(X, means, factor, const, diag):
-    return K.gmm_log_resp(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag)[1]
-
-
-def _loglik_sum_block(X, means, factor, const, diag):
-    return np.array([K.gmm_loglik_sum(np.ascontiguousarray(X, dtype=np.float64), means, factor, const, diag), X.shape[0]])
 
 
 class GaussianMixture(ExclustEstimator):
@@ -128,7 +110,7 @@ class GaussianMixture(ExclustEstimator):
                 t0 = time.perf_counter()
                 previous = lower_bound
                 means, factor, const = self._kernel_params(params, diag)
-                nk, sums, second, ll = map_reduce(_estep_block, [X], (means, factor, const, diag), add_parts)
+                nk, sums, second, ll = map_reduce(gmm_estep_block, [X], (means, factor, const, diag), add_parts)
                 passes += 1
                 params = self._m_step(nk, sums, second, diag)
                 lower_bound = ll / n
@@ -241,15 +223,15 @@ class GaussianMixture(ExclustEstimator):
 
     def predict(self, X):
         """Most probable component of every row: numpy in, numpy out; dask in, lazy dask out."""
-        return self._apply(X, _assign_block, None, np.int64)
+        return self._apply(X, gmm_assign_block, None, np.int64)
 
     def predict_proba(self, X):
         """Responsibilities (n x K): numpy in, numpy out; dask in, lazy dask out."""
-        return self._apply(X, _proba_block, self.n_components, np.float64)
+        return self._apply(X, gmm_proba_block, self.n_components, np.float64)
 
     def score_samples(self, X):
         """Log-likelihood of every row: numpy in, numpy out; dask in, lazy dask out."""
-        return self._apply(X, _loglik_block, None, np.float64)
+        return self._apply(X, gmm_loglik_block, None, np.float64)
 
     def score(self, X, y=None) -> float:
         """Mean log-likelihood of the rows (one pass; a float for numpy and dask input alike)."""
@@ -257,7 +239,7 @@ class GaussianMixture(ExclustEstimator):
         X = base.check_predict_input(X, self.n_features_in_)
         diag = self.covariance_type == "diag"
         args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
-        total, n = map_reduce(_loglik_sum_block, [X], args)
+        total, n = map_reduce(gmm_loglik_sum_block, [X], args)
         return float(total / n)
 
     def fit_predict(self, X, y=None):

@@ -13,28 +13,19 @@ import time
 
 import numpy as np
 
-from exclust import _kernels_stats as K
 from exclust import parts
 from exclust import reference_base as base
 from exclust.data import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.parts import is_lazy
+from exclust.reference_passes import lloyd_block, nearest_center_block
 from exclust.seeding import parallel_seeding
-from exclust.stats import ClusterStatistics, add_parts, map_reduce
+from exclust.stats import add_parts, map_reduce
 
 _KMEANS_BACKENDS = ("auto", "sklearn", "lloyd", "dask-ml")
 _KMEANS_INITS = ("k-means||", "sample")
 # k-means|| ends by clustering its few weighted candidates in memory: restarts there cost no pass.
 _RECLUSTER_N_INIT = 10
-
-
-def _lloyd_block(X: np.ndarray, centers: np.ndarray):
-    counts, sums, sums_sq, inertia = K.lloyd_step(np.ascontiguousarray(X, dtype=np.float64), centers)
-    return ClusterStatistics(counts, sums, sums_sq), inertia
-
-
-def _predict_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    return K.nearest_center(np.ascontiguousarray(X, dtype=np.float64), centers)[0]
 
 
 def _recluster_weighted(candidates: np.ndarray, weights: np.ndarray, n_clusters: int, rs) -> np.ndarray:
@@ -200,7 +191,7 @@ class KMeans(ExclustEstimator):
         self.labels_ = labels if is_lazy(X) else np.asarray(labels.compute() if is_lazy(labels) else labels)
         # dask-ml's inertia_ is not the sum of squared distances; score its centers like the others.
         self.n_iter_ = int(best.n_iter_)
-        self.inertia_ = float(map_reduce(_lloyd_block, [X], (self.cluster_centers_,), add_parts)[1])
+        self.inertia_ = float(map_reduce(lloyd_block, [X], (self.cluster_centers_,), add_parts)[1])
         self.n_passes_ = int(best.n_iter_) + 1
 
     def _initial_centers(self, X, k, rs, sample) -> tuple[np.ndarray, int]:
@@ -235,7 +226,7 @@ class KMeans(ExclustEstimator):
             passes += p
             tol_abs = None
             for n_iter in range(1, max_iter + 1):
-                stats, inertia = map_reduce(_lloyd_block, [X], (centers,), add_parts)
+                stats, inertia = map_reduce(lloyd_block, [X], (centers,), add_parts)
                 passes += 1
                 if tol_abs is None:
                     n = stats.total
@@ -261,7 +252,7 @@ class KMeans(ExclustEstimator):
         self._check_fitted()
         centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
         X = base.check_predict_input(X, self.n_features_in_)
-        return parts.map_rows(_predict_block, X, centers, dtype=np.int64)
+        return parts.map_rows(nearest_center_block, X, centers, dtype=np.int64)
 
     def fit_predict(self, X, y=None):
         """Fit, then return ``labels_``."""

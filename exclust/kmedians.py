@@ -35,6 +35,7 @@ from exclust.data import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.kmedians_cost import cluster_medians
 from exclust.parts import is_lazy
+from exclust.reference_passes import l1_counts_block, nearest_l1_block
 from exclust.seeding import parallel_seeding
 from exclust.stats import add_parts, map_reduce
 
@@ -43,17 +44,9 @@ _RECLUSTER_MAX_ITER = 100
 
 
 # --------------------------------------------------------------------------- chunk functions
-def _assign_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    return K.nearest_center_l1(np.ascontiguousarray(X, dtype=np.float64), centers)[0]
-
-
-def _counts_block(X: np.ndarray, centers: np.ndarray) -> tuple:
-    return K.l1_assignment_counts(np.ascontiguousarray(X, dtype=np.float64), centers)
-
-
 def _labels(X, centers: np.ndarray):
     """Nearest center in l1 per row: numpy now, or a lazy dask array (recomputed in each pass)."""
-    return parts.map_rows(_assign_block, X, centers, dtype=np.int64)
+    return parts.map_rows(nearest_l1_block, X, centers, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- in memory, weighted
@@ -175,7 +168,7 @@ class KMedians(ExclustEstimator):
         if shift == 0:  # the last assignment is the nearest-center one of the final centers
             inertia = float(costs.sum())
         else:
-            _, inertia = map_reduce(_counts_block, [X], (centers,), add_parts)
+            _, inertia = map_reduce(l1_counts_block, [X], (centers,), add_parts)
             passes += 1
         self.cluster_centers_ = centers
         self.inertia_ = float(inertia)

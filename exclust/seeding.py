@@ -17,38 +17,16 @@ from typing import Callable
 
 import numpy as np
 
-from exclust import _kernels_l1, _kernels_stats, parts
+from exclust import parts
 from exclust.data import InputError
 from exclust.parts import is_lazy
+from exclust.reference_passes import NEAREST, concat_draws, seeding_count_block, seeding_draw_block
 from exclust.reference_base import draw_seed, random_stream
-
-# distance name -> numba kernel giving (label, distance) of every row to its nearest center.
-NEAREST = {"sqeuclidean": _kernels_stats.nearest_center, "l1": _kernels_l1.nearest_center_l1}
 
 # Past the planned rounds, when too few distinct candidates were drawn, at most this many more.
 _EXTRA_ROUNDS = 10
 # Distinct seeds per round from one drawn seed: any prime above the rounds ever run will do.
 _ROUND_STRIDE = 1_000_003
-
-
-def _draw_block(offset: int, X: np.ndarray, candidates: np.ndarray, scale: float, seed: int, distance: str) -> tuple:
-    """One round on a part: (rows drawn with probability ``scale * dist``, the part's cost)."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    _, dist = NEAREST[distance](X, candidates)
-    if scale > 0:
-        u = parts.row_uniforms(seed, offset, offset + X.shape[0])
-        return X[u < scale * dist], float(dist.sum())
-    return np.empty((0, X.shape[1])), float(dist.sum())
-
-
-def _concat_draws(a: tuple, b: tuple) -> tuple:
-    return np.concatenate([a[0], b[0]]), a[1] + b[1]
-
-
-def _count_block(X: np.ndarray, candidates: np.ndarray, distance: str) -> np.ndarray:
-    """Rows of the part nearest to each candidate (ties: the lowest index)."""
-    labels, _ = NEAREST[distance](np.ascontiguousarray(X, dtype=np.float64), candidates)
-    return np.bincount(labels, minlength=candidates.shape[0]).astype(np.int64)
 
 
 def _n_distinct(points: np.ndarray) -> int:
@@ -82,8 +60,8 @@ def parallel_seeding(
     ell = oversampling * n_clusters
     scale, passes = 0.0, 0
     for r in range(rounds + 1 + _EXTRA_ROUNDS):
-        drawn, cost = parts.map_reduce(_draw_block, X, args=(candidates, scale, seed * _ROUND_STRIDE + r, distance),
-                                       combine=_concat_draws, with_offset=True)
+        drawn, cost = parts.map_reduce(seeding_draw_block, X, args=(candidates, scale, seed * _ROUND_STRIDE + r, distance),
+                                       combine=concat_draws, with_offset=True)
         passes += 1
         candidates = np.ascontiguousarray(np.vstack([candidates, drawn]))
         if cost == 0:
@@ -92,7 +70,7 @@ def parallel_seeding(
             break
         # Past the planned rounds only when too few candidates were drawn: draw more boldly.
         scale = ell / cost * (1.0 if r < rounds else 2.0 ** (r - rounds + 1))
-    counts = parts.map_reduce(_count_block, X, args=(candidates, distance))
+    counts = parts.map_reduce(seeding_count_block, X, args=(candidates, distance))
     passes += 1
     # A repeated candidate loses every row to its first copy (ties go to the lowest index), so the
     # kept ones are distinct.
