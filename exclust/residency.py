@@ -44,12 +44,14 @@ def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
     return bool(memory) and nbytes <= share * memory
 
 
-def hold(*arrays: Any, force: bool | None = None) -> tuple[tuple, bool]:
+def hold(*arrays: Any, force: bool | None = None,
+         while_reading: Callable[[], Any] | None = None) -> tuple[tuple, bool]:
     """Persist dask arrays on the workers together (one read of their shared source) when they
     fit in ``HOLD_MEMORY_SHARE`` of the workers' memory; else leave them to be streamed.
 
     ``force`` True/False overrides the size rule. Returns (arrays, held). numpy input is held
-    already. Holding is one pass (counted).
+    already. Holding is one pass (counted). ``while_reading()``, when the arrays are being held,
+    runs on this process while the workers read (driver work that would otherwise wait).
     """
     lazy = [a for a in arrays if is_lazy(a)]
     if not lazy:
@@ -66,6 +68,8 @@ def hold(*arrays: Any, force: bool | None = None) -> tuple[tuple, bool]:
 
     PASSES.record(*lazy)
     persisted = dask.persist(*lazy)
+    if while_reading is not None:
+        while_reading()
     _wait(persisted)
     persisted = iter(persisted)
     return tuple(next(persisted) if is_lazy(a) else a for a in arrays), True
