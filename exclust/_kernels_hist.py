@@ -15,24 +15,56 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi):
+def _cell_of(v, f, origin, inv_width, top):
+    """Cell of value v in feature f's uniform grid of ``top + 1`` cells.
+
+    Monotone non-decreasing in v: IEEE subtraction and multiplication by a positive constant
+    round monotonically, and the clamp (done on the float, so that +-inf and overflow land in
+    the end cells; NaN goes to cell 0) and the truncation keep the order. The same function
+    places the edges (``cell_bases``), so a value and an edge are compared on identical floats.
+    """
+    t = (v - origin[f]) * inv_width[f]
+    if not t > 0.0:
+        t = 0.0
+    if t > top:
+        t = float(top)
+    return int(t)
+
+
+@numba.njit(cache=True, nogil=True)
+def cell_bases(edges, n_edges, origin, inv_width, cells):
+    """Per feature and cell c, the number of edges whose cell is below c (column ``cells``: all).
+
+    As ``_cell_of`` is monotone, every edge of a lower cell is below every value of cell c and
+    every edge of a higher cell is above it: only the edges of cell c itself need comparing.
+    """
+    d = n_edges.shape[0]
+    base = np.zeros((d, cells + 1), dtype=np.uint16)
+    for f in range(d):
+        ne = n_edges[f]
+        b = 0
+        for c in range(cells + 1):
+            while b < ne and _cell_of(edges[f, b], f, origin, inv_width, cells - 1) < c:
+                b += 1
+            base[f, c] = b
+    return base
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _code_of(v, f, edges, origin, inv_width, base):
     """Bin of value v of feature f: the number of edges strictly below it.
 
-    A uniform grid over the feature's edge range narrows the search first: ``cell_lo`` and
-    ``cell_hi`` bound the answer for every value in a grid cell (with a cell of slack either
-    side, against rounding), so the binary search that follows is exact and usually has at
-    most one or two edges left to look at.
+    The edges below v are those of the cells before v's cell (``base``) plus those of v's own
+    cell that are below v. Cells outnumber edges, so a cell mostly holds none or one: one
+    comparison with the first edge at or after the cell settles it without a branch (with no
+    edge in the cell, that edge lies in a later cell, hence above v; past the last edge it is
+    the +inf padding). Only a cell holding several edges is searched.
     """
-    ne = n_edges[f]
-    if ne == 0 or v <= edges[f, 0]:
-        return 0
-    if v > edges[f, ne - 1]:
-        return ne
-    g = cell_lo.shape[1]
-    c = int((v - origin[f]) * inv_width[f])
-    c = min(max(c, 0), g - 1)
-    lo = cell_lo[f, c]
-    hi = cell_hi[f, c]
+    c = _cell_of(v, f, origin, inv_width, base.shape[1] - 2)
+    lo = np.int64(base[f, c])
+    hi = np.int64(base[f, c + 1])
+    if hi - lo <= 1:
+        return lo + np.int64(edges[f, lo] < v)
     while lo < hi:
         mid = (lo + hi) >> 1
         if edges[f, mid] < v:
@@ -43,16 +75,16 @@ def _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_rows(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, codes):
+def encode_rows(X, edges, origin, inv_width, base, codes):
     """Write into ``codes`` the bin of every value (see ``_code_of``)."""
     n, d = X.shape
     for i in numba.prange(n):
         for f in range(d):
-            codes[i, f] = _code_of(X[i, f], f, edges, n_edges, origin, inv_width, cell_lo, cell_hi)
+            codes[i, f] = _code_of(X[i, f], f, edges, origin, inv_width, base)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, centers_t, center_sq, codes, dots, labels):
+def encode_and_project(X, edges, origin, inv_width, base, centers_t, center_sq, codes, dots, labels):
     """Pass 2 in one read of each row: bin codes, <x, mu_j> for every center, nearest center.
 
     Returns the block's sum of ||x||^2. The dot products accumulate feature by feature into all
@@ -70,7 +102,7 @@ def encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, c
             acc[:] = 0.0
             for f in range(d):
                 v = X[i, f]
-                codes[i, f] = _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi)
+                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base)
                 part += v * v
                 for j in range(k):
                     acc[j] += v * centers_t[f, j]
@@ -89,7 +121,7 @@ def encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, c
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_and_measure(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, centers, l1, codes, dists, labels):
+def encode_and_measure(X, edges, origin, inv_width, base, centers, l1, codes, dists, labels):
     """Pass 2 with distances in place of dot products: bin codes, the distance of every row to
     every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
 
@@ -106,7 +138,7 @@ def encode_and_measure(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, c
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
             for f in range(d):
                 v = X[i, f]
-                codes[i, f] = _code_of(v, f, edges, n_edges, origin, inv_width, cell_lo, cell_hi)
+                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base)
                 part += v * v
             best = np.inf
             arg = 0
