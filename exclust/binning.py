@@ -105,8 +105,10 @@ class BinMapper:
         for f, e in enumerate(self.edges):
             # With one edge or none (or a span too narrow or too wide for a finite 1 / width)
             # inv_width stays 0: every value shares cell 0, and that cell is searched.
+            if e.size < 2:
+                continue
             with np.errstate(over="ignore", divide="ignore"):
-                scale = cells / (e[-1] - e[0]) if e.size >= 2 else 0.0
+                scale = cells / (e[-1] - e[0])
             if np.isfinite(scale):
                 origin[f], inv_width[f] = e[0], scale
         return origin, inv_width, cell_bases(edges, n_edges, origin, inv_width, cells)
