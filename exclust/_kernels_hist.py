@@ -55,23 +55,20 @@ def _code_of(v, f, edges, origin, inv_width, base):
     """Bin of value v of feature f: the number of edges strictly below it.
 
     The edges below v are those of the cells before v's cell (``base``) plus those of v's own
-    cell that are below v. Cells outnumber edges, so a cell mostly holds none or one: one
-    comparison with the first edge at or after the cell settles it without a branch (with no
-    edge in the cell, that edge lies in a later cell, hence above v; past the last edge it is
-    the +inf padding). Only a cell holding several edges is searched.
+    cell that are below v, counted by a branch-free lower bound over the cell's edges. Cells
+    outnumber edges, so a cell mostly holds none or one and the search is just its final
+    comparison with the first edge at or after the cell (with no edge in the cell, that edge
+    lies in a later cell, hence above v; past the last edge it is the +inf padding).
     """
     c = _cell_of(v, f, origin, inv_width, base.shape[1] - 2)
     lo = np.int64(base[f, c])
-    hi = np.int64(base[f, c + 1])
-    if hi - lo <= 1:
-        return lo + np.int64(edges[f, lo] < v)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if edges[f, mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    n = np.int64(base[f, c + 1]) - lo
+    while n > 1:
+        half = n >> 1
+        # A select, not a branch: the comparison's outcome is data, unpredictable.
+        lo = lo + half if edges[f, lo + half] < v else lo
+        n -= half
+    return lo + np.int64(edges[f, lo] < v)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
