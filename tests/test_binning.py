@@ -121,6 +121,29 @@ def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng):
     _assert_codes_are_searchsorted(mapper, probes)
 
 
+@pytest.mark.parametrize("l1", [None, False, True])  # encode_and_project, then encode_and_measure
+def test_encoding_passes_code_like_transform(rng, l1):
+    from exclust._kernels_hist import encode_and_measure, encode_and_project
+
+    X = np.concatenate([rng.standard_cauchy(size=(3000, 3)), rng.integers(0, 3, size=(3000, 1))], axis=1)
+    mapper = edges_from_sample(X[:1000], max_bins=64)
+    X = np.concatenate([X, np.stack([np.resize(np.nextafter(e, -np.inf), 50) for e in mapper.edges], 1)])
+    centers = X[:5]
+    codes = np.empty(X.shape, dtype=mapper.code_dtype)
+    out, labels = np.empty((X.shape[0], 5)), np.empty(X.shape[0], dtype=np.uint8)
+    if l1 is None:
+        sq = encode_and_project(X, *mapper.grid(), np.ascontiguousarray(centers.T), (centers**2).sum(1), codes, out, labels)
+        np.testing.assert_allclose(out, X @ centers.T)
+    else:
+        sq = encode_and_measure(X, *mapper.grid(), centers, l1, codes, out, labels)
+        diff = X[:, None, :] - centers[None]
+        np.testing.assert_allclose(out, np.abs(diff).sum(2) if l1 else (diff**2).sum(2))
+    np.testing.assert_allclose(sq, (X**2).sum())
+    np.testing.assert_array_equal(codes, mapper.transform(X))
+    for f, e in enumerate(mapper.edges):
+        np.testing.assert_array_equal(codes[:, f], np.searchsorted(e, X[:, f], side="left"))
+
+
 @pytest.mark.parametrize("bad", [1, 0, 65537, 2.5, True, "256"])
 def test_max_bins_outside_code_range_is_rejected(bad):
     with pytest.raises(ValueError, match="max_bins"):
