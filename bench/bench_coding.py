@@ -157,7 +157,7 @@ def main() -> None:
     centers_t, center_sq = np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers)
     old, new = old_grid(mapper.edges), mapper.grid()
     print(f"data: {source}, {n} x {X.shape[1]}; edges per feature {min(e.size for e in mapper.edges)}"
-          f"..{max(e.size for e in mapper.edges)}; new grid {new[-1].shape[1] - 1} cells; numba threads "
+          f"..{max(e.size for e in mapper.edges)}; new grid {new[3].shape[1] - 1} cells, {new[5].size} crowded; numba threads "
           f"{numba.get_num_threads()}")
 
     def buffers():

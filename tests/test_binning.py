@@ -69,7 +69,7 @@ def _assert_codes_are_searchsorted(mapper, probes: list[np.ndarray], cells=None)
         assert wrong.size == 0, (f, X[wrong[:3], f], codes[wrong[:3], f], expected[wrong[:3]])
 
 
-def _grid_aligned_edges(rng, lo: float, hi: float, cells: int = 2048) -> np.ndarray:
+def _grid_aligned_edges(rng, lo: float, hi: float, cells: int) -> np.ndarray:
     """255 edges on the kernel grid's cell boundaries (up to rounding) over [lo, hi], where a
     cell function that differs from the kernel's by one rounding puts an edge in the cell before."""
     steps = np.concatenate([[0, cells], rng.choice(np.arange(1, cells), 253, replace=False)])
@@ -99,26 +99,35 @@ def test_codes_equal_searchsorted_for_adversarial_values(rng, max_bins):
         _assert_codes_are_searchsorted(mapper, probes, cells=cells)
 
 
-def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng):
+@pytest.mark.parametrize("level", ["cells", "sub-cells"])
+def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
+    """Edges on the boundaries of the kernel's cells (the default 4096-cell grid of 255
+    edges), or of the 8192 sub-cells of one crowded cell holding them all (a 1-cell grid)."""
     from exclust.binning import BinMapper
 
-    cells = 2048  # the default grid for up to 256 edges
+    cells, grid_cells = (4096, None) if level == "cells" else (8192, 1)
     edges = [
-        *(_grid_aligned_edges(rng, lo, hi) for lo, hi in [(0.1, 0.7), (-3.3, 1e3 / 3), (1e-5, 1.0), (-7e9, -1.1)]),
+        *(_grid_aligned_edges(rng, lo, hi, cells) for lo, hi in [(0.1, 0.7), (-3.3, 1e3 / 3), (1e-5, 1.0), (-7e9, -1.1)]),
         np.array([-1e308, 0.0, 1e308]),  # a span too wide for a finite 1 / width
         np.array([5e-324, 1e-323, 1.5e-323]),  # a span too narrow for it
         np.array([1.0, np.nextafter(1.0, 2.0)]),
     ]
     mapper = BinMapper(edges=edges, exact=np.zeros(len(edges), dtype=bool))
-    assert mapper.grid()[-1].shape[1] == cells + 1
+    padded, n_edges = mapper.padded_edges()
+    grid = mapper.search_grid(padded, n_edges, cells=grid_cells)
+    if level == "cells":
+        assert grid[2].shape[1] == cells + 1  # the default grid: cell bases
+        origin, inv_width = grid[0], grid[1]
+    else:
+        assert grid[4].size == len(edges) and (np.diff(grid[6])[:4] == cells + 1).all()  # all crowded
+        origin, inv_width = grid[4], grid[5]
     # Values inside each gap (written so as not to overflow on the widest span) and around it.
     inside = [np.concatenate([e[:-1] + rng.random(e.size - 1) * (e[1:] / 2 - e[:-1] / 2), rng.normal(size=100)]) for e in edges]
     probes = [_adversarial_values(rng, e, x) for e, x in zip(edges, inside)]
-    for f in range(4):  # the kernel's own grid boundaries, where a cell function's rounding shows
-        origin, inv_width = mapper.grid()[1][f], mapper.grid()[2][f]
-        bounds = origin + np.arange(cells + 1) / inv_width
+    for f in range(4):  # the grid's own boundaries, where a cell function's rounding shows
+        bounds = origin[f] + np.arange(cells + 1) / inv_width[f]
         probes[f] = np.concatenate([probes[f], bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf)])
-    _assert_codes_are_searchsorted(mapper, probes)
+    _assert_codes_are_searchsorted(mapper, probes, cells=grid_cells)
 
 
 @pytest.mark.parametrize("l1", [None, False, True])  # encode_and_project, then encode_and_measure
