@@ -116,8 +116,8 @@ class BinMapper:
         return origin, inv_width, *search_tables(edges, n_edges, origin, inv_width, cells)
 
     def grid(self) -> tuple:
-        """The arrays the coding kernels take: padded edges, and the search grid's origin,
-        1 / cell width and edges before each cell."""
+        """The arrays the coding kernels take: padded edges, the search grid's origin and
+        1 / cell width per feature, and its exact tables (``search_tables``)."""
         if self._grid is None:
             edges, n_edges = self.padded_edges()
             self._grid = (edges, *self.search_grid(edges, n_edges))
