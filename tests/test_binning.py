@@ -44,6 +44,115 @@ def test_extra_edges_and_uint16_codes(rng):
             assert m.edges[f][codes[j, f]] == centers[j, f]  # a center sits on its bin's upper edge
 
 
+def _adversarial_values(rng, edges: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """Every edge, its float neighbours on both sides, values far outside, and the data."""
+    big = np.finfo(np.float64).max
+    outside = [np.inf, -np.inf, big, -big, 1e300, -1e300, 0.0, -0.0, 5e-324, -5e-324]
+    near = [edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)]
+    return np.concatenate([column, *near, outside, rng.permutation(np.repeat(edges, 2))])
+
+
+def _assert_codes_are_searchsorted(mapper, probes: list[np.ndarray], cells=None):
+    from exclust._kernels_hist import encode_rows
+
+    n = max(p.size for p in probes)
+    X = np.stack([np.resize(p, n) for p in probes], axis=1)  # resize repeats: duplicates too
+    if cells is None:
+        codes = mapper.transform(X)
+    else:
+        edges, n_edges = mapper.padded_edges()
+        codes = np.empty(X.shape, dtype=mapper.code_dtype)
+        encode_rows(X, edges, *mapper.search_grid(edges, n_edges, cells=cells), codes)
+    for f, e in enumerate(mapper.edges):
+        expected = np.searchsorted(e, X[:, f], side="left")
+        wrong = np.flatnonzero(codes[:, f] != expected)
+        assert wrong.size == 0, (f, X[wrong[:3], f], codes[wrong[:3], f], expected[wrong[:3]])
+
+
+def _grid_aligned_edges(rng, lo: float, hi: float, cells: int) -> np.ndarray:
+    """255 edges on the kernel grid's cell boundaries (up to rounding) over [lo, hi], where a
+    cell function that differs from the kernel's by one rounding puts an edge in the cell before."""
+    steps = np.concatenate([[0, cells], rng.choice(np.arange(1, cells), 253, replace=False)])
+    return np.unique(lo + steps * ((hi - lo) / cells))
+
+
+@pytest.mark.parametrize("max_bins", [256, 3000])  # uint8 and uint16 codes
+def test_codes_equal_searchsorted_for_adversarial_values(rng, max_bins):
+    n = 20_000
+    data = np.stack([
+        rng.normal(size=n),
+        rng.standard_cauchy(size=n),  # heavy tails: most edges crowd a few grid cells
+        np.exp(rng.normal(scale=4.0, size=n)),  # log-normal: uneven, all positive
+        rng.integers(-3, 4, size=n).astype(float),  # integer-valued: exact midpoint edges
+        rng.integers(0, 2, size=n).astype(float),  # two values: one edge
+        np.full(n, 7.25),  # all equal: no edge
+        np.where(rng.random(n) < 0.5, rng.normal(size=n) * 1e-300, rng.normal(size=n) * 1e300),
+        rng.normal(size=n) * 1e-310,  # subnormal values and edges
+    ], axis=1)
+    mapper = edges_from_sample(data[: n // 2], max_bins=max_bins)
+    assert mapper.code_dtype == (np.uint8 if max_bins <= 256 else np.uint16)
+    sizes = [e.size for e in mapper.edges]
+    assert sizes[4] == 1 and sizes[5] == 0 and max(sizes) > 1
+    probes = [_adversarial_values(rng, e, data[:, f]) for f, e in enumerate(mapper.edges)]
+    _assert_codes_are_searchsorted(mapper, probes)
+    for cells in (1, 3, 64):  # few cells: most values meet a cell of several edges (the search)
+        _assert_codes_are_searchsorted(mapper, probes, cells=cells)
+
+
+@pytest.mark.parametrize("level", ["cells", "sub-cells"])
+def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
+    """Edges on the boundaries of the kernel's cells (the default 4096-cell grid of 255
+    edges), or of the 8192 sub-cells of one crowded cell holding them all (a 1-cell grid)."""
+    from exclust.binning import BinMapper
+
+    cells, grid_cells = (4096, None) if level == "cells" else (8192, 1)
+    edges = [
+        *(_grid_aligned_edges(rng, lo, hi, cells) for lo, hi in [(0.1, 0.7), (-3.3, 1e3 / 3), (1e-5, 1.0), (-7e9, -1.1)]),
+        np.array([-1e308, 0.0, 1e308]),  # a span too wide for a finite 1 / width
+        np.array([5e-324, 1e-323, 1.5e-323]),  # a span too narrow for it
+        np.array([1.0, np.nextafter(1.0, 2.0)]),
+    ]
+    mapper = BinMapper(edges=edges, exact=np.zeros(len(edges), dtype=bool))
+    padded, n_edges = mapper.padded_edges()
+    grid = mapper.search_grid(padded, n_edges, cells=grid_cells)
+    if level == "cells":
+        assert grid[2].shape[1] == cells + 1  # the default grid: cell bases
+        origin, inv_width = grid[0], grid[1]
+    else:
+        assert grid[4].size == len(edges) and (np.diff(grid[6])[:4] == cells + 1).all()  # all crowded
+        origin, inv_width = grid[4], grid[5]
+    # Values inside each gap (written so as not to overflow on the widest span) and around it.
+    inside = [np.concatenate([e[:-1] + rng.random(e.size - 1) * (e[1:] / 2 - e[:-1] / 2), rng.normal(size=100)]) for e in edges]
+    probes = [_adversarial_values(rng, e, x) for e, x in zip(edges, inside)]
+    for f in range(4):  # the grid's own boundaries, where a cell function's rounding shows
+        bounds = origin[f] + np.arange(cells + 1) / inv_width[f]
+        probes[f] = np.concatenate([probes[f], bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf)])
+    _assert_codes_are_searchsorted(mapper, probes, cells=grid_cells)
+
+
+@pytest.mark.parametrize("l1", [None, False, True])  # encode_and_project, then encode_and_measure
+def test_encoding_passes_code_like_transform(rng, l1):
+    from exclust._kernels_hist import encode_and_measure, encode_and_project
+
+    X = np.concatenate([rng.standard_cauchy(size=(3000, 3)), rng.integers(0, 3, size=(3000, 1))], axis=1)
+    mapper = edges_from_sample(X[:1000], max_bins=64)
+    X = np.concatenate([X, np.stack([np.resize(np.nextafter(e, -np.inf), 50) for e in mapper.edges], 1)])
+    centers = X[:5]
+    codes = np.empty(X.shape, dtype=mapper.code_dtype)
+    out, labels = np.empty((X.shape[0], 5)), np.empty(X.shape[0], dtype=np.uint8)
+    if l1 is None:
+        sq = encode_and_project(X, *mapper.grid(), np.ascontiguousarray(centers.T), (centers**2).sum(1), codes, out, labels)
+        np.testing.assert_allclose(out, X @ centers.T)
+    else:
+        sq = encode_and_measure(X, *mapper.grid(), centers, l1, codes, out, labels)
+        diff = X[:, None, :] - centers[None]
+        np.testing.assert_allclose(out, np.abs(diff).sum(2) if l1 else (diff**2).sum(2))
+    np.testing.assert_allclose(sq, (X**2).sum())
+    np.testing.assert_array_equal(codes, mapper.transform(X))
+    for f, e in enumerate(mapper.edges):
+        np.testing.assert_array_equal(codes[:, f], np.searchsorted(e, X[:, f], side="left"))
+
+
 @pytest.mark.parametrize("bad", [1, 0, 65537, 2.5, True, "256"])
 def test_max_bins_outside_code_range_is_rejected(bad):
     with pytest.raises(ValueError, match="max_bins"):
