@@ -11,17 +11,18 @@ import numpy as np
 
 from exclust._kernels_l1 import leaf_l1_sums
 from exclust._kernels_score import leaf_moments
-from exclust._kernels_stats import nearest_center
+from exclust._kernels_stats import assigned_sq_distances, nearest_center
 from exclust.tree import ThresholdTree
 
 
-def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans"):
+def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans", nearest=None):
     """One part of the curve's pass.
 
     Per final tree of a family of prefix trees: per leaf node its statistics (column 0 the
     count; then sum of x and sum of ||x||^2 for k-means, the summed l1 distance to every center
     for k-medians) and one row of the part that reached the leaf (NaN where none did); and the
-    part's cost to the nearest reference center (squared l2, or l1).
+    part's cost to the nearest reference center (squared l2, or l1). ``nearest``: each row's
+    nearest center in squared l2 when already known (k-means only), so the cost needs no search.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n, d = X.shape
@@ -35,7 +36,12 @@ def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: 
         ref = float(nearest)
     else:
         per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals)]
-        ref = float(nearest_center(X, centers)[1].sum()) if centers.shape[0] and n else 0.0
+        if not (centers.shape[0] and n):
+            ref = 0.0
+        elif nearest is not None:
+            ref = float(assigned_sq_distances(X, np.asarray(nearest, dtype=np.int64), centers).sum())
+        else:
+            ref = float(nearest_center(X, centers)[1].sum())
     out = []
     for stats, first in per_tree:
         reps = np.full((stats.shape[0], d), np.nan)
@@ -43,6 +49,12 @@ def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: 
         reps[seen] = X[first[seen]]
         out.append((stats, reps))
     return out, np.asarray([ref])
+
+
+def curve_block_given_nearest(X, nearest, finals: list[ThresholdTree], centers: np.ndarray, objective: str):
+    """``curve_block`` with the rows' nearest centers as a column of the pass (the k-means
+    reference's labels, which scoring reads in the same pass)."""
+    return curve_block(X, finals, centers, objective, nearest)
 
 
 def merge_curves(a, b):

@@ -31,7 +31,7 @@ from exclust._kernels_stats import nearest_center
 from exclust.algorithms.cart import CART
 from exclust.algorithms.exkmc import ExKMC
 from exclust.algorithms.kdtree import KDTree
-from exclust.curve_pass import curve_block, merge_curves
+from exclust.curve_pass import curve_block, curve_block_given_nearest, merge_curves
 from exclust.data import as_matrix
 from exclust.parts import PASSES, Reduction, map_reduce, run_reductions, sample_ids, uniform_sample
 from exclust.tree import ThresholdTree
@@ -118,10 +118,15 @@ class CurvePlan:
     def n_clusters(self) -> int:
         return max(self.centers.shape[0], max(t.n_clusters for f in self.families for t in f))
 
-    def reduction(self) -> Reduction:
-        """The pass that scores every tree and the reference, to fuse into another pass."""
-        return Reduction(curve_block, (), ([f[-1] for f in self.families], self.centers, self.objective),
-                         merge_curves)
+    def reduction(self, nearest=None) -> Reduction:
+        """The pass that scores every tree and the reference, to fuse into another pass.
+        ``nearest``: every row's nearest center in squared l2 (numpy or dask, aligned with the
+        rows), when known; the reference cost then reads it instead of searching the centers."""
+        finals = [f[-1] for f in self.families]
+        if nearest is not None and self.objective == "kmeans":
+            return Reduction(curve_block_given_nearest, (nearest,), (finals, self.centers, self.objective),
+                             merge_curves)
+        return Reduction(curve_block, (), (finals, self.centers, self.objective), merge_curves)
 
     def finish(self, result) -> dict:
         families, ref = result

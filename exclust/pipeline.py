@@ -276,7 +276,10 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
     # Centers live in feature space: they mean nothing to a tree over concept coordinates.
     centers = None if ref is None or built.space is not None else ref.centers
-    also = [plan.reduction()] if plan is not None else []
+    # A k-means reference's labels are every row's nearest center: the curve's reference cost
+    # reads them (computed once for both) instead of searching the centers again.
+    nearest = labels if ref is not None and ref.kind == "kmeans" and built.reference_labels is None else None
+    also = [plan.reduction(nearest)] if plan is not None else []
     scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also,
                                kmedians=config.wants_kmedians_price)
     # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.drift).

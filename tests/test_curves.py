@@ -94,3 +94,25 @@ def test_an_explain_run_with_the_kmedians_objective_has_the_surrogate_curve():
     assert metrics["passes"]["score"] == 1 + metrics["kmedians_passes"]
     assert "k-medians surrogate cost ratio" in run.result.report_html
     assert "k-means cost ratio" not in run.result.report_html
+
+
+def test_kmeans_curve_given_the_nearest_centers_equals_the_searched_one(dask_client, rng):
+    """Scoring's pass hands the curve the k-means reference's labels: the curve is the same,
+    numpy and Dask, and the distances are those of the nearest-center search bit for bit."""
+    from exclust._kernels_stats import assigned_sq_distances, nearest_center
+
+    X, C = l1_data(rng, n=1500)
+    labels, dist = nearest_center(X, C)
+    np.testing.assert_array_equal(assigned_sq_distances(X, labels, C), dist)
+    plan = plan_curve(X, None, C, [3, 5])
+    searched = plan.finish(run_reductions(X, [plan.reduction()])[0])
+    for chunks in (1500, 400):
+        Xd, labels_d = da.from_array(X, chunks=(chunks, 3)), da.from_array(labels, chunks=chunks)
+        for rows, nearest in ((X, labels), (Xd, labels_d)):
+            given = plan.finish(run_reductions(rows, [plan.reduction(nearest)])[0])
+            assert given["reference_cost"] == pytest.approx(searched["reference_cost"], rel=1e-13)
+            for key in ("exkmc", "cart", "kdtree"):
+                np.testing.assert_allclose(given[key], searched[key], rtol=1e-12)
+    # Wrong labels would change the reference cost: the labels are really read.
+    shifted = plan.finish(run_reductions(X, [plan.reduction((labels + 1) % 3)])[0])
+    assert shifted["reference_cost"] > 1.5 * searched["reference_cost"]
