@@ -1,6 +1,8 @@
 """Input handling: every supported source, and a clear message for every kind of bad input."""
 from __future__ import annotations
 
+import os
+
 import dask.array as da
 import dask.dataframe as dd
 import numpy as np
@@ -227,3 +229,28 @@ def test_label_count_messages_name_a_fix_that_is_accepted(tmp_path, blobs, dask_
         _explain(folder, k=3, reference="labels", reference_column="y")
     assert caught.value.describe("cli").endswith("pass --k 4")
     assert _explain(folder, k=4, reference="labels", reference_column="y").tree.n_leaves == 4
+
+
+def test_read_blocks_live_in_their_own_mappings_and_behave_like_numpy_arrays():
+    """parquet._fresh_block: writable, C-ordered float64 of the asked shape, picklable (a Dask
+    spill or transfer), and its memory goes back when the array goes (no growth over many)."""
+    import pickle
+
+    from exclust.parquet import _fresh_block
+
+    block = _fresh_block(1000, 3)
+    assert block.shape == (1000, 3) and block.dtype == np.float64 and block.flags.c_contiguous
+    block[:] = np.arange(3000).reshape(1000, 3)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(block)), block)
+    assert _fresh_block(0, 3).shape == (0, 3) and _fresh_block(4, 0).shape == (4, 0)
+
+    def resident_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+    before = resident_mb()
+    for _ in range(20):  # 20 x 80 MB written and dropped
+        big = _fresh_block(1_000_000, 10)
+        big[:] = 1.0
+        del big
+    assert resident_mb() - before < 200
