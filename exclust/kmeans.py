@@ -18,7 +18,8 @@ from exclust import reference_base as base
 from exclust.data import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.parts import is_lazy
-from exclust.reference_passes import lloyd_block, nearest_center_block
+from exclust.reference_passes import lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block
+from exclust.residency import keep_parts
 from exclust.seeding import parallel_seeding
 from exclust.stats import add_parts, map_reduce
 
@@ -136,7 +137,7 @@ class KMeans(ExclustEstimator):
         self.feature_names_in_ = list(data.feature_names)
         self._fit_matrix(data.X, sample)
         self.n_passes_ += passes
-        if is_lazy(source) and self.backend_ != "dask-ml":
+        if is_lazy(source) and self.backend_ == "sklearn":
             self.labels_ = self.predict(source)
         return self
 
@@ -218,7 +219,11 @@ class KMeans(ExclustEstimator):
         """Lloyd passes: each measures the current centers (counts, sums, inertia) and moves
         them to the means, except the last one (``max_iter`` reached, or a move of at most the
         tolerance), whose centers are kept with their statistics: no extra pass to measure the
-        final centers, and labels, statistics and inertia all belong to the same centers."""
+        final centers, and labels, statistics and inertia all belong to the same centers.
+
+        Every pass also keeps each row's nearest center where its part was computed (one byte a
+        row), and only the last pass's labels are kept: they are ``labels_``, the same labels
+        ``predict`` gives (one search), so no later pass has to search the centers again."""
         best: tuple | None = None
         passes = 0
         for init in range(n_init):
@@ -226,7 +231,8 @@ class KMeans(ExclustEstimator):
             passes += p
             tol_abs = None
             for n_iter in range(1, max_iter + 1):
-                stats, inertia = map_reduce(lloyd_block, [X], (centers,), add_parts)
+                kept = keep_parts(lloyd_labelled_block, X, centers, summarize=lloyd_summary)
+                stats, inertia = kept.summary
                 passes += 1
                 if tol_abs is None:
                     n = stats.total
@@ -242,10 +248,10 @@ class KMeans(ExclustEstimator):
                     break
                 centers = np.ascontiguousarray(new)
             if best is None or inertia < best[1]:
-                best = (centers, float(inertia), n_iter, stats)
-        self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_ = best
+                best = (centers, float(inertia), n_iter, stats, kept)
+        self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_, kept = best
         self.n_passes_ = passes
-        self.labels_ = self.predict(X)  # fit() relabels a dask input lazily from its unpersisted graph
+        self.labels_ = kept.column("labels", np.int64)
 
     def predict(self, X):
         """Index of the nearest center for every row: numpy in, numpy out; dask in, lazy dask out."""

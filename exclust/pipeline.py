@@ -176,7 +176,9 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         # the means and spreads, which the k-means kept from its last pass.
         full = config.algorithm in SUMMARY_ALGORITHMS
         summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
-        labels = _held(model.predict(data.X), data, config)
+        # Distributed Lloyd kept its last pass's labels on the workers (its predict, one byte a
+        # row): no later pass searches the centers again, streamed or held.
+        labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data.X), data, config)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
     if config.reference == "kmedians":
         from exclust.kmedians import KMedians

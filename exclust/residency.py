@@ -16,6 +16,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from exclust.parts import (
     FAN_IN, PASSES, add_parts, fold, is_lazy, kernel_threading, one_column_chunk, reads_source, tree_reduce,
 )
@@ -111,9 +113,29 @@ class KeptParts:
     parts: list
     distributed: bool
     summary: Any = None
+    rows: tuple = ()  # rows of each part (X's row chunks)
 
     def release(self) -> None:
         self.parts = []
+
+    def column(self, key: str, dtype=np.int64):
+        """The per-row array ``part[key]`` of every part, as one column aligned with X's rows:
+        numpy for in-process parts, else a dask array with X's row chunks whose blocks are
+        picked out of the kept parts on their workers (no pass over X)."""
+        if not self.distributed:
+            return np.asarray(self.parts[0][key], dtype=dtype)
+        import dask.array as da
+        from dask.base import tokenize
+        from dask.highlevelgraph import HighLevelGraph
+
+        name = "kept-column-" + tokenize([p.key for p in self.parts], key, np.dtype(dtype).str)
+        layer = {(name, i): (_kept_column_block, p.key, key, dtype) for i, p in enumerate(self.parts)}
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=self.parts)
+        return da.Array(graph, name, (tuple(self.rows),), dtype=dtype)
+
+
+def _kept_column_block(part: dict, key: str, dtype) -> np.ndarray:
+    return np.asarray(part[key], dtype=dtype)
 
 
 def _run_kept(func: Callable[..., Any], part: Any, args: tuple) -> Any:
@@ -134,16 +156,18 @@ def keep_parts(func: Callable[..., Any], X, *args: Any, summarize: Callable[...,
     if not is_lazy(X):
         with kernel_threading():
             made = func(X, *args)
-            return KeptParts([made], False, summarize(made, *summarize_args) if summarize else None)
+            return KeptParts([made], False, summarize(made, *summarize_args) if summarize else None,
+                             (int(X.shape[0]),))
     import dask
 
     task = dask.delayed(_run_kept, pure=True)
     made = [task(func, b, args) for b in one_column_chunk(X).to_delayed().ravel()]
+    rows = tuple(int(r) for r in X.chunks[0])
     if summarize is None:
-        return KeptParts(list(dask.persist(*made)), True)
+        return KeptParts(list(dask.persist(*made)), True, rows=rows)
     total = tree_reduce([task(summarize, m, summarize_args) for m in made], combine)
     *kept, total = dask.persist(*made, total)
-    return KeptParts(kept, True, total.compute())
+    return KeptParts(kept, True, total.compute(), rows)
 
 
 def reduce_kept(kept: KeptParts, func: Callable[..., Any], *args: Any, combine: Callable = add_parts,

@@ -225,3 +225,25 @@ def test_kmeans_bad_inputs(dask_client):
         KMeans(3).predict(X)
     with pytest.raises(InputError, match="distinct points"):
         KMeans(3, backend="lloyd").fit(da.from_array(np.ones((40, 2)), chunks=(10, 2)))
+
+
+@pytest.mark.parametrize("chunks", [None, 700, 1999])
+def test_lloyd_keeps_its_last_pass_labels_equal_to_predict(rng, dask_client, chunks):
+    """Distributed Lloyd's ``labels_`` are its last pass's nearest centers, kept where each part
+    was computed: equal to ``predict`` row for row (numpy and Dask, any chunking), and reading
+    them reads nothing but the kept parts."""
+    from exclust.parts import PASSES, reads_source
+
+    X, *_ = make_gmm_dataset(2100, 4, 3, random_state=1)
+    X = X + rng.normal(scale=1e-9, size=X.shape)
+    data = X if chunks is None else da.from_array(X, chunks=(chunks, X.shape[1]))
+    model = KMeans(4, backend="lloyd", init="sample", max_iter=3, random_state=0).fit(data)
+    labels = model.labels_
+    assert labels.dtype == np.int64 and labels.shape == (X.shape[0],)
+    if chunks is not None:
+        assert not reads_source(labels) and labels.chunks[0] == data.chunks[0]
+        before = dict(PASSES.passes)
+        labels = labels.compute()
+        assert PASSES.passes == before  # a column of the kept parts, not a pass
+    np.testing.assert_array_equal(labels, KMeans.predict(model, X))
+    assert np.bincount(labels, minlength=4).tolist() == model.statistics_.counts.tolist()
