@@ -215,9 +215,8 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
 
 
 @numba.njit(cache=True, nogil=True)
-def route_codes(codes, i, feature, split_bin, left, right):
-    """Leaf reached by row ``i`` of ``codes`` (split_bin < 0 marks a leaf)."""
-    node = 0
+def route_codes(codes, i, feature, split_bin, left, right, node):
+    """Leaf reached by row ``i`` of ``codes`` from ``node`` (0: the root; split_bin < 0 marks a leaf)."""
     while split_bin[node] >= 0:
         if codes[i, feature[node]] <= split_bin[node]:
             node = left[node]
@@ -232,7 +231,7 @@ def route_all_codes(codes, feature, split_bin, left, right):
     n = codes.shape[0]
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
-        out[i] = route_codes(codes, i, feature, split_bin, left, right)
+        out[i] = route_codes(codes, i, feature, split_bin, left, right, 0)
     return out
 
 
@@ -282,12 +281,7 @@ def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, 
     row_slot = np.empty(n, dtype=np.int32)
     start = np.zeros(n_slots + 1, dtype=np.int64)
     for i in range(n):
-        node = resume[i]
-        while split_bin[node] >= 0:
-            if codes[i, feature[node]] <= split_bin[node]:
-                node = left[node]
-            else:
-                node = right[node]
+        node = route_codes(codes, i, feature, split_bin, left, right, resume[i])
         if remember:
             resume[i] = node
         s = slot[node]
@@ -350,7 +344,7 @@ def box_statistics(X, codes, feature, split_bin, left, right, slot, n_slots, n_b
     sums = np.zeros((n_slots, d), dtype=np.float64)
     sq = np.zeros((n_slots, d), dtype=np.float64)
     for i in range(n):
-        s = slot[route_codes(codes, i, feature, split_bin, left, right)]
+        s = slot[route_codes(codes, i, feature, split_bin, left, right, 0)]
         if s < 0:
             continue
         for f in range(d):

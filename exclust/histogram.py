@@ -28,7 +28,7 @@ import numpy as np
 
 from exclust._kernels_hist import encode_and_measure, encode_and_project, mistake_histograms, surrogate_histograms
 from exclust.binning import BinMapper
-from exclust.parts import is_lazy, kernel_threads
+from exclust.parts import is_lazy, kernel_threads, label_dtype
 from exclust.residency import keep_parts, reduce_kept
 from exclust.stats import add_parts, map_reduce
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
@@ -132,8 +132,7 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
     n, k = X.shape[0], centers.shape[0]
     codes = np.empty(X.shape, dtype=mapper.code_dtype)
     dots = np.empty((n, k), dtype=dots_dtype)
-    # One byte per row for the label whenever it fits: it is persisted for every row.
-    labels = np.empty(n, dtype=np.uint8 if k <= 256 else np.int32)
+    labels = np.empty(n, dtype=label_dtype(k))
     if metric is None:
         sq = encode_and_project(
             X, *mapper.grid(), np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),

@@ -373,7 +373,7 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
     for run in _runs(piece.segments):
         table = _read_whole_files(fs, local, run, file_columns) if len(run) > 1 else _read_segment(fs, local, run[0], file_columns)
         # Each column as one contiguous float64 array (Arrow's own buffer when it can be): the
-        # footer-range checks read contiguous memory, and the only new block is ``out``.
+        # footer-range checks read contiguous memory, and the only new memory is ``blocks``.
         values = {}
         for name in plan_columns:
             if name in partition_columns or table.num_rows == 0:
@@ -404,8 +404,8 @@ def _fresh_block(n_rows: int, n_cols: int) -> np.ndarray:
     each first touch of such memory may compact memory synchronously. The blocks read here are
     written once, in order, and then held for the whole run: measured on a 2-worker
     LocalCluster, reading a 1M x 20 piece took 0.38 s into numpy's memory and 0.22 s into a plain
-    mapping, and the explain job's load step 4.4 s against 3.1 s at 10M rows (bench/README.md),
-    with the later steps unchanged. Where anonymous mappings are not available, numpy's memory.
+    mapping, and the explain job's load step at 10M rows went from 3.5-5.0 s to 2.4-3.4 s
+    (bench/README.md), with the later steps unchanged. Where anonymous mappings are not available, numpy's memory.
     """
     import mmap
 

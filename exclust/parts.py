@@ -77,6 +77,12 @@ def in_dask_worker() -> bool:
         return False
 
 
+def label_dtype(n_labels: int):
+    """The integer type a kept per-row label column is stored in: one byte a row while the
+    labels fit (it is held for every row), else four."""
+    return np.uint8 if n_labels <= 256 else np.int32
+
+
 def kernel_threads() -> int:
     """Threads a numba parallel kernel may use here: 1 inside a Dask worker (its threads
     already fill the cores; nested pools oversubscribe them), else numba's own count."""

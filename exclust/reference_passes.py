@@ -33,7 +33,7 @@ def lloyd_block(X: np.ndarray, centers: np.ndarray):
 def lloyd_labelled_block(X: np.ndarray, centers: np.ndarray) -> dict:
     """One Lloyd pass on a block that also keeps each row's nearest center (``nearest_center_block``'s
     labels, bit for bit: the same search), in one byte a row while k <= 256."""
-    labels = np.empty(X.shape[0], dtype=np.uint8 if centers.shape[0] <= 256 else np.int32)
+    labels = np.empty(X.shape[0], dtype=parts.label_dtype(centers.shape[0]))
     counts, sums, sums_sq, inertia = _kernels_stats.lloyd_step(_rows(X), centers, labels)
     return {"labels": labels, "statistics": ClusterStatistics(counts, sums, sums_sq), "inertia": inertia}
 
