@@ -23,7 +23,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from exclust import parts
-
 from exclust.data import Dataset, InputError, is_dask_array
 
 KINDS = ("binary", "continuous")
