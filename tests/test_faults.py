@@ -69,14 +69,22 @@ def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api)
         calm_state, _ = run("calm")
         assert calm_state.is_completed(), calm_state.message
         victim_address, victim = sorted(client.run(os.getpid).items(), key=lambda item: item[1])[0]
+        # The calm run's data are released with its client: once the workers hold nothing, any
+        # data the victim holds belong to the disturbed run.
+        deadline = time.monotonic() + 30
+        while any(client.has_what().values()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not any(client.has_what().values()), "the calm run's data were not released"
         killed_at: list[float] = []
 
         def killer() -> None:
-            # Kill as soon as tasks of this run are running and the victim holds data: a fixed
-            # delay missed the run once the job became fast (about a second here).
+            # Kill as soon as the victim holds data of this run (its held rows, kept labels or
+            # encoded parts), so the run must recompute them. A fixed delay missed the run once
+            # the job became fast (about a second here), and waiting for tasks in flight as well
+            # could miss it between two steps.
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if any(client.processing().values()) and client.has_what().get(victim_address):
+                if client.has_what().get(victim_address):
                     break
                 time.sleep(0.005)
             os.kill(victim, signal.SIGKILL)
