@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from exclust._kernels_hist import encode_and_project, encode_rows  # noqa: E402
-from exclust.binning import edges_from_sample  # noqa: E402
+from exclust.algorithms.histogram._bin_coding import encode_and_project, encode_rows  # noqa: E402
+from exclust.algorithms.histogram.binning import edges_from_sample  # noqa: E402
 
 DATA = ROOT.parent / "main" / "bench" / "data" / "passes-10000000x20-10files-k10" / "part-00000.parquet"
 

@@ -55,8 +55,8 @@ def child(n: int, d: int, k: int, leaves: int, centers_path: str, reference_cost
     """Run ExKMC alone and print one JSON line of measurements."""
     import tracemalloc
 
-    from exclust.algorithms.exkmc import ExKMC
-    from exclust.curves import kmeans_costs
+    from exclust.algorithms.histogram.exkmc import ExKMC
+    from exclust.scoring.curves import kmeans_costs
 
     X = make_data(n, d, k)
     centers = np.load(centers_path)
@@ -95,7 +95,7 @@ def main(small: bool) -> None:
     from sklearn.cluster import KMeans
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust.curves import kmeans_costs
+    from exclust.scoring.curves import kmeans_costs
     from exclust.tree import ThresholdTree  # noqa: F401  (exclust importable before timing)
 
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f} (machine shared with other jobs)")

@@ -44,7 +44,7 @@ def bench_kmeans(X, Xd, k: int, seed: int) -> None:
     rows.append((f"exclust Lloyd (numpy threads, k-means||, {ex2.n_passes_} passes)", t, ex2.inertia_, ex2.n_iter_))
     # Each method's own inertia_ is not comparable (dask-ml reports a different quantity), so
     # every set of centers is scored here by the same kernel on the same data.
-    from exclust._kernels_stats import nearest_center
+    from exclust.dataplane._center_distances import nearest_center
 
     def inertia(centers):
         return float(nearest_center(X, np.ascontiguousarray(centers, dtype=np.float64))[1].sum())

@@ -17,7 +17,7 @@ because the machine may be shared with other jobs:
 (c) seconds per EM iteration of exclust.GaussianMixture (dask) / scikit-learn's GaussianMixture
     (numpy, same data in memory), each as (fit with 1 + m iterations - fit with 1) / m
     (target <= 1.5x).
-(d) the whole explain job (load, GMM, MMDT, score, report, write; ``exclust.steps.run_explain``
+(d) the whole explain job (load, GMM, MMDT, score, report, write; ``exclust.jobs.steps.run_explain``
     on the same cluster, and optionally the Prefect flow) / scikit-learn GaussianMixture + CART
     in this process on the same data read from the same Parquet (target <= 1x).
 """
@@ -108,7 +108,7 @@ def bench_mmdt(summary, label: str, repeats: int = 21) -> dict[str, float]:
 
 
 def big_summary(k: int = 100, d: int = 1000):
-    from exclust.mixture import MixtureSummary
+    from exclust.reference.summary import MixtureSummary
 
     rng = np.random.default_rng(0)
     sigma_k = rng.uniform(0.5, 2.0, size=(k, d))
@@ -196,7 +196,9 @@ def bench_flow(folder: Path, features: list[str], k: int, client, prefect: bool)
     from sklearn.mixture import GaussianMixture as SKGMM
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust import pipeline, steps
+    from exclust.jobs import pipeline
+
+    from exclust.jobs import steps
 
     out = {}
     work = Path(tempfile.mkdtemp(prefix="exclust-bench-"))
@@ -259,8 +261,8 @@ def main(argv=None) -> None:
     from distributed import Client, LocalCluster
 
     import exclust
-    from exclust.data import load_dataset
-    from exclust.mixture import MixtureSummary
+    from exclust.sources.dataset import load_dataset
+    from exclust.reference.summary import MixtureSummary
     from exclust.datasets.synthetic import appendix_g_mixture
 
     logging.getLogger("distributed").setLevel(logging.ERROR)

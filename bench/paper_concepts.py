@@ -35,11 +35,11 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import adjusted_rand_score
 
 from exclust.algorithms.cart import CART
-from exclust.algorithms.concept import ConceptMMDT, concept_summary, fit_cavs
-from exclust.mixture import MixtureSummary
-from exclust.algorithms.mmdt import MMDT
+from exclust.algorithms.mmdt.concept import ConceptMMDT, concept_summary, fit_cavs
+from exclust.reference.summary import MixtureSummary
+from exclust.algorithms.mmdt.mmdt import MMDT
 from exclust.datasets.concepts_digits import ALL_CONCEPTS, PAPER_CONCEPTS, digit_concepts
-from exclust.data import Dataset
+from exclust.sources.dataset import Dataset
 
 # Paper 000, Table 2, MNIST row: samples, CAVs, K, model, ARI base / MMDT / CART, time (s) MMDT / CART.
 PAPER_MNIST = dict(samples=60000, cavs=4, k=10, model="VaDE", base=0.68, mmdt=0.32, cart=0.36, t_mmdt=0.00722, t_cart=0.12240)

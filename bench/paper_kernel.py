@@ -27,11 +27,11 @@ from sklearn.metrics import adjusted_rand_score as ari
 
 # Submodule imports: they work whether or not the editable install exposes exclust/__init__.py.
 from exclust.algorithms.cart import CART
-from exclust.algorithms.kernel_mmdt import KernelMMDT
-from exclust.algorithms.mmdt import MMDT
-from exclust.mixture import MixtureSummary
+from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
+from exclust.algorithms.mmdt.mmdt import MMDT
+from exclust.reference.summary import MixtureSummary
 from exclust.reference import GaussianMixture
-from exclust.kernels import kernel_price
+from exclust.algorithms.mmdt.similarity import kernel_price
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from exclust import MMDT, GaussianMixture  # noqa: E402
-from exclust.mixture import MixtureSummary  # noqa: E402
+from exclust.reference.summary import MixtureSummary  # noqa: E402
 from exclust.datasets.synthetic import make_gmm_dataset  # noqa: E402
 
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -134,7 +134,7 @@ def run_dbscan(name, X, truth, seeds, eps_grid, min_samples_grid=(5, 10, 15, 20)
 
 
 def summary_enr(summary):
-    from exclust.bounds import explainability_to_noise_ratio
+    from exclust.algorithms.mmdt.bounds import explainability_to_noise_ratio
 
     return explainability_to_noise_ratio(summary, "paper002")
 

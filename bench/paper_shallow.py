@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 DATA = ROOT.parent / "shared" / "data"
 
-from exclust.algorithms.exshallow import ExShallow  # noqa: E402
-from exclust.algorithms.imm import IMM  # noqa: E402
+from exclust.algorithms.histogram.exshallow import ExShallow  # noqa: E402
+from exclust.algorithms.histogram.imm import IMM  # noqa: E402
 
 
 def load_fixture_data(name: str) -> np.ndarray:

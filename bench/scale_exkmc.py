@@ -134,12 +134,12 @@ def run(via: str, memory_limit: str, n_files: int | None = None) -> None:
     else:
         from sklearn.cluster import KMeans
 
-        from exclust.algorithms.exkmc import ExKMC
-        from exclust.curves import kmeans_costs, reference_cost
-        from exclust.data import load_dataset
+        from exclust.algorithms.histogram.exkmc import ExKMC
+        from exclust.scoring.curves import kmeans_costs, reference_cost
+        from exclust.sources.dataset import load_dataset
 
         ds = load_dataset(source, features=FEATURES)
-        from exclust.parts import uniform_sample
+        from exclust.dataplane.parts import uniform_sample
 
         (sample,) = uniform_sample(ds.X, size=500_000, random_state=0)
         centers = KMeans(K, n_init=1, random_state=0).fit(sample).cluster_centers_

@@ -49,8 +49,8 @@ def main() -> None:
 
     from distributed import Client, LocalCluster
 
-    from exclust.algorithms.kernel_mmdt import KernelMMDT, build_kernel_tree
-    from exclust.data import load_dataset
+    from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT, build_kernel_tree
+    from exclust.sources.dataset import load_dataset
 
     t0 = time.perf_counter()
     paths = write_data(a.files)

@@ -29,7 +29,7 @@ def write_layout(folder: Path, X: np.ndarray, n_files: int) -> None:
 
 
 def load_and_pass(folder: Path) -> tuple[float, int]:
-    from exclust.data import load_dataset
+    from exclust.sources.dataset import load_dataset
 
     t0 = time.perf_counter()
     data = load_dataset(str(folder))

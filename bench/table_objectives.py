@@ -51,14 +51,14 @@ def weighted_average_depth(tree, X) -> float:
 
 
 def kmeans_row(tree, X, reference_cost: float) -> tuple[float, float]:
-    from exclust.metrics import score
+    from exclust.scoring.metrics import score
 
     result = score(tree, X, kmedians=False)
     return result["kmeans_cost_tree"] / reference_cost, weighted_average_depth(tree, X)
 
 
 def kmedians_row(tree, X, reference_cost: float) -> tuple[float, float]:
-    from exclust.metrics import score
+    from exclust.scoring.metrics import score
 
     result = score(tree, X, kmedians=True, kmedians_tol=1e-9, max_kmedians_passes=16)
     return result["kmedians_cost_tree"] / reference_cost, weighted_average_depth(tree, X)

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Iterator, Sequence
 
-from exclust import registry
+from exclust.jobs import registry
 
 ALGORITHMS = tuple(registry.ALGORITHMS)
 THRESHOLDS = tuple(registry.THRESHOLDS)
@@ -111,9 +111,9 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.pipeline import ExplainConfig
-    from exclust.steps import run_explain
-    from exclust.storage import parse_storage_options
+    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.steps import run_explain
+    from exclust.sources.storage import parse_storage_options
 
     kind, column = ExplainConfig.parse_reference(args.reference)
     config = ExplainConfig(
@@ -131,14 +131,14 @@ def cmd_explain(args) -> int:
 
 
 def cmd_label(args) -> int:
-    from exclust.nightly import has_date, label_command
+    from exclust.jobs.nightly import has_date, label_command
 
     if args.date or has_date(args.input) or has_date(args.out):
         return label_command(args, _log(args.quiet))
-    from exclust.labeling import plan_label, run_label
-    from exclust.cluster import dask_cluster
-    from exclust.progress import StepTimer
-    from exclust.storage import parse_storage_options
+    from exclust.jobs.labeling import plan_label, run_label
+    from exclust.dataplane.cluster import dask_cluster
+    from exclust.dataplane.progress import StepTimer
+    from exclust.sources.storage import parse_storage_options
 
     options = parse_storage_options(args.storage_option)
     # Tree, input and output are all checked before a cluster starts.
@@ -158,7 +158,7 @@ def cmd_label(args) -> int:
 
 def _summary(metrics: dict, rules: str, out) -> None:
     """Rules, the headline measures of the catalogue (``scorecard.HEADLINE``) and which way each is better."""
-    from exclust.scorecard import HEADLINE, MEASURES
+    from exclust.scoring.scorecard import HEADLINE, MEASURES
 
     shown = {k: metrics[k] for k in HEADLINE if metrics.get(k) is not None and not isinstance(metrics[k], (dict, list))}
     print("rules:")
@@ -189,7 +189,7 @@ def _prefect_environment() -> tempfile.TemporaryDirectory | None:
 def cmd_demo(args) -> int:
     import json
 
-    from exclust.outputs import validate_output_dir
+    from exclust.outputs.folders import validate_output_dir
     from exclust.datasets.synthetic import write_gmm_parquet
 
     log = _log(False)
@@ -211,8 +211,8 @@ def cmd_demo(args) -> int:
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
     if args.no_prefect:
-        from exclust.pipeline import ExplainConfig
-        from exclust.steps import run_explain
+        from exclust.jobs.pipeline import ExplainConfig
+        from exclust.jobs.steps import run_explain
 
         config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
                                threshold=args.threshold, truth="truth", random_state=args.seed)
@@ -286,7 +286,7 @@ def _interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from exclust.progress import INTERRUPTED
+    from exclust.dataplane.progress import INTERRUPTED
 
     interrupted = []
     inside = [True]

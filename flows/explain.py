@@ -1,4 +1,4 @@
-"""Prefect flow ``explain``: the steps of ``exclust.steps`` (load, fit reference, build tree, score,
+"""Prefect flow ``explain``: the steps of ``exclust.jobs.steps`` (load, fit reference, build tree, score,
 report, write outputs), each a Prefect task.
 
 The flow is thin: it runs the same step list as the CLI, makes each step a task (with retries
@@ -16,10 +16,12 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from exclust import pipeline, steps
-from exclust.cluster import dask_cluster
-from exclust.progress import StepTimer
-from exclust.outputs import BASE_ENV
+from exclust.jobs import pipeline
+
+from exclust.jobs import steps
+from exclust.dataplane.cluster import dask_cluster
+from exclust.dataplane.progress import StepTimer
+from exclust.outputs.folders import BASE_ENV
 from flows.params import ExplainParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input
 from flows.retry import RETRIES, RETRY_DELAYS, retry_if_transient
@@ -33,7 +35,7 @@ TASK_OPTIONS = dict(
 )
 
 
-# One Prefect task per step of exclust.steps.STEPS (the CLI and Python run the same list).
+# One Prefect task per step of exclust.jobs.steps.STEPS (the CLI and Python run the same list).
 STEP_TASKS = {step.name: task(name=step.name, **TASK_OPTIONS)(step.run) for step in steps.STEPS}
 
 
@@ -53,7 +55,7 @@ def report_url(report: Path) -> str | None:
 
 def publish_artifacts(result: pipeline.ExplainResult) -> None:
     """Metrics table, rules with the headline figures, and the report, visible on the run's page in the Prefect UI."""
-    from exclust.scorecard import MEASURES
+    from exclust.scoring.scorecard import MEASURES
 
     def row(key: str, value: Any, measure_key: str) -> dict[str, Any]:
         info = MEASURES.get(measure_key)  # the catalogue's label and direction; unknown keys shown plainly

@@ -3,9 +3,9 @@
 With ``{date}`` in the input and output paths the run labels by date: the ``date`` parameter
 (one date, or FIRST..LAST for a backfill, one date after another), or by default the date the run
 was scheduled for, so a late or retried run still labels its own night. Each date is one task
-that writes that date's folder atomically (exclust.nightly). After each date the run publishes
+that writes that date's folder atomically (exclust.jobs.nightly). After each date the run publishes
 the rows per cluster and the drift check that labelling recorded (rows per leaf tonight against
-the tree's built-on shares, exclust.drift): a table per leaf, and a flag when the
+the tree's built-on shares, exclust.scoring.drift): a table per leaf, and a flag when the
 population-stability index passes its threshold.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
-from exclust.nightly import NightOutcome, label_date, parse_dates
-from exclust.cluster import dask_cluster
+from exclust.jobs.nightly import NightOutcome, label_date, parse_dates
+from exclust.dataplane.cluster import dask_cluster
 from exclust.tree import ThresholdTree
 from flows.params import LabelParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input

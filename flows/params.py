@@ -2,7 +2,7 @@
 
 Every field has a description, a default where one makes sense, and an enumeration where the
 choices are fixed. Paths are checked when a run starts (on the machine that runs it): the input
-must exist, the output folder must be one exclust may write (see ``exclust.outputs``), and,
+must exist, the output folder must be one exclust may write (see ``exclust.outputs.folders``), and,
 when ``EXCLUST_OUTPUT_BASE`` is set on the worker, lie under that folder.
 
 No field is nullable: lists are one comma-separated text and "none" is blank (or 0 for numbers),
@@ -16,9 +16,9 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from exclust import registry
-from exclust.nightly import check_templates, has_date, parse_dates
-from exclust.outputs import validate_input_path, validate_output_dir
+from exclust.jobs import registry
+from exclust.jobs.nightly import check_templates, has_date, parse_dates
+from exclust.outputs.folders import validate_input_path, validate_output_dir
 
 SCHEDULER_ENV = "EXCLUST_DASK_SCHEDULER"  # read on the worker when a run names no scheduler
 
@@ -190,7 +190,7 @@ class ExplainParams(BaseModel):
 
     def storage_options_dict(self) -> dict:
         """The storage_options text as fsspec keyword arguments."""
-        from exclust.storage import parse_storage_options
+        from exclust.sources.storage import parse_storage_options
 
         text = self.storage_options.strip()
         if text.startswith("{"):
@@ -202,7 +202,7 @@ class ExplainParams(BaseModel):
 
     def to_config(self):
         """The library's ExplainConfig for these parameters."""
-        from exclust.pipeline import ExplainConfig
+        from exclust.jobs.pipeline import ExplainConfig
 
         return ExplainConfig(
             input=self.input, features=_names(self.columns), algorithm=self.algorithm, k=self.n_clusters,

@@ -5,8 +5,8 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.binning import check_max_bins, edges_from_sample
-from exclust.histogram import CodeTree, EncodedData
+from exclust.algorithms.histogram.binning import check_max_bins, edges_from_sample
+from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
 def test_exact_edges_are_midpoints_of_distinct_values():
@@ -53,7 +53,7 @@ def _adversarial_values(rng, edges: np.ndarray, column: np.ndarray) -> np.ndarra
 
 
 def _assert_codes_are_searchsorted(mapper, probes: list[np.ndarray], cells=None):
-    from exclust._kernels_hist import encode_rows
+    from exclust.algorithms.histogram._bin_coding import encode_rows
 
     n = max(p.size for p in probes)
     X = np.stack([np.resize(p, n) for p in probes], axis=1)  # resize repeats: duplicates too
@@ -103,7 +103,7 @@ def test_codes_equal_searchsorted_for_adversarial_values(rng, max_bins):
 def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
     """Edges on the boundaries of the kernel's cells (the default 4096-cell grid of 255
     edges), or of the 8192 sub-cells of one crowded cell holding them all (a 1-cell grid)."""
-    from exclust.binning import BinMapper
+    from exclust.algorithms.histogram.binning import BinMapper
 
     cells, grid_cells = (4096, None) if level == "cells" else (8192, 1)
     edges = [
@@ -132,7 +132,7 @@ def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
 
 @pytest.mark.parametrize("l1", [None, False, True])  # encode_and_project, then encode_and_measure
 def test_encoding_passes_code_like_transform(rng, l1):
-    from exclust._kernels_hist import encode_and_measure, encode_and_project
+    from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_and_project
 
     X = np.concatenate([rng.standard_cauchy(size=(3000, 3)), rng.integers(0, 3, size=(3000, 1))], axis=1)
     mapper = edges_from_sample(X[:1000], max_bins=64)
@@ -160,8 +160,8 @@ def test_max_bins_outside_code_range_is_rejected(bad):
 
 
 def test_binning_sample_is_exact_uniform_and_independent_of_chunking(rng):
-    from exclust.algorithms.imm import binning_sample
-    from exclust.data import as_matrix
+    from exclust.algorithms.histogram.imm import binning_sample
+    from exclust.sources.dataset import as_matrix
 
     X = rng.normal(size=(250_000, 3))
     whole, passes = binning_sample(as_matrix(X), random_state=4)

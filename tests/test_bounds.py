@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from exclust import MMDT, explainability_to_noise_ratio, mmdt_bounds
-from exclust.bounds import PAPER002_CONSTANT, closest_pair, mixing_alpha
-from exclust.mixture import MixtureSummary
+from exclust.algorithms.mmdt.bounds import PAPER002_CONSTANT, closest_pair, mixing_alpha
+from exclust.reference.summary import MixtureSummary
 
 
 def _enr_by_loops(means, sigma):

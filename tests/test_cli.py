@@ -138,7 +138,7 @@ def snapshot(folder) -> dict[str, bytes]:
 
 def _explain_output(folder, tree_maker=_tree):
     """A complete exclust explain output folder (as explain's writer commits it)."""
-    from exclust.staging import atomic_output_dir
+    from exclust.outputs.staging import atomic_output_dir
 
     with atomic_output_dir(folder, info={"job": "explain"}) as tmp:
         tree_maker(tmp / "tree.json")
@@ -256,7 +256,7 @@ def test_ctrl_c_stops_label_with_one_line_and_leaves_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_label_run_leaves_only_hidden_staging_that_the_next_run_removes(tmp_path):
-    from exclust.storage import list_source
+    from exclust.sources.storage import list_source
 
     before, proc, _, _ = _signal_label_midway(tmp_path, signal.SIGKILL)  # no process is left to clean up
     _wait_for_group_to_end(proc.pid)
@@ -323,7 +323,7 @@ def test_ctrl_c_landing_where_python_swallows_it_is_delivered_again(capfd, where
     import threading
     import weakref
 
-    from exclust import progress
+    from exclust.dataplane import progress
     from exclust.cli import _interrupts
 
     hits = []

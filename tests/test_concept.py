@@ -13,9 +13,9 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 import exclust
-from exclust.algorithms.concept import ConceptActivationVectors, concept_summary
-from exclust.data import InputError
-from exclust.mixture import MixtureSummary
+from exclust.algorithms.mmdt.concept import ConceptActivationVectors, concept_summary
+from exclust.sources.dataset import InputError
+from exclust.reference.summary import MixtureSummary
 
 D = 5
 COORDS = np.array([[-4.0, 0.0], [4.0, -3.0], [4.0, 3.0]])
@@ -60,7 +60,7 @@ def test_cavs_align_with_the_true_directions(latent, cavs):
 
 def test_continuous_cav_matches_least_squares_and_held_out_r2(latent, cavs):
     X, _, concepts, *_ = latent
-    from exclust.algorithms.cav_fitting import held_out_rows
+    from exclust.algorithms.mmdt.cav_fitting import held_out_rows
 
     test = held_out_rows(np.arange(X.shape[0]), 0, 0.2)
     A = np.column_stack([X[~test], np.ones((~test).sum())])

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.curves import cost_ratio_curve, plan_curve
-from exclust.parts import run_reductions
+from exclust.scoring.curves import cost_ratio_curve, plan_curve
+from exclust.dataplane.parts import run_reductions
 
 
 def l1_data(rng, n=1200, k=3, d=3):
@@ -56,7 +56,7 @@ def test_kmeans_curve_is_labelled_and_differs_from_kmedians(rng):
 
 
 def test_kmedians_curve_on_dask_matches_numpy_and_reuses_a_kmedians_exkmc(dask_client, rng):
-    from exclust.algorithms.exkmc import ExKMC
+    from exclust.algorithms.histogram.exkmc import ExKMC
 
     X, C = l1_data(rng, n=1500)
     local = cost_ratio_curve(X, C, [3, 5], objective="kmedians")
@@ -75,8 +75,8 @@ def test_kmedians_curve_on_dask_matches_numpy_and_reuses_a_kmedians_exkmc(dask_c
 
 def test_an_explain_run_with_the_kmedians_objective_has_the_surrogate_curve():
     from exclust.datasets.synthetic import make_gmm_dataset
-    from exclust.pipeline import ExplainConfig
-    from exclust.steps import Run, run_steps
+    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.steps import Run, run_steps
 
     X, _, _ = make_gmm_dataset(3000, n_components=3, n_features=2, random_state=5, noise_scale=3.0)
     frame = pd.DataFrame(X, columns=["a", "b"])
@@ -99,7 +99,7 @@ def test_an_explain_run_with_the_kmedians_objective_has_the_surrogate_curve():
 def test_kmeans_curve_given_the_nearest_centers_equals_the_searched_one(dask_client, rng):
     """Scoring's pass hands the curve the k-means reference's labels: the curve is the same,
     numpy and Dask, and the distances are those of the nearest-center search bit for bit."""
-    from exclust._kernels_stats import assigned_sq_distances, nearest_center
+    from exclust.dataplane._center_distances import assigned_sq_distances, nearest_center
 
     X, C = l1_data(rng, n=1500)
     labels, dist = nearest_center(X, C)

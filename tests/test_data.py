@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.data import InputError, check_spread, load_dataset
+from exclust.sources.dataset import InputError, check_spread, load_dataset
 
 
 def write_parts(folder, frames):
@@ -198,8 +198,8 @@ def test_input_error_names_its_fix_per_interface_and_survives_pickling():
 
 # --------------------------------------------------------------------------- reference labels
 def _explain(folder, **kwargs):
-    from exclust.pipeline import ExplainConfig
-    from exclust.steps import explain
+    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.steps import explain
 
     return explain(ExplainConfig(input=str(folder), features=["a", "b"], **kwargs))
 
@@ -236,7 +236,7 @@ def test_read_blocks_live_in_their_own_mappings_and_behave_like_numpy_arrays():
     spill or transfer), and its memory goes back when the array goes (no growth over many)."""
     import pickle
 
-    from exclust.parquet import _fresh_block
+    from exclust.sources.parquet import _fresh_block
 
     block = _fresh_block(1000, 3)
     assert block.shape == (1000, 3) and block.dtype == np.float64 and block.flags.c_contiguous

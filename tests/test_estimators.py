@@ -17,7 +17,7 @@ CENTERS = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0]])
 
 
 def _mixture():
-    from exclust.mixture import MixtureSummary
+    from exclust.reference.summary import MixtureSummary
 
     return MixtureSummary(means=[[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]], sigma=[1.0, 1.0])
 
@@ -29,55 +29,55 @@ def _blobs(n_per: int = 60, seed: int = 0):
 
 
 def _cavs():
-    from exclust.algorithms.cavs import ConceptActivationVectors
+    from exclust.algorithms.mmdt.cavs import ConceptActivationVectors
 
     return ConceptActivationVectors.from_matrix(np.eye(2), ["across", "up"])
 
 
 def _mmdt():
-    from exclust.algorithms.mmdt import MMDT
+    from exclust.algorithms.mmdt.mmdt import MMDT
 
     return MMDT(threshold="midpoint", random_state=0)
 
 
 def _concept_mmdt():
-    from exclust.algorithms.concept import ConceptMMDT
+    from exclust.algorithms.mmdt.concept import ConceptMMDT
 
     return ConceptMMDT(_cavs(), threshold="gaussian", random_state=0)
 
 
 def _concept_cart():
-    from exclust.algorithms.concept import ConceptCART
+    from exclust.algorithms.mmdt.concept import ConceptCART
 
     return ConceptCART(_cavs(), max_leaf_nodes=3, random_state=0)
 
 
 def _kernel_mmdt():
-    from exclust.algorithms.kernel_mmdt import KernelMMDT
+    from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
 
     return KernelMMDT(3, bandwidth=2.0, samples_per_cluster=20, compute_price=False, random_state=0)
 
 
 def _imm():
-    from exclust.algorithms.imm import IMM
+    from exclust.algorithms.histogram.imm import IMM
 
     return IMM(3, objective="kmedians", random_state=0)
 
 
 def _exkmc():
-    from exclust.algorithms.exkmc import ExKMC
+    from exclust.algorithms.histogram.exkmc import ExKMC
 
     return ExKMC(3, max_leaves=5, random_state=0)
 
 
 def _exshallow():
-    from exclust.algorithms.exshallow import ExShallow
+    from exclust.algorithms.histogram.exshallow import ExShallow
 
     return ExShallow(3, depth_factor=0.1, random_state=0)
 
 
 def _kdtree():
-    from exclust.algorithms.kdtree import KDTree
+    from exclust.algorithms.histogram.kdtree import KDTree
 
     return KDTree(4, max_bins=64, random_state=0)
 
@@ -107,7 +107,7 @@ def _gaussian_mixture():
 
 
 def _kmedians():
-    from exclust.kmedians import KMedians
+    from exclust.reference.kmedians import KMedians
 
     return KMedians(3, max_iter=20, random_state=0)
 

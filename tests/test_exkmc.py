@@ -9,9 +9,9 @@ import pytest
 from sklearn import datasets
 
 from conftest import SHARED_FIXTURES, shared_dataset
-from exclust.algorithms.exkmc import ExKMC
-from exclust.algorithms.imm import IMM
-from exclust.curves import kmeans_costs
+from exclust.algorithms.histogram.exkmc import ExKMC
+from exclust.algorithms.histogram.imm import IMM
+from exclust.scoring.curves import kmeans_costs
 
 
 def kmeans_cost(X, labels):

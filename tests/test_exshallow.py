@@ -10,8 +10,8 @@ import pytest
 from sklearn import datasets
 
 from conftest import SHARED_FIXTURES, shared_dataset
-from exclust.algorithms.exshallow import ExShallow
-from exclust.binning import edges_from_sample
+from exclust.algorithms.histogram.exshallow import ExShallow
+from exclust.algorithms.histogram.binning import edges_from_sample
 from exclust.errors import InputError
 
 
@@ -231,7 +231,7 @@ def _sparse_mixture(n, k, seed):
 @pytest.mark.parametrize("seed,objective", [(0, "kmeans"), (1, "kmedians")])
 def test_bulk_bins_equal_brute_force(monkeypatch, seed, objective):
     """With bulk bins forced on every node, the tree still equals the brute force."""
-    import exclust.algorithms.exshallow as exshallow_module
+    import exclust.algorithms.histogram.exshallow as exshallow_module
 
     monkeypatch.setattr(exshallow_module, "BULK_MIN_ROWS", 1)
     X, centers = _sparse_mixture(200, 5, seed)
@@ -245,10 +245,10 @@ def test_bulk_bins_equal_brute_force(monkeypatch, seed, objective):
 def test_bulk_bin_cells_equal_the_row_by_row_sums():
     """The kernel's bulk path (cells by difference) against its row-by-row path, on every slot of
     a grown level: same counts, same sums up to rounding, and the bulk path really taken."""
-    from exclust._kernels_shallow import _bulk_codes, shallow_histograms
-    from exclust.algorithms.exshallow import center_groups
-    from exclust.algorithms.imm import prepare_fit
-    from exclust.histogram import CodeTree
+    from exclust.algorithms.histogram._shallow_cut import _bulk_codes, shallow_histograms
+    from exclust.algorithms.histogram.exshallow import center_groups
+    from exclust.algorithms.histogram.imm import prepare_fit
+    from exclust.algorithms.histogram.engine import CodeTree
 
     X, centers = _sparse_mixture(6000, 6, 3)
     _, _, data = prepare_fit(X, 6, centers, 256, None, "kmeans", distances=True, between_extra=True)
@@ -278,7 +278,7 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
 
 def test_bulk_bins_on_dask_give_the_same_tree(dask_client, monkeypatch):
     """Each partition picks its own bulk bins; the summed histograms still give the local tree."""
-    import exclust.algorithms.exshallow as exshallow_module
+    import exclust.algorithms.histogram.exshallow as exshallow_module
 
     monkeypatch.setattr(exshallow_module, "BULK_MIN_ROWS", 1)
     X, centers = _sparse_mixture(3000, 5, 7)

@@ -107,7 +107,7 @@ def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api)
 
 WRITER = """
 import random, sys, time
-from exclust.staging import atomic_output_dir
+from exclust.outputs.staging import atomic_output_dir
 name, target, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = random.Random(name)
 for r in range(rounds):

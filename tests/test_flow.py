@@ -213,7 +213,7 @@ def test_explain_flow_writes_outputs_and_artifacts(tmp_path, prefect_api, dask_c
     assert "cluster 0:" in arts["explain-rules"].data
     table = arts["explain-metrics"].data
     rows = {row["metric"]: row for row in (json.loads(table) if isinstance(table, str) else table)}
-    from exclust.scorecard import MEASURES  # the catalogue's labels and directions, not the flow's own
+    from exclust.scoring.scorecard import MEASURES  # the catalogue's labels and directions, not the flow's own
 
     assert rows["price_kmeans"]["label"] == MEASURES["price_kmeans"].label and rows["price_kmeans"]["better"] == "lower"
     assert rows["ari_truth"]["better"] == "higher" and rows["seconds.score"]["label"] == MEASURES["seconds"].label
@@ -237,7 +237,7 @@ def test_retry_only_transient_failures():
     from distributed.scheduler import KilledWorker
     from prefect.states import Failed
 
-    from exclust.data import InputError
+    from exclust.sources.dataset import InputError
     from exclust.tree import TreeFormatError
     from flows.retry import is_transient, retry_if_transient
 
@@ -264,7 +264,7 @@ def test_label_flow_labels_the_scheduled_date_and_skips_a_night_without_input(tm
     """Blank date: the run's scheduled date (today, UTC, for a run started by hand); drift published per night."""
     from datetime import datetime, timedelta, timezone
 
-    from exclust.labeling import LabelResult
+    from exclust.jobs.labeling import LabelResult
     from flows.label import label
 
     leaves = _tree_with_shares(tmp_path / "tree.json", 0.5)
@@ -291,11 +291,11 @@ def test_label_flow_labels_the_scheduled_date_and_skips_a_night_without_input(tm
 
 
 def test_label_flow_flags_a_drifted_night(tmp_path, prefect_api, dask_client):
-    from exclust.labeling import LabelResult
+    from exclust.jobs.labeling import LabelResult
     from flows.label import label
 
     if "drift" not in LabelResult.__dataclass_fields__:
-        pytest.skip("exclust.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
+        pytest.skip("exclust.jobs.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
     _tree_with_shares(tmp_path / "tree.json", 0.9)  # built on mostly v <= 0.5
     _parts(tmp_path / "in" / "date=2026-11-20")  # tonight: half and half
     state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
@@ -337,9 +337,9 @@ def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path,
     (in the same order, every one catalogued), the same steps in seconds and passes, and the tree is the same."""
     from exclust.cli import main
     from exclust.datasets.synthetic import write_gmm_parquet
-    from exclust.pipeline import ExplainConfig
-    from exclust.scorecard import MEASURES
-    from exclust.steps import run_explain
+    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.scoring.scorecard import MEASURES
+    from exclust.jobs.steps import run_explain
     from flows.explain import explain
 
     write_gmm_parquet(tmp_path / "data", 6000, n_components=3, n_features=2, rows_per_file=2000, random_state=3,

@@ -5,9 +5,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.algorithms.imm import IMM, encode_for_trees, grow_imm
-from exclust.binning import edges_from_sample
-from exclust.data import InputError
+from exclust.algorithms.histogram.imm import IMM, encode_for_trees, grow_imm
+from exclust.algorithms.histogram.binning import edges_from_sample
+from exclust.sources.dataset import InputError
 
 
 def nearest_centers(X, centers, objective="kmeans"):

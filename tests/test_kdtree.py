@@ -5,7 +5,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.algorithms.kdtree import KDTree
+from exclust.algorithms.histogram.kdtree import KDTree
 
 
 def test_root_cuts_the_widest_feature_at_its_median(rng):

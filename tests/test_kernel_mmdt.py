@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from exclust import KernelMMDT, ThresholdTree
-from exclust._kernels import INTERVAL, LEAF
-from exclust.algorithms.kernel_mmdt import (
+from exclust.tree import INTERVAL, LEAF
+from exclust.algorithms.mmdt.kernel_mmdt import (
     axis_aligned_similarity,
     build_kernel_tree,
     sample_per_cluster,
     theorem12_bound,
 )
-from exclust.data import InputError
-from exclust.kernels import (
+from exclust.sources.dataset import InputError
+from exclust.algorithms.mmdt.similarity import (
     RandomFourierFeatures,
     axis_similarity,
     kernel_kmeans_cost,

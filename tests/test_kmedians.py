@@ -6,9 +6,9 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from exclust import KMedians
-from exclust.data import InputError
-from exclust.kmedians import kmedians_parallel_init, weighted_lower_median
-from exclust.kmedians_cost import cluster_medians
+from exclust.sources.dataset import InputError
+from exclust.reference.kmedians import kmedians_parallel_init, weighted_lower_median
+from exclust.scoring.kmedians_cost import cluster_medians
 
 
 def _lower_medians(X):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from exclust.data import InputError
-from exclust.metrics import adjusted_rand_from_contingency, score
+from exclust.sources.dataset import InputError
+from exclust.scoring.metrics import adjusted_rand_from_contingency, score
 from exclust.tree import TreeBuilder
 
 

@@ -9,8 +9,8 @@ from sklearn.cluster import KMeans as SKKMeans
 from sklearn.mixture import GaussianMixture as SKGMM
 
 from conftest import shared_dataset
-from exclust.data import InputError, load_dataset
-from exclust.mixture import MixtureSummary
+from exclust.sources.dataset import InputError, load_dataset
+from exclust.reference.summary import MixtureSummary
 from exclust.reference import GaussianMixture, KMeans
 
 

@@ -6,9 +6,9 @@ import pytest
 from scipy import stats
 
 from exclust import MMDT
-from exclust.algorithms.mmdt import THRESHOLDS
-from exclust.data import InputError
-from exclust.mixture import MixtureSummary
+from exclust.algorithms.mmdt.mmdt import THRESHOLDS
+from exclust.sources.dataset import InputError
+from exclust.reference.summary import MixtureSummary
 
 OPTIMIZED = ("gaussian", "chebyshev", "exact")
 

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from exclust.cli import main
-from exclust.drift import leaf_drift
+from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
-from exclust.nightly import check_templates, fill_date, parse_dates
+from exclust.jobs.nightly import check_templates, fill_date, parse_dates
 from exclust.tree import ThresholdTree
 
 CENTERS = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
@@ -173,11 +173,11 @@ def test_drift_flag_rises_when_the_data_moved_and_stays_down_when_not(feed, tmp_
 
 
 def test_labelling_records_drift_in_labels_json(feed, tmp_path):
-    """Needs LabelResult.drift (recorded in _labels.json by exclust.labeling)."""
-    from exclust.labeling import LabelResult
+    """Needs LabelResult.drift (recorded in _labels.json by exclust.jobs.labeling)."""
+    from exclust.jobs.labeling import LabelResult
 
     if "drift" not in LabelResult.__dataclass_fields__:
-        pytest.skip("exclust.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
+        pytest.skip("exclust.jobs.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
     incoming, labelled = tmp_path / "incoming", tmp_path / "labelled"
     _night(incoming / "date=2026-11-21", 1500, seed=22, weights=(0.8, 0.1, 0.1))
     assert _label(feed, incoming, labelled, "2026-11-21") == 0

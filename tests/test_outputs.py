@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from exclust.errors import InputError
-from exclust.labeling import label_parquet, plan_label
-from exclust.outputs import MARKER, validate_input_path, validate_output_dir
-from exclust.staging import StagingGone, atomic_output_dir, staged_output
-from exclust.storage import list_source
+from exclust.jobs.labeling import label_parquet, plan_label
+from exclust.outputs.folders import MARKER, validate_input_path, validate_output_dir
+from exclust.outputs.staging import StagingGone, atomic_output_dir, staged_output
+from exclust.sources.storage import list_source
 from exclust.tree import TreeBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,7 +184,7 @@ def test_a_worker_never_recreates_staging_the_driver_removed(tmp_path):
 
 STAGER = """
 import sys, time
-from exclust.staging import staged_output
+from exclust.outputs.staging import staged_output
 with staged_output(sys.argv[1], "label") as stage:
     stage.write_bytes("day=1/part.parquet", open(sys.argv[2], "rb").read())
     print("staged", flush=True)

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust import parts, residency
+from exclust.dataplane import parts
+
+from exclust.dataplane import residency
 
 CHUNKINGS = (1, 3, 7)
 
@@ -123,10 +125,10 @@ def counting_reads(monkeypatch, log):
 
     import cloudpickle
 
-    import exclust.parquet
+    import exclust.sources.parquet
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    original = exclust.parquet.read_piece
+    original = exclust.sources.parquet.read_piece
 
     def read_piece(*args, **kwargs):
         with open(log, "a") as f:
@@ -136,7 +138,7 @@ def counting_reads(monkeypatch, log):
     # Same name (the read layers keep theirs) but this module's: pickled by value to the workers.
     read_piece.__name__ = original.__name__
 
-    monkeypatch.setattr(exclust.parquet, "read_piece", read_piece)
+    monkeypatch.setattr(exclust.sources.parquet, "read_piece", read_piece)
 
 
 def real_reads(log, n_pieces: int) -> float:
@@ -145,7 +147,7 @@ def real_reads(log, n_pieces: int) -> float:
 
 @pytest.mark.parametrize("held", [True, False])
 def test_counter_reads_equal_the_real_reads(tmp_path, dask_client, monkeypatch, held):
-    from exclust.data import load_dataset
+    from exclust.sources.dataset import load_dataset
 
     rng = np.random.default_rng(2)
     for i in range(3):
@@ -184,10 +186,10 @@ def mixture():
 
 def _trees_and_scores(X, y, centers, labels):
     from exclust.algorithms.cart import CART
-    from exclust.algorithms.exkmc import ExKMC
-    from exclust.algorithms.imm import IMM
-    from exclust.algorithms.kdtree import KDTree
-    from exclust.metrics import score
+    from exclust.algorithms.histogram.exkmc import ExKMC
+    from exclust.algorithms.histogram.imm import IMM
+    from exclust.algorithms.histogram.kdtree import KDTree
+    from exclust.scoring.metrics import score
     from exclust.reference import kmeans_parallel_init
 
     trees = {

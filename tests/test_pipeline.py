@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.data import InputError, load_dataset
-from exclust.pipeline import ExplainConfig, sample_rows, write_outputs
-from exclust.steps import explain, run_explain
+from exclust.sources.dataset import InputError, load_dataset
+from exclust.jobs.pipeline import ExplainConfig, sample_rows, write_outputs
+from exclust.jobs.steps import explain, run_explain
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.tree import ThresholdTree
 
@@ -123,8 +123,8 @@ def test_concept_mmdt_builds_a_tree_over_concepts(frame):
     # The tree file alone labels new embeddings: it carries the concept vectors and projects first.
     import pyarrow as pa
 
-    from exclust.algorithms.concept import ConceptActivationVectors
-    from exclust.labeling import label_table
+    from exclust.algorithms.mmdt.concept import ConceptActivationVectors
+    from exclust.jobs.labeling import label_table
 
     saved = type(result.tree).from_json(result.tree.to_json())
     assert saved.meta["embedding_features"] == ["a", "b", "c"]
@@ -139,7 +139,7 @@ def test_long_steps_report_progress_with_scheduler_task_counts(dask_client):
 
     import dask
 
-    from exclust.progress import StepTimer
+    from exclust.dataplane.progress import StepTimer
 
     lines = []
     timer = StepTimer(lines.append, heartbeat=0.3)
@@ -205,8 +205,8 @@ def test_no_curve_flag_skips_the_curve(frame):
 
 def test_an_interrupt_swallowed_mid_step_stops_the_run_before_anything_is_written(tmp_path, monkeypatch):
     """A Ctrl-C whose KeyboardInterrupt lands where Python swallows it (a gc callback) still stops the run."""
-    import exclust.pipeline as pipeline_module
-    from exclust import progress
+    import exclust.jobs.pipeline as pipeline_module
+    from exclust.dataplane import progress
 
     X, _, _ = make_gmm_dataset(3000, 3, 2, random_state=3)
     build = pipeline_module.build_tree

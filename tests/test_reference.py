@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.mixture import GaussianMixture as SKGMM
 
 from conftest import shared_dataset
-from exclust.data import InputError, load_dataset
+from exclust.sources.dataset import InputError, load_dataset
 from exclust.reference import GaussianMixture, KMeans, kmeans_parallel_init
 from exclust.datasets.synthetic import make_gmm_dataset
 
@@ -232,7 +232,7 @@ def test_lloyd_keeps_its_last_pass_labels_equal_to_predict(rng, dask_client, chu
     """Distributed Lloyd's ``labels_`` are its last pass's nearest centers, kept where each part
     was computed: equal to ``predict`` row for row (numpy and Dask, any chunking), and reading
     them reads nothing but the kept parts."""
-    from exclust.parts import PASSES, reads_source
+    from exclust.dataplane.parts import PASSES, reads_source
 
     X, *_ = make_gmm_dataset(2100, 4, 3, random_state=1)
     X = X + rng.normal(scale=1e-9, size=X.shape)

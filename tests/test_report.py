@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from exclust.mixture import MixtureSummary
+from exclust.reference.summary import MixtureSummary
 from exclust.report import (
     choose_scatter_features,
     cluster_colors,
@@ -355,7 +355,7 @@ def test_cost_curve_names_the_cost_it_shows_on_its_axis():
 
 # ---------------------------------------------------------------------------- metrics
 def test_metrics_table_formats_values_and_explains_them():
-    from exclust.bounds import mmdt_bounds
+    from exclust.algorithms.mmdt.bounds import mmdt_bounds
 
     summary = MixtureSummary(means=np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 6.0]]), sigma=np.array([1.0, 1.0]))
     metrics = {
@@ -450,9 +450,9 @@ def test_report_for_forty_leaves_with_sample(rng):
 
 def test_report_of_a_real_mmdt_run_with_score_output(rng):
     """The page takes score()'s dict and MMDT's diagnostics as they come: tables, lists and None alike."""
-    from exclust.algorithms.mmdt import MMDT
-    from exclust.bounds import mmdt_bounds
-    from exclust.metrics import score
+    from exclust.algorithms.mmdt.mmdt import MMDT
+    from exclust.algorithms.mmdt.bounds import mmdt_bounds
+    from exclust.scoring.metrics import score
 
     means = np.array([[0.0, 0.0, 0.0], [8.0, 0.0, 1.0], [0.0, 9.0, -1.0], [8.0, 9.0, 0.0]])
     y = rng.integers(0, 4, 2000)

@@ -7,8 +7,8 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.binning import edges_from_sample
-from exclust.histogram import CodeTree, EncodedData
+from exclust.algorithms.histogram.binning import edges_from_sample
+from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
 def _fresh_surrogate(X, mapper, centers, tree, slot, n_slots):

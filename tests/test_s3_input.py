@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.data import InputError, load_dataset
-from exclust.outputs import validate_input_path
-from exclust.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source
+from exclust.sources.dataset import InputError, load_dataset
+from exclust.outputs.folders import validate_input_path
+from exclust.sources.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,8 +90,8 @@ def test_missing_and_incomplete_s3_inputs_are_named(s3_server, s3_bucket):
 
 
 def test_explain_from_s3_with_a_partition_column_as_truth(events, s3_server, dask_client, tmp_path):
-    from exclust.pipeline import ExplainConfig
-    from exclust.steps import run_explain
+    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.steps import run_explain
 
     url, _ = events
     config = ExplainConfig(input=url, features=["x0", "x1"], k=3, truth="day", algorithm="imm",

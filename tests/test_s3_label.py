@@ -11,8 +11,8 @@ import pytest
 
 from exclust.cli import main
 from exclust.errors import InputError
-from exclust.labeling import label_parquet
-from exclust.storage import list_source
+from exclust.jobs.labeling import label_parquet
+from exclust.sources.storage import list_source
 from exclust.tree import TreeBuilder
 
 
@@ -100,8 +100,8 @@ def test_a_reader_refuses_a_label_prefix_without_success(s3, dask_client):
 def test_explain_writes_its_folder_to_s3_whole(s3):
     import pandas as pd
 
-    from exclust.pipeline import ExplainConfig, write_outputs
-    from exclust.steps import explain
+    from exclust.jobs.pipeline import ExplainConfig, write_outputs
+    from exclust.jobs.steps import explain
 
     fs, bucket, options = s3
     rng = np.random.default_rng(1)

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.data import InputError
+from exclust.sources.dataset import InputError
 from exclust.datasets.synthetic import make_gmm_dataset
-from exclust.metrics import evaluate, score
-from exclust.pipeline import ExplainConfig
-from exclust.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
-from exclust.steps import explain, run_explain
+from exclust.scoring.metrics import evaluate, score
+from exclust.jobs.pipeline import ExplainConfig
+from exclust.scoring.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
+from exclust.jobs.steps import explain, run_explain
 
 FEATURES = ["a", "b"]
 
@@ -29,7 +29,7 @@ def frame():
 @pytest.fixture(scope="module")
 def scored(frame):
     """A tree scored with every input present (labels, centers, truth, k-medians)."""
-    from exclust.algorithms.exkmc import ExKMC
+    from exclust.algorithms.histogram.exkmc import ExKMC
 
     X, y = frame[FEATURES].to_numpy(), frame["truth"].to_numpy()
     centers = np.array([X[y == c].mean(axis=0) for c in range(3)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exclust.seeding import parallel_seeding
+from exclust.reference.seeding import parallel_seeding
 
 CHUNKINGS = (1, 3, 7)
 

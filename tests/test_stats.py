@@ -6,9 +6,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust import stats as stats_module
-from exclust.data import InputError
-from exclust.stats import ClusterStatistics, cluster_statistics, map_reduce
+from exclust.dataplane import stats as stats_module
+from exclust.sources.dataset import InputError
+from exclust.dataplane.stats import ClusterStatistics, cluster_statistics, map_reduce
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_number_of_clusters_inferred_in_the_same_pass(labelled, dask_client):
 def test_threaded_numpy_path_equals_single_call(labelled, monkeypatch):
     X, labels = labelled
     single = cluster_statistics(X, labels, 5, True)
-    from exclust import parts
+    from exclust.dataplane import parts
 
     monkeypatch.setattr(parts, "THREAD_MIN_ROWS", 10)
     monkeypatch.setattr(parts.os, "cpu_count", lambda: 3)

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.data import InputError, load_dataset
-from exclust.outputs import validate_input_path
-from exclust.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source, parse_storage_options
+from exclust.sources.dataset import InputError, load_dataset
+from exclust.outputs.folders import validate_input_path
+from exclust.sources.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source, parse_storage_options
 
 
 def put(path, frame):

@@ -5,7 +5,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.curves import cost_ratio_curve
+from exclust.scoring.curves import cost_ratio_curve
 from exclust.datasets.synthetic import make_synthetic_i, make_synthetic_ii
 
 
@@ -77,8 +77,8 @@ def test_curve_on_dask_matches_numpy(dask_client, rng):
 
 def test_prefix_trees_of_cart_and_kdtree_equal_separate_fits(rng):
     from exclust.algorithms.cart import CART
-    from exclust.algorithms.kdtree import KDTree
-    from exclust.curves import cart_prefix_trees
+    from exclust.algorithms.histogram.kdtree import KDTree
+    from exclust.scoring.curves import cart_prefix_trees
 
     C = rng.uniform(-6, 6, (4, 3))
     X = C[rng.integers(0, 4, 1500)] + 2.0 * rng.normal(size=(1500, 3))
@@ -93,7 +93,7 @@ def test_prefix_trees_of_cart_and_kdtree_equal_separate_fits(rng):
 
 
 def test_curve_reuses_a_fitted_exkmc_only_when_it_covers_the_leaves(rng):
-    from exclust.algorithms.exkmc import ExKMC
+    from exclust.algorithms.histogram.exkmc import ExKMC
 
     C = rng.uniform(-8, 8, (4, 3))
     X = C[rng.integers(0, 4, 3000)] + 2.5 * rng.normal(size=(3000, 3))

@@ -1,6 +1,6 @@
 """The Dask workers of an explain run never import scikit-learn (about 1.2 s per worker process,
 measured at 10M rows): every function shipped to them lives in a module that does not import
-it (exclust.reference_passes, exclust.curve_pass, exclust.score_pass, exclust.histogram, ...)."""
+it (exclust.reference.passes, exclust.scoring.curve_pass, exclust.scoring.score_pass, exclust.algorithms.histogram.engine, ...)."""
 from __future__ import annotations
 
 import logging
@@ -10,8 +10,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from exclust.datasets.synthetic import write_gmm_parquet
-from exclust.pipeline import ExplainConfig
-from exclust.steps import Run, run_steps
+from exclust.jobs.pipeline import ExplainConfig
+from exclust.jobs.steps import Run, run_steps
 
 
 def _heavy_modules() -> list[str]:

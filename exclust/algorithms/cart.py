@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from exclust.data import InputError, as_matrix
+from exclust.sources.dataset import InputError, as_matrix
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
-from exclust.score_pass import prepare_labels
-from exclust.parts import uniform_sample
+from exclust.scoring.score_pass import prepare_labels
+from exclust.dataplane.parts import uniform_sample
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def sklearn_tree_to_threshold_tree(
 def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray, np.ndarray, bool]:
     """(X_sample, labels_sample, sampled): an exact uniform sample of at most ``max_rows`` rows.
 
-    Rows are chosen by global row id (``exclust.parts.uniform_sample``), so the sample does not
+    Rows are chosen by global row id (``exclust.dataplane.parts.uniform_sample``), so the sample does not
     depend on how the data are chunked; one pass on Dask, only the sample travels.
     """
     Xs, ys = uniform_sample(X, labels, size=int(max_rows), random_state=random_state)

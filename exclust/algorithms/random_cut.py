@@ -72,10 +72,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from exclust._kernels_l1 import L1, SQUARED_L2, trial_costs
-from exclust.data import InputError, as_matrix, is_dask_array
+from exclust.dataplane._center_distances import L1, SQUARED_L2, trial_costs
+from exclust.sources.dataset import InputError, as_matrix, is_dask_array
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
-from exclust.stats import add_parts, map_reduce
+from exclust.dataplane.stats import add_parts, map_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
 
 OBJECTIVES = ("kmeans", "kmedians")

@@ -1,4 +1,4 @@
-"""The measures table: each metric of a run with what it means (from ``exclust.scorecard.MEASURES``),
+"""The measures table: each metric of a run with what it means (from ``exclust.scoring.scorecard.MEASURES``),
 grouped, with paper 002's bounds spelled out."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from exclust.report.format import esc, fmt_value, list_text
-from exclust.scorecard import INTEGER_KEYS, MEASURES
+from exclust.scoring.scorecard import INTEGER_KEYS, MEASURES
 
 # ---------------------------------------------------------------------------- metrics
-# Labels, meanings, directions and groups of every metric: the one catalogue, exclust.scorecard.
+# Labels, meanings, directions and groups of every metric: the one catalogue, exclust.scoring.scorecard.
 _GROUP_TITLES = {
     "faithfulness": "How faithful the tree is",
     "tree": "How small the tree is",

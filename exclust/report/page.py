@@ -14,8 +14,8 @@ from exclust.report.format import FONT_STACK, MONO_STACK, cluster_colors, esc, f
 from exclust.report.measures import metrics_table_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
 from exclust.report.tree_drawing import draw_tree
-from exclust import registry
-from exclust.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
+from exclust.jobs import registry
+from exclust.scoring.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
 from exclust.tree import ThresholdTree
 
 

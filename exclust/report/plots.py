@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from exclust._kernels import LEAF, ONE_SIDED
+from exclust.tree import LEAF, ONE_SIDED
 from exclust.report.format import FONT_STACK, esc, palette_for, scoped_css
 from exclust.report.tree_drawing import tree_layout
 from exclust.tree import ThresholdTree
@@ -273,7 +273,7 @@ def scatter_svg(
 
 
 # ---------------------------------------------------------------------------- cost curve
-# The cost a curve shows, by its "cost" field (exclust.curves.CURVE_COSTS); a curve without one is k-means.
+# The cost a curve shows, by its "cost" field (exclust.scoring.curves.CURVE_COSTS); a curve without one is k-means.
 CURVE_COST_WORDS = {
     "kmeans": "k-means cost",
     "kmedians-surrogate": "k-medians surrogate cost (l1, each cluster to its cheapest reference center)",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from exclust._kernels import INTERVAL, LEAF, ONE_SIDED
+from exclust.tree import INTERVAL, LEAF, ONE_SIDED
 from exclust.report.format import (
     FONT_STACK,
     esc,

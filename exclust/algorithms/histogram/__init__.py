@@ -1,0 +1,8 @@
+"""The histogram family: trees grown from binned histograms merged over parts (IMM, ExKMC,
+ExShallow, KDTree), on one split-search engine.
+
+Lives here: ``binning.py`` (bin edges and codes), ``engine.py`` (encoded parts, histograms, prefix
+sums, routing memory), ``imm.py`` (paper 003 Sec. 2), ``exkmc.py`` (paper 003 Alg. 1-2),
+``exshallow.py`` (Laber, Murtinho and Oliveira 2023), ``kdtree.py`` (paper 003 App. B.1), and the
+numba kernels ``_bin_coding.py``, ``_code_histograms.py`` and ``_shallow_cut.py``.
+"""

@@ -1,0 +1,155 @@
+"""Numba kernels of the histogram split engine: routing on codes and per-node histograms.
+
+Rows are routed through the tree being grown by their bin codes, never by floats: a node
+``(feature f, bin b)`` sends a row left when ``code[f] <= b``, which is the same test as
+``x[f] <= edges[f][b]`` on the raw value (see binning.py), so the final ThresholdTree with
+real-valued thresholds routes raw data exactly as the engine did.
+
+Histogram kernels split the rows into one block per thread and give each thread its own
+histogram, summed at the end: a row is read once, and no two threads write the same cell.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def route_codes(codes, i, feature, split_bin, left, right, node):
+    """Leaf reached by row ``i`` of ``codes`` from ``node`` (0: the root; split_bin < 0 marks a leaf)."""
+    while split_bin[node] >= 0:
+        if codes[i, feature[node]] <= split_bin[node]:
+            node = left[node]
+        else:
+            node = right[node]
+    return node
+
+
+@numba.njit(cache=True, nogil=True)
+def route_all_codes(codes, feature, split_bin, left, right):
+    """Leaf of every row, routed by codes."""
+    n = codes.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = route_codes(codes, i, feature, split_bin, left, right, 0)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, remember, slot, center_ok, n_slots,
+                       n_bins, k, nt):
+    """IMM: per (slot, feature, bin, reference cluster) the count of alive rows.
+
+    ``slot[node]`` is the histogram a row reaching leaf ``node`` goes to (-1: none);
+    ``center_ok[s, j]`` says whether a row of reference cluster j counts for slot s, which is
+    how rows cut off from their center by an earlier split are left out. ``resume`` and
+    ``remember``: where each row's routing starts, see ``rows_by_slot``.
+    """
+    d = codes.shape[1]
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
+    m = order.shape[0]
+    parts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int64)
+    step = (m + nt - 1) // nt
+    for t in numba.prange(nt):
+        for r in range(t * step, min(m, (t + 1) * step)):
+            i = order[r]
+            s = row_slot[i]
+            j = labels[i]
+            if not center_ok[s, j]:
+                continue
+            for f in range(d):
+                parts[t, s, f, codes[i, f], j] += 1
+    out = np.zeros((n_slots, d, n_bins, k), dtype=np.int64)
+    for t in range(nt):
+        out += parts[t]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember):
+    """Indices of the rows that reach a requested leaf, grouped by slot (a counting sort).
+
+    Visiting rows slot by slot keeps one slot's histogram hot in cache at a time; in data
+    order, the rows of several leaves interleave and every row would touch a cold histogram.
+
+    ``resume[i]`` is a node row i is known to pass through (0, the root, when nothing is
+    known): a tree that only grows keeps every node, so routing from there reaches the same
+    leaf as routing from the root, in a step or two instead of the tree's whole depth. With
+    ``remember`` the reached leaf is written back into ``resume`` for the next pass.
+    """
+    n = codes.shape[0]
+    row_slot = np.empty(n, dtype=np.int32)
+    start = np.zeros(n_slots + 1, dtype=np.int64)
+    for i in range(n):
+        node = route_codes(codes, i, feature, split_bin, left, right, resume[i])
+        if remember:
+            resume[i] = node
+        s = slot[node]
+        row_slot[i] = s
+        if s >= 0:
+            start[s + 1] += 1
+    for s in range(n_slots):
+        start[s + 1] += start[s]
+    order = np.empty(start[n_slots], dtype=np.int64)
+    fill = start[:n_slots].copy()
+    for i in range(n):
+        s = row_slot[i]
+        if s >= 0:
+            order[fill[s]] = i
+            fill[s] += 1
+    return order, row_slot
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, resume, remember, slot, n_slots, n_bins,
+                         nt):
+    """ExKMC: per (slot, feature, bin) the row count, the sums of <x, mu_j>, and label counts.
+
+    Returns ``sums`` (n_slots, d, n_bins, k + 1): channel 0 the count, channel 1 + j the sum of
+    dot products with center j; and ``label_counts`` (n_slots, d, n_bins, k): rows per
+    reference cluster, which tell which cuts isolate points of other centers than a leaf's.
+    The requested rows, grouped by slot, are cut into ``nt`` blocks with a private histogram each.
+    """
+    d = codes.shape[1]
+    k = dots.shape[1]
+    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
+    m = order.shape[0]
+    parts = np.zeros((nt, n_slots, d, n_bins, k + 1), dtype=np.float64)
+    counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int32)
+    step = (m + nt - 1) // nt
+    for t in numba.prange(nt):
+        for r in range(t * step, min(m, (t + 1) * step)):
+            i = order[r]
+            s = row_slot[i]
+            lab = labels[i]
+            for f in range(d):
+                b = codes[i, f]
+                parts[t, s, f, b, 0] += 1.0
+                counts[t, s, f, b, lab] += 1
+                for j in range(k):
+                    parts[t, s, f, b, 1 + j] += dots[i, j]
+    out = np.zeros((n_slots, d, n_bins, k + 1), dtype=np.float64)
+    label_counts = np.zeros((n_slots, d, n_bins, k), dtype=np.int64)
+    for t in range(nt):
+        out += parts[t]
+        label_counts += counts[t]
+    return out, label_counts
+
+
+@numba.njit(cache=True, nogil=True)
+def box_statistics(X, codes, feature, split_bin, left, right, slot, n_slots, n_bins):
+    """KDTree: per slot, counts per (feature, bin) and per-feature sums of x and x^2."""
+    n, d = X.shape
+    counts = np.zeros((n_slots, d, n_bins), dtype=np.int64)
+    sums = np.zeros((n_slots, d), dtype=np.float64)
+    sq = np.zeros((n_slots, d), dtype=np.float64)
+    for i in range(n):
+        s = slot[route_codes(codes, i, feature, split_bin, left, right, 0)]
+        if s < 0:
+            continue
+        for f in range(d):
+            v = X[i, f]
+            counts[s, f, codes[i, f]] += 1
+            sums[s, f] += v
+            sq[s, f] += v * v
+    return counts, sums, sq

@@ -1,0 +1,228 @@
+"""ExKMC: expanding an explainable k-means tree by surrogate cost (paper 003, Algorithms 1-2).
+
+Starting from IMM's tree with k leaves (``base_tree="imm"``) or from a single leaf
+(``base_tree="none"``), ExKMC repeatedly splits the leaf whose best cut lowers the surrogate
+cost the most (the cost against the *fixed* reference centers, Definition 1), and labels each
+new leaf with its cheapest reference center, until the tree has ``max_leaves`` leaves or no cut
+lowers the cost any more (every leaf then holds only points of its own center, Theorem 2).
+
+Per leaf the engine keeps one histogram over (feature, bin) of the count and, per center j,
+the sum of ``<x, mu_j>``. With ``S`` the leaf's sum of ``||x||^2``, a side of a cut costs
+``S_side - 2 sum<x, mu_j> + n_side ||mu_j||^2`` with its cheapest j; ``S`` is the same for every
+cut of the leaf, so gains are computed without it (Section 3.2). A split needs the smaller
+child's histogram; the sibling's is the parent's minus it. One pass computes the smaller
+sides of every leaf that may still be split (``_smaller_sides``); another is needed only when
+the greedy order picks a leaf created since, so the tree is the same as with one pass per
+split, in a few passes.
+
+ExKMC is greedy and a split never changes the gain of another leaf, so the tree with L leaves is
+a prefix of the tree with more: ``tree_at(L)`` and ``surrogate_costs_`` give every prefix.
+
+``objective="kmedians"``: the surrogate cost of a leaf with center j is the sum of its rows' l1
+distances to j. The engine then keeps each row's l1 distance to every center in place of the
+dot products, so a side's cost with center j is a prefix sum of that channel directly (exact,
+no ``||x||^2`` term); the reference labels, and IMM's base tree, use the nearest center in l1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.algorithms.histogram.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, grow_imm, prepare_fit
+from exclust.errors import ParameterError
+from exclust.estimator import Integral, Interval, StrOptions
+from exclust.algorithms.histogram.engine import (
+    CodeTree,
+    EncodedData,
+    best_surrogate_split,
+    cheapest_center,
+    leaf_surrogate_cost,
+)
+from exclust.tree import LEAF, ThresholdTree
+
+BASE_TREES = ("imm", "none")
+_GAIN_NOISE = 1e-9
+
+
+def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> dict:
+    """Algorithm 1 on histograms: split leaves of largest surrogate gain until ``max_leaves``.
+
+    Leaves already labelled (IMM's) keep their label; an unlabelled root takes its cheapest
+    center. A leaf is a candidate while it holds points of another reference cluster than its
+    label (as in the authors' implementation; a leaf without such points cannot gain). Its gain
+    is the drop of the tree's surrogate cost, which may be zero: a zero-gain cut can still
+    make room for later gains. Returns the split order and the surrogate cost after each split
+    (index 0: the base tree).
+    """
+    center_sq = data.center_sq  # None: the histograms hold distances, summed as they are
+    n_bins = data.mapper.n_bins
+    # Mean ||x||^2: the size of the terms that cancel in the dot-product form (none with distances).
+    scale = 0.0 if data.holds_distances else data.sum_sq / max(data.n_rows, 1)
+    leaves = tree.leaves()
+    slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+    for s, leaf in enumerate(leaves):
+        slot[leaf] = s
+    computed, label_counts = data.surrogate_histograms(tree, slot, len(leaves))
+    hists = {leaf: (computed[s], label_counts[s]) for s, leaf in enumerate(leaves)}
+    del label_counts
+    del computed
+
+    cost = {}  # current surrogate cost (less ||x||^2) of each leaf with its label
+    best = {}  # leaf -> (gain, mistakes, f, b, left center, right center)
+
+    def score(leaf: int) -> None:
+        h, labels = hists[leaf]
+        if tree.value[leaf] < 0:
+            tree.value[leaf] = cheapest_center(h, center_sq)
+        label = tree.value[leaf]
+        cost[leaf] = leaf_surrogate_cost(h, center_sq, label)
+        counts = labels[0].sum(axis=0)
+        mistakes = int(counts.sum() - counts[label])
+        if mistakes == 0:
+            return
+        # Cancellation leaves noise of a few ulps of the leaf's cost terms: below it, gains tie.
+        noise = _GAIN_NOISE * (scale * h[0, :, 0].sum() + abs(cost[leaf]))
+        cut = best_surrogate_split(h, labels, center_sq, n_bins, tol=noise)
+        if cut is not None:
+            f, b, split_cost, jl, jr = cut
+            gain = cost[leaf] - split_cost
+            best[leaf] = (gain if gain > noise else 0.0, mistakes, f, b, jl, jr)
+
+    for leaf in leaves:
+        score(leaf)
+    order: list[int] = []
+    costs = [data.cost_offset + sum(cost.values())]
+    n_leaves = len(leaves)
+    ahead: dict[int, tuple] = {}  # leaf -> its smaller side's histograms, computed ahead
+    while n_leaves < max_leaves and best:
+        # Largest gain; among equal gains (zero, mostly) the leaf holding most points of other
+        # centers, where later cuts can gain; then the lowest node id (the oldest leaf).
+        rank = sorted(best, key=lambda node: (best[node][0], best[node][1], -node), reverse=True)
+        leaf = rank[0]
+        if leaf not in ahead:
+            # One pass computes the smaller side of every leaf that may be split before the
+            # budget runs out, so the greedy order below needs a pass only when it picks a
+            # leaf made since (a child of a split): same tree, far fewer passes.
+            todo = [node for node in rank[: max_leaves - n_leaves] if node not in ahead]
+            ahead.update(_smaller_sides(data, tree, hists, best, todo))
+        gain, _, f, b, jl, jr = best.pop(leaf)
+        left, right = tree.split(leaf, f, b)
+        tree.value[left], tree.value[right] = jl, jr
+        order.append(leaf)
+        parent, parent_counts = hists.pop(leaf)
+        goes_left, h, c = ahead.pop(leaf)
+        small, big = (left, right) if goes_left else (right, left)
+        hists[small] = (h, c)
+        hists[big] = (parent - h, parent_counts - c)
+        del cost[leaf], parent
+        score(left)
+        score(right)
+        n_leaves += 1
+        costs.append(data.cost_offset + sum(cost.values()))
+    return {"order": order, "surrogate_costs": costs}
+
+
+def _smaller_sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, leaves: list[int]) -> dict:
+    """For each of ``leaves`` (each with its best cut in ``best``): (whether the smaller side is
+    the left one, its surrogate histogram, its label counts), in ONE pass.
+
+    The rows are routed through a copy of the tree in which every one of these leaves is split
+    by its cut: the rows a leaf's side receives there are exactly those it will receive when the
+    greedy order splits that leaf, whatever is split before it (only other leaves change).
+    """
+    trial = tree.trial_copy()
+    sides = []
+    for leaf in leaves:
+        _, _, f, b, _, _ = best[leaf]
+        parent = hists[leaf][0]
+        goes_left = 2 * float(parent[f, : b + 1, 0].sum()) <= float(parent[f, :, 0].sum())
+        left, right = trial.split(leaf, f, b)
+        sides.append((leaf, goes_left, left if goes_left else right))
+    slot = np.full(trial.n_nodes, -1, dtype=np.int64)
+    for s, (_, _, node) in enumerate(sides):
+        slot[node] = s
+    h, c = data.surrogate_histograms(trial, slot, len(sides))
+    return {leaf: (goes_left, h[s], c[s]) for s, (leaf, goes_left, _) in enumerate(sides)}
+
+
+class ExKMC(CenterTreePredictor):
+    """Explainable k-means with up to ``max_leaves`` leaves (paper 003).
+
+    Parameters
+    ----------
+    n_clusters : number of reference clusters k.
+    max_leaves : leaves of the final tree (>= n_clusters when ``base_tree="imm"``). The tree
+        stops short when every leaf holds only points of its own center: it then reproduces
+        the reference clustering (Theorem 2) and more leaves cannot lower the cost.
+    base_tree : ``"imm"`` (IMM's k-leaf tree first, as in the paper's main results) or ``"none"``.
+    max_bins : bins per feature for the split search (2..65536).
+    random_state : seed of the reference k-means (when no centers are given) and the binning sample.
+    objective : "kmeans" (squared Euclidean surrogate) or "kmedians" (l1 surrogate; reference
+        centers from exclust.KMedians when none are given).
+
+    Fitted attributes: ``tree_``, ``centers_``, ``n_passes_``, ``surrogate_costs_`` (surrogate
+    cost of every prefix tree, from the base tree's leaf count up), ``leaf_counts_``; for
+    ``tree_at``: ``code_tree_`` (the full tree on bin codes), ``mapper_`` (its bins),
+    ``full_tree_`` (the full tree with real thresholds, node ids of ``code_tree_``),
+    ``split_order_`` (leaves in the order they were split) and ``feature_names_in_``.
+    """
+
+    _parameter_constraints = {
+        **CENTER_TREE_CONSTRAINTS,
+        "max_leaves": [Interval(Integral, 1, None, closed="left")],
+        "base_tree": [StrOptions(set(BASE_TREES))],
+    }
+
+    def __init__(self, n_clusters: int, max_leaves: int, base_tree: str = "imm", max_bins: int = 256,
+                 random_state=None, objective: str = "kmeans") -> None:
+        self.n_clusters = n_clusters
+        self.max_leaves = max_leaves
+        self.base_tree = base_tree
+        self.max_bins = max_bins
+        self.random_state = random_state
+        self.objective = objective
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        k, m = self.n_clusters, self.max_leaves
+        if self.base_tree == "imm" and m < k:
+            raise ParameterError(
+                f"max_leaves={m} is smaller than n_clusters={k}: the IMM base tree already has "
+                f"{k} leaves; pass max_leaves >= {k}"
+            )
+
+    def fit(self, X, centers=None) -> "ExKMC":
+        """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
+        self._check_params()
+        ds, centers, data = prepare_fit(
+            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
+        )
+        if self.base_tree == "imm":
+            tree, _ = grow_imm(data)
+        else:
+            tree = CodeTree()
+        base_leaves = len(tree.leaves())
+        history = expand_by_surrogate(data, tree, int(self.max_leaves))
+        self.centers_ = centers
+        self.n_passes_ = data.n_passes
+        self.code_tree_ = tree
+        self.mapper_ = data.mapper
+        self.feature_names_in_ = ds.feature_names
+        self.split_order_ = history["order"]
+        self.surrogate_costs_ = history["surrogate_costs"]
+        self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))
+        meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
+                "objective": self.objective}
+        self.full_tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
+        self.tree_ = self.tree_at(self.leaf_counts_[-1])
+        data.release()
+        return self
+
+    def tree_at(self, n_leaves: int) -> ThresholdTree:
+        """The greedy prefix of the fitted tree with ``n_leaves`` leaves (capped at the final size):
+        the base tree's splits and the first ``n_leaves - base leaves`` expansions."""
+        self._check_fitted()
+        base_leaves = self.leaf_counts_[0]
+        n_leaves = max(base_leaves, min(int(n_leaves), self.leaf_counts_[-1]))
+        late = set(self.split_order_[n_leaves - base_leaves:])
+        internal = np.flatnonzero(self.full_tree_.kind != LEAF)
+        return self.full_tree_.prune([node for node in internal if node not in late], self.code_tree_.value)

@@ -1,0 +1,138 @@
+"""KDTree baseline of paper 003 (Appendix B.1): highest-variance feature, cut at the median.
+
+Each split takes the leaf's feature of highest variance and cuts it at the leaf's median, so
+the two children hold (about) half the points each; leaves are labelled with the reference
+center of lowest surrogate cost, like ExKMC's. The paper obtains at most k' leaves through the
+leaf size floor(n / k') of a classic KD-tree (a power of two); here the most populated leaf is
+split first until the tree has exactly ``max_leaves`` leaves, which is the same tree when
+``max_leaves`` is a power of two and fills a level part way otherwise.
+
+The engine is the histogram one (exclust.algorithms.histogram.binning): one pass per level gathers, per leaf, the
+counts per (feature, bin) and the per-feature sums of x and x^2; the median is read off the
+cumulative counts (exact when the feature has at most ``max_bins`` distinct values, else to
+within one quantile bin), the variance from the sums, and the leaf labels from the sums too
+(the surrogate cost of a leaf with center j is ``S - 2 <sum x, mu_j> + n ||mu_j||^2``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.algorithms.histogram._code_histograms import box_statistics
+from exclust.algorithms.histogram.imm import check_centers
+from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
+from exclust.sources.dataset import as_matrix
+from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
+from exclust.algorithms.histogram.engine import CodeTree, map_reduce_blocks
+from exclust.dataplane.parts import is_lazy, uniform_sample
+
+
+def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return box_statistics(X, mapper.transform(X), *tree_arrays, slot, n_slots, n_bins)
+
+
+class KDTree(TreeExplainer):
+    """KD-tree with ``max_leaves`` leaves, labelled by surrogate cost against reference centers.
+
+    Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
+    ``n_passes_`` (passes over the rows), ``split_order_`` (nodes in the order they were split)
+    and ``node_value_`` (every node's cheapest center, for the prefix trees of ``tree_at``).
+    """
+
+    _parameter_constraints = {
+        "max_leaves": [Interval(Integral, 1, None, closed="left")],
+        "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
+        "random_state": RANDOM_STATE,
+    }
+
+    def __init__(self, max_leaves: int, max_bins: int = 256, random_state=None) -> None:
+        self.max_leaves = max_leaves
+        self.max_bins = max_bins
+        self.random_state = random_state
+
+    def fit(self, X, centers) -> "KDTree":
+        """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
+        self._check_params()
+        m, max_bins = int(self.max_leaves), int(self.max_bins)
+        ds = as_matrix(X)
+        centers = np.asarray(centers, dtype=np.float64)
+        if centers.ndim != 2 or centers.shape[0] < 1:
+            raise ValueError(
+                f"centers must be a 2-D array (n_clusters, n_features), got shape {centers.shape}"
+            )
+        centers = check_centers(centers, centers.shape[0], ds.n_features)
+        (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
+        passes = int(is_lazy(ds.X))
+        mapper = edges_from_sample(sample, max_bins=max_bins)
+        del sample
+        n_bins = mapper.max_n_bins
+        center_sq = np.einsum("ij,ij->i", centers, centers)
+        tree = CodeTree()
+        stats = {}  # leaf -> (counts (d, B), sums (d,), sum of squares (d,))
+        node_value = {}  # every node's cheapest center, kept for the prefix trees
+        order = []  # nodes in the order they were split
+        pending = [0]
+        while pending:
+            slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+            slot[pending] = np.arange(len(pending))
+            counts, sums, sq = map_reduce_blocks(
+                ds.X, _block_box_statistics, mapper, tree.arrays(), slot, len(pending), n_bins
+            )
+            passes += 1
+            for s, leaf in enumerate(pending):
+                stats[leaf] = (counts[s], sums[s], sq[s])
+                n_leaf = counts[s][0].sum()
+                node_value[leaf] = int(np.argmin(n_leaf * center_sq - 2.0 * centers @ sums[s]))
+            pending = []
+            n_leaves = len(tree.leaves())
+            # Most populated leaves first (balanced cuts make this level order).
+            for leaf in sorted(stats, key=lambda node: (-stats[node][0][0].sum(), node)):
+                if n_leaves >= m:
+                    break
+                cut = _median_cut(*stats[leaf])
+                if cut is None:
+                    continue
+                left, right = tree.split(leaf, *cut)
+                order.append(leaf)
+                pending += [left, right]
+                n_leaves += 1
+                del stats[leaf]
+        tree.value = [node_value[i] for i in range(tree.n_nodes)]
+        self.centers_ = centers
+        self.n_passes_ = passes
+        self.split_order_ = order
+        self.tree_ = tree.to_threshold_tree(
+            mapper, centers.shape[0], ds.feature_names, meta={"algorithm": "kdtree", "max_bins": max_bins}
+        )
+        self.node_value_ = np.asarray(tree.value, dtype=np.int64)
+        return self
+
+    def tree_at(self, n_leaves: int):
+        """The tree after its first ``n_leaves - 1`` splits (the one ``KDTree(n_leaves)`` grows)."""
+        self._check_fitted()
+        return self.tree_.prune(self.split_order_[: max(0, int(n_leaves) - 1)], self.node_value_)
+
+    def fit_predict(self, X, centers):
+        """Fit, then return the cluster of every row of X."""
+        return self.fit(X, centers).predict(X)
+
+
+def _median_cut(counts: np.ndarray, sums: np.ndarray, sq: np.ndarray):
+    """(feature, bin) of the highest-variance feature's median, or None if no feature can be cut.
+
+    Features whose points all share one bin cannot be cut; of the rest, the highest variance
+    wins. The cut is the bin edge whose left side holds the number of points closest to half
+    (lower edge on ties), always with points on both sides.
+    """
+    n = counts[0].sum()
+    if n < 2:
+        return None
+    var = sq / n - (sums / n) ** 2
+    cuttable = (counts > 0).sum(axis=1) >= 2
+    if not cuttable.any():
+        return None
+    f = int(np.argmax(np.where(cuttable, var, -np.inf)))
+    cum = np.cumsum(counts[f])
+    ok = (cum > 0) & (cum < n)
+    b = int(np.argmin(np.where(ok, np.abs(2 * cum - n), np.iinfo(np.int64).max)))
+    return f, b

@@ -1,0 +1,160 @@
+"""Numba kernels of distances to centers: the nearest center in squared l2 (k-means) and in l1
+(k-medians), and scoring many center-leaf trees in one sweep.
+
+`nearest_center` assigns rows to the nearest center in squared l2 and `assigned_sq_distances`
+gives each row's distance to a given center, bit for bit the same arithmetic.
+
+`nearest_center_l1` assigns rows to the nearest center in l1 (ties: the lowest index, as
+numpy's argmin). `trial_costs` routes every row through T trees at once (the trees stacked as
+T x m node arrays) and adds each tree's cost of the row: the distance (squared l2 for k-means,
+l1 for k-medians) to the center that the row's leaf stands for, with the cost against the
+nearest center beside it. `leaf_l1_sums` gives the k-medians cost curve its per-leaf l1 sums
+to every center.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from exclust.tree._routing import leaf_of
+
+SQUARED_L2 = 0
+L1 = 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def nearest_center_of(X, i, centers):
+    """(label, squared distance) of row i to its nearest center; inlined wherever rows meet centers."""
+    best = np.inf
+    arg = 0
+    for k in range(centers.shape[0]):
+        s = 0.0
+        for j in range(centers.shape[1]):
+            t = X[i, j] - centers[k, j]
+            s += t * t
+        if s < best:
+            best = s
+            arg = k
+    return arg, best
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_center(X, centers):
+    """(label, squared distance) of every row to its nearest center."""
+    n = X.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n)
+    for i in range(n):
+        labels[i], dist[i] = nearest_center_of(X, i, centers)
+    return labels, dist
+
+
+@numba.njit(cache=True, nogil=True)
+def assigned_sq_distances(X, labels, centers):
+    """Squared distance of every row to its given center: ``nearest_center``'s distances, bit
+    for bit, when ``labels`` are its labels (same sums in the same order), for k / d the work."""
+    n, d = X.shape
+    dist = np.empty(n)
+    for i in range(n):
+        c = labels[i]
+        s = 0.0
+        for j in range(d):
+            t = X[i, j] - centers[c, j]
+            s += t * t
+        dist[i] = s
+    return dist
+
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def nearest_center_l1_of(X, i, centers):
+    """(label, l1 distance) of row i to its nearest center in l1."""
+    best = np.inf
+    arg = 0
+    for k in range(centers.shape[0]):
+        s = 0.0
+        for j in range(centers.shape[1]):
+            s += abs(X[i, j] - centers[k, j])
+        if s < best:
+            best = s
+            arg = k
+    return arg, best
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_center_l1(X, centers):
+    """(label, l1 distance) of every row to its nearest center in l1."""
+    n = X.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n)
+    for i in range(n):
+        labels[i], dist[i] = nearest_center_l1_of(X, i, centers)
+    return labels, dist
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_l1_sums(X, leaves, n_nodes, centers):
+    """The k-medians cost curve's sweep: T trees' leaf of every row in, per tree and node
+    (count, sum of the l1 distances of its rows to each center) (T, n_nodes, 1 + k), the first
+    row that reached the node (-1 where none), and the l1 cost to the nearest center."""
+    n = X.shape[0]
+    T = leaves.shape[0]
+    k = centers.shape[0]
+    sums = np.zeros((T, n_nodes, 1 + k))
+    first = np.full((T, n_nodes), -1, dtype=np.int64)
+    dist = np.empty(k)
+    nearest = 0.0
+    for i in range(n):
+        best = np.inf
+        for c in range(k):
+            dist[c] = _distance(X, i, centers, c, L1)
+            best = min(best, dist[c])
+        nearest += best
+        for t in range(T):
+            node = leaves[t, i]
+            if first[t, node] < 0:
+                first[t, node] = i
+            sums[t, node, 0] += 1.0
+            for c in range(k):
+                sums[t, node, 1 + c] += dist[c]
+    return sums, first, nearest
+
+
+@numba.njit(cache=True, nogil=True)
+def _distance(X, i, centers, c, metric):
+    s = 0.0
+    for j in range(centers.shape[1]):
+        t = X[i, j] - centers[c, j]
+        s += t * t if metric == SQUARED_L2 else abs(t)
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def trial_costs(X, kind, feature, threshold, center, left, right, value, centers, metric):
+    """(cost per tree (T), cost to the nearest center) of one chunk; tree arrays are T x m."""
+    n = X.shape[0]
+    T = kind.shape[0]
+    costs = np.zeros(T)
+    nearest = 0.0
+    for i in range(n):
+        if metric == SQUARED_L2:
+            nearest += nearest_center_of(X, i, centers)[1]
+        else:
+            nearest += nearest_center_l1_of(X, i, centers)[1]
+        for t in range(T):
+            leaf = leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t])
+            costs[t] += _distance(X, i, centers, value[t, leaf], metric)
+    return costs, nearest
+
+
+# --------------------------------------------------------------------------- k-medians reference
+@numba.njit(cache=True, nogil=True)
+def l1_assignment_counts(X, centers):
+    """(rows nearest to each center in l1, total l1 distance to the nearest center) of a chunk."""
+    counts = np.zeros(centers.shape[0], dtype=np.int64)
+    cost = 0.0
+    for i in range(X.shape[0]):
+        arg, dist = nearest_center_l1_of(X, i, centers)
+        counts[arg] += 1
+        cost += dist
+    return counts, cost

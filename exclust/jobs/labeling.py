@@ -1,0 +1,286 @@
+"""Apply a saved tree to Parquet partitions: the nightly labelling job.
+
+Each input file becomes one output file at the same path relative to the input root (so files of
+the same name in different folders never collide, and rows out equal rows in), with every input
+column plus a cluster column and a leaf column. Inputs and outputs are local folders or object
+store prefixes (``s3://``), opened through fsspec. Files are processed one Dask task per file
+when a distributed client is active (workers must reach the input and output); each task returns
+only its counts. Rows with a missing or non-finite feature get cluster -1 and leaf -1 rather than
+a guess. Output goes through ``exclust.outputs.staging``: whole or nothing, never over what the run reads.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from exclust.scoring.drift import leaf_drift
+from exclust.errors import InputError
+from exclust.outputs.folders import Guard, check_output, file_folder_guard, input_guards, json_text
+from exclust.outputs.staging import StagedOutput, StagingArea, staged_output
+from exclust.sources.storage import Source, SourceFile, filesystem, list_source
+from exclust.tree import ThresholdTree
+
+UNLABELLED = -1
+LABELS_FILE = "_labels.json"
+
+
+@dataclass
+class LabelResult:
+    """What a labelling run wrote: the folder, files, rows, rows per cluster and leaf, drift."""
+
+    out: Path | str
+    n_files: int
+    n_rows: int
+    counts: dict[int, int] = field(default_factory=dict)  # cluster -> rows; -1 = not labelled
+    seconds: float = 0.0
+    leaf_counts: dict[int, int] = field(default_factory=dict)  # leaf id -> rows; -1 = not labelled
+    drift: dict | None = None  # exclust.scoring.drift.leaf_drift; None when the tree stores no leaf shares
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "n_files": self.n_files,
+            "n_rows": self.n_rows,
+            "rows_per_cluster": {str(k): v for k, v in sorted(self.counts.items())},
+            "rows_per_leaf": {str(k): v for k, v in sorted(self.leaf_counts.items())},
+            "drift": self.drift,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", leaf_column: str = "leaf"):
+    """A pyarrow table with the tree's cluster and leaf of every row appended."""
+    import pyarrow as pa
+
+    cavs = tree.meta.get("concept_activation_vectors")
+    # A Concept-MMDT tree cuts concept coordinates: read its embedding columns and project them.
+    columns = tree_columns(tree)
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise InputError(
+            f"columns {missing} used by the tree are missing (the data has {table.column_names}); "
+            "label data with the columns the tree was built on, or use the tree built for this data"
+        )
+    for name in (cluster_column, leaf_column):
+        if name in table.column_names:
+            raise InputError(f"the input already has a column '{name}'; choose another name for the output column")
+    X = np.empty((table.num_rows, len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        col = table.column(name)
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type)):
+            raise InputError(f"column '{name}' has type {col.type}, but the tree cuts it as a number; "
+                             "label data whose column holds numbers")
+        # Nulls become NaN, so they are caught with the other non-finite values below.
+        X[:, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if cavs:
+        matrix = np.asarray(cavs["matrix"], dtype=np.float64)
+        if matrix.shape != (tree.n_features, X.shape[1]):
+            raise InputError(
+                f"the tree's concept vectors have shape {matrix.shape}, which does not fit "
+                f"{tree.n_features} concepts over {X.shape[1]} embedding columns"
+            )
+        X = X @ matrix.T
+    ok = np.isfinite(X).all(axis=1)
+    leaves = np.full(table.num_rows, UNLABELLED, dtype=np.int64)
+    if ok.any():
+        leaves[ok] = tree.apply(X[ok])
+    clusters = np.where(leaves >= 0, tree.value[np.maximum(leaves, 0)], UNLABELLED).astype(np.int32)
+    return table.append_column(cluster_column, pa.array(clusters)).append_column(
+        leaf_column, pa.array(leaves.astype(np.int32))
+    )
+
+
+def tree_columns(tree: ThresholdTree) -> list[str]:
+    """The input columns a tree reads (a Concept-MMDT tree reads its embedding columns)."""
+    if tree.meta.get("concept_activation_vectors"):
+        return list(tree.meta.get("embedding_features") or [])
+    return list(tree.feature_names)
+
+
+def _with_partition_columns(table, file: SourceFile, needed: Sequence[str]):
+    """``table`` plus the hive keys the tree reads that the file does not hold (as numbers), and their names."""
+    import pyarrow as pa
+
+    added = []
+    for key, value in file.partitions:
+        if key in needed and key not in table.column_names:
+            try:
+                number = float(value)
+            except ValueError:
+                raise InputError(f"{file.path}: partition {key}={value} is not a number, but the tree cuts {key}; "
+                                 "label data whose partition values are numbers") from None
+            table = table.append_column(key, pa.array(np.full(table.num_rows, number)))
+            added.append(key)
+    return table, added
+
+
+# Tasks running in this process, per run: the driver asks the workers before it removes staging.
+_RUNNING: dict[str, int] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def running_tasks(run_id: str) -> int:
+    with _RUNNING_LOCK:
+        return _RUNNING.get(run_id, 0)
+
+
+def _label_file(tree_doc: dict, fs: Any, file: SourceFile, area: StagingArea, run_id: str,
+                cluster_column: str, leaf_column: str) -> dict[str, Any]:
+    """One task: read a file, label it, write it below the staging root; return its counts."""
+    import pyarrow.parquet as pq
+
+    with _RUNNING_LOCK:
+        _RUNNING[run_id] = _RUNNING.get(run_id, 0) + 1
+    try:
+        tree = ThresholdTree.from_dict(tree_doc)
+        try:
+            with fs.open(file.path, "rb") as f:
+                table = pq.read_table(f)
+        except Exception as exc:  # pyarrow raises several types for damaged files
+            raise InputError(f"cannot read Parquet file {file.path}: {exc}; replace or remove that file") from exc
+        table, added = _with_partition_columns(table, file, tree_columns(tree))
+        try:
+            out = label_table(tree, table, cluster_column, leaf_column)
+        except InputError as exc:
+            raise InputError(f"{file.path}: {exc}") from exc
+        out = out.drop_columns(added)
+        with area.open_write(file.relpath) as f:
+            pq.write_table(out, f)
+        return {"relpath": file.relpath, "rows": out.num_rows,
+                "clusters": _value_counts(out.column(cluster_column)),
+                "leaves": _value_counts(out.column(leaf_column))}
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING[run_id] -= 1
+            if not _RUNNING[run_id]:
+                del _RUNNING[run_id]
+
+
+def _value_counts(column) -> dict[int, int]:
+    values, counts = np.unique(column.to_numpy(), return_counts=True)
+    return {int(v): int(c) for v, c in zip(values, counts)}
+
+
+def _current_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def run_tasks(fn: Callable, args: Sequence[tuple], run_id: str, *, timeout: float = 120.0) -> list:
+    """``fn(*a)`` for each ``a``: on the active Dask client (one task each), else here in turn.
+
+    On any failure or interrupt the futures are cancelled and the call waits until none of this
+    run's tasks is still executing on a worker (``running_tasks``), so nothing writes afterwards.
+    """
+    client = _current_client()
+    if client is None:
+        return [fn(*a) for a in args]
+    # Keys named after the task (the dashboard groups them so) and the run (unique across runs).
+    name = fn.__name__.lstrip("_")
+    futures = [client.submit(fn, *a, key=f"{name}-{run_id}-{i}", pure=False) for i, a in enumerate(args)]
+    try:
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if not sum(client.run(running_tasks, run_id).values()):
+                    break
+            except Exception:  # workers already gone: nothing of this run is running
+                break
+            time.sleep(0.1)
+        raise
+
+
+@dataclass
+class LabelPlan:
+    """A checked labelling run: the tree, the listed input and the output, before any work."""
+
+    tree: ThresholdTree
+    source: Source
+    out: str
+    guards: list[Guard]
+    storage_options: dict[str, Any]
+    base: str | os.PathLike | None
+
+
+def load_tree(tree: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> ThresholdTree:
+    """A tree.json from a local path or a URL; InputError when it is not there."""
+    fs, path = filesystem(str(tree), storage_options)
+    if not fs.isfile(path):
+        raise InputError(f"tree file not found: {tree}; give the tree.json that exclust explain wrote")
+    return ThresholdTree.from_json(fs.cat_file(path).decode("utf-8", errors="replace"))
+
+
+def plan_label(tree: ThresholdTree | str | os.PathLike, source: str | os.PathLike, out: str | os.PathLike, *,
+               storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None) -> LabelPlan:
+    """Every check that needs no computing: tree, input listing, output location (raises InputError)."""
+    options = dict(storage_options or {})
+    tree_guards: list[Guard] = []
+    if not isinstance(tree, ThresholdTree):
+        tree_guards.append(file_folder_guard(tree, "the tree file", options))
+        tree = load_tree(tree, options)
+    listed = list_source(source, options)
+    guards = input_guards(source, listed, options) + tree_guards
+    check_output(out, "label", guards, storage_options=options, base=base)
+    return LabelPlan(tree, listed, str(out), guards, options, base)
+
+
+def run_label(plan: LabelPlan, *, cluster_column: str = "cluster", leaf_column: str = "leaf") -> LabelResult:
+    """Label every file of the plan and commit the output whole (see ``exclust.outputs.staging``)."""
+    start = time.perf_counter()
+    tree_doc = plan.tree.to_dict()
+    with staged_output(plan.out, "label", plan.guards, storage_options=plan.storage_options, base=plan.base) as stage:
+        args = [(tree_doc, plan.source.fs, f, stage.area, stage.run_id, cluster_column, leaf_column)
+                for f in plan.source.files]
+        per_file = run_tasks(_label_file, args, stage.run_id)
+        result = _collect(stage, per_file, plan.tree)
+        result.seconds = time.perf_counter() - start
+        stage.write_text(LABELS_FILE, json_text({**result.to_dict(), "tree": plan.tree.meta, "source": plan.source.url}))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _collect(stage: StagedOutput, per_file: list[dict], tree: ThresholdTree) -> LabelResult:
+    counts: dict[int, int] = {}
+    leaf_counts: dict[int, int] = {}
+    for part in per_file:
+        stage.record_rows(part["relpath"], part["rows"])
+        for c, n in part["clusters"].items():
+            counts[c] = counts.get(c, 0) + n
+        for leaf, n in part["leaves"].items():
+            leaf_counts[leaf] = leaf_counts.get(leaf, 0) + n
+    drift = leaf_drift(tree.meta, {k: v for k, v in leaf_counts.items() if k >= 0})
+    return LabelResult(stage.target.shown, len(per_file), sum(p["rows"] for p in per_file), counts,
+                       leaf_counts=leaf_counts, drift=drift)
+
+
+def label_parquet(
+    tree: ThresholdTree | str | os.PathLike,
+    source: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    cluster_column: str = "cluster",
+    leaf_column: str = "leaf",
+    base: str | os.PathLike | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> LabelResult:
+    """Label every Parquet file of ``source`` with ``tree`` and write them under ``out``, whole or not at all.
+
+    ``tree`` is a ThresholdTree or the path/URL of a ``tree.json``; ``source`` and ``out`` are local
+    paths or URLs (``s3://``), with ``storage_options`` for both. Runs on the current Dask client
+    when one is active (one task per file), else file by file in this process.
+    """
+    plan = plan_label(tree, source, out, storage_options=storage_options, base=base)
+    return run_label(plan, cluster_column=cluster_column, leaf_column=leaf_column)

@@ -1,0 +1,470 @@
+"""The explain job's work as plain library functions: load, fit reference, build tree, score, render, write.
+
+Each function takes small, explicit inputs and holds no orchestration: ``exclust.jobs.steps`` runs
+them in order for the CLI, the Python API and the Prefect flow alike. Heavy work happens on the
+Dask client that is active when a step runs (``exclust.dataplane.cluster.dask_cluster`` opens one); in-memory
+inputs stay numpy and need none.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from exclust.dataplane import parts
+
+from exclust.jobs import registry
+
+from exclust.dataplane import residency
+from exclust.jobs.config import ExplainConfig  # the run's options (exclust.jobs.pipeline.ExplainConfig stays importable)
+from exclust.sources.dataset import Dataset, InputError, is_dask_array, load_dataset
+from exclust.outputs.folders import json_text
+from exclust.outputs.staging import StagedOutput, staged_output
+from exclust.tree import ThresholdTree
+
+ALGORITHMS = tuple(registry.ALGORITHMS)
+SUMMARY_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.needs == registry.SUMMARY)
+DATA_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.cost_curve)  # the report shows cost vs leaves
+THRESHOLDS = tuple(registry.THRESHOLDS)
+SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
+# One exact uniform sample of the rows, drawn once per run: the k-means seeding, the histogram
+# engine's bin edges, the cost curve's baselines and the report's scatter plot all use it (each
+# takes a uniform subsample of the size it needs).
+RUN_SAMPLE_ROWS = 200_000
+# k-means on a dask input: scikit-learn's (10 restarts) on this many rows of the run's sample,
+# then a few full passes of Lloyd's algorithm refine the centers.
+KMEANS_SAMPLE_ROWS = 50_000
+KMEANS_REFINE_PASSES = 3
+
+
+@dataclass
+class Reference:
+    """The clustering a tree explains: its summary, centers and (lazy) labels of every row."""
+
+    kind: str
+    summary: Any  # MixtureSummary
+    centers: np.ndarray
+    labels: Any  # numpy or dask array of ints
+    model: Any = None
+
+
+@dataclass
+class Built:
+    """A fitted tree and what its algorithm reports about itself."""
+
+    tree: ThresholdTree
+    estimator: Any
+    info: dict[str, Any] = field(default_factory=dict)
+    space: Any = None  # callable X -> coordinates the tree reads (concept projections), or None
+    reference_labels: Any = None  # labels of a base clustering the algorithm fitted itself
+
+
+@dataclass
+class ExplainResult:
+    """Everything an explain run produced (the written folder once ``write_outputs`` ran)."""
+
+    tree: ThresholdTree
+    metrics: dict[str, Any]
+    rules: str
+    report_html: str | None = None
+    out: Path | None = None
+
+
+# --------------------------------------------------------------------------- steps
+def load(config: ExplainConfig) -> Dataset:
+    """Read and validate the input: features plus the truth, reference and concept columns.
+
+    Read once: a Parquet input is held on the workers right after its one read when it fits
+    (``residency.hold``: half of their memory), so that validation and every later step read memory;
+    otherwise every pass streams it from the files.
+    """
+    extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
+    extra = list(dict.fromkeys(extra))
+    if isinstance(config.input, (str, os.PathLike)):
+        data = _load_parquet_held(config, extra)
+    else:
+        data = load_dataset(
+            config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
+        )
+        data = _hold(data, config.hold)
+    unknown = [f for f in config.plot_features or () if f not in data.feature_names]
+    if unknown and config.algorithm != "concept-mmdt":
+        raise InputError(f"plot feature(s) {unknown} are not among the features {data.feature_names}")
+    return data
+
+
+def _load_parquet_held(config: ExplainConfig, extra: list[str]) -> Dataset:
+    """``load_dataset`` for Parquet with the hold placed between the read and the validation."""
+    held = {"held": False}
+
+    def hold_before_validation(X, extras):
+        (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
+                                                     while_reading=_import_later_steps)
+        parts.PASSES.record(X)  # validation: one pass (data.py's own map over the chunks)
+        return X, dict(zip(extras, columns))
+
+    data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,
+                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
+    return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
+
+
+def _import_later_steps() -> None:
+    """Import what fitting the reference and drawing the curve import, while the workers read:
+    their modules pull in scikit-learn (and scipy.stats), about 1.1 s of this process's time
+    that would otherwise follow the read (measured in the explain job at 10M rows)."""
+    import importlib
+
+    for name in ("exclust.reference", "exclust.scoring.curves"):  # curves: CART, ExKMC and KDTree too
+        importlib.import_module(name)
+
+
+def _hold(data: Dataset, force: bool | None) -> Dataset:
+    (X, *columns), _ = residency.hold(data.X, *data.extra.values(), force=force)
+    return Dataset(X, data.feature_names, dict(zip(data.extra, columns)), data.source, data.n_dropped,
+                   data.category_names)
+
+
+@dataclass
+class RunSample:
+    """An exact uniform sample of the run's rows (in row order) with their extra columns."""
+
+    X: np.ndarray
+    extra: dict[str, np.ndarray]
+    n_rows: int
+
+
+def run_sample(data: Dataset, config: ExplainConfig) -> RunSample:
+    """The run's one uniform sample (``RUN_SAMPLE_ROWS`` rows; one pass the first time, then kept
+    in ``data.run_sample``): k-means seeding, bin edges, the curve's baselines and the scatter plot share it."""
+    if data.run_sample is not None:
+        return data.run_sample
+    names = list(data.extra)
+    X, *columns = parts.uniform_sample(data.X, *data.extra.values(), size=RUN_SAMPLE_ROWS,
+                                       random_state=config.random_state)
+    sample = RunSample(X, dict(zip(names, columns)), data.n_rows)
+    data.run_sample = sample
+    return sample
+
+
+def is_held(data: Dataset) -> bool:
+    """Whether passes over the data read memory (numpy, or held on the workers) rather than files."""
+    return not parts.reads_source(data.X)
+
+
+def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
+    """Fit the reference clustering (GMM or k-means) or take given labels; summarize it."""
+    from exclust.reference.summary import MixtureSummary
+
+    names = data.feature_names
+    # Estimators get the validated Dataset, not data.X: a bare array would be checked again (a pass).
+    if config.reference == "gmm":
+        from exclust.reference import GaussianMixture
+
+        model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
+        summary = MixtureSummary.from_gmm(model, names)
+        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X), data, config), model)
+    if config.reference == "kmeans":
+        from exclust.reference import KMeans
+
+        if data.is_distributed:
+            # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
+            model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
+                           sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
+            model.fit(data, sample=run_sample(data, config).X)
+        else:
+            model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
+        # Full covariances only for algorithms that read them (MMDT's thresholds); the others need
+        # the means and spreads, which the k-means kept from its last pass.
+        full = config.algorithm in SUMMARY_ALGORITHMS
+        summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
+        # Distributed Lloyd kept its last pass's labels on the workers (its predict, one byte a
+        # row): no later pass searches the centers again, streamed or held.
+        labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data.X), data, config)
+        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
+    if config.reference == "kmedians":
+        from exclust.reference.kmedians import KMedians
+
+        model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
+        labels = _held(model.predict(data.X), data, config)
+        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=config.algorithm in SUMMARY_ALGORITHMS)
+        return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
+    labels = data.extra[config.reference_column]
+    summary = MixtureSummary.from_labels(data.X, labels, names)
+    values = list(summary.meta.get("labels") or range(summary.n_components))
+    if summary.n_components < 2:
+        raise InputError(
+            f"column '{config.reference_column}' holds a single cluster (label {values[0]!r}); a tree needs at least "
+            "2 clusters to tell apart: name a label column with 2 or more labels, or fit a reference with {fix}",
+            option="reference", value="gmm",
+        )
+    if summary.n_components != config.k:
+        raise InputError(
+            f"column '{config.reference_column}' holds {summary.n_components} clusters but k is {config.k}; "
+            "pass {fix}", option="k", value=summary.n_components,
+        )
+    if values != list(range(len(values))):  # labels such as 0, 5, 10, 15: cluster i is the i-th label value
+        from exclust.sources.dataset import recode_labels
+
+        labels = recode_labels(labels, values)
+    return Reference(f"labels:{config.reference_column}", summary, np.asarray(summary.means), labels)
+
+
+def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
+    """Build the explaining tree with the chosen algorithm (its registry entry says what it reads)."""
+    entry = registry.algorithm(config.algorithm)
+    own = _OWN_BUILDERS.get(entry.name)
+    if own is not None:
+        return own(data, ref, config)
+    est = entry.make(config)
+    # Estimators take the Dataset itself, so their trees carry the input's feature names.
+    if entry.needs == registry.SUMMARY:
+        est.fit(ref.summary)
+        return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper002",
+                                       "diagnostics": est.node_diagnostics_, "n_passes": 0})
+    est.fit(data, ref.labels if entry.needs == registry.LABELS else ref.centers)
+    info = {"n_passes": getattr(est, "n_passes_", None)}
+    if getattr(est, "bound_", None) is not None:
+        info["guaranteed_price"] = _maybe_float(est.bound_)
+    return Built(est.tree_, est, info)
+
+
+def _build_concept_mmdt(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
+    from exclust.algorithms.mmdt.concept import ConceptMMDT, fit_cavs
+
+    # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
+    cavs = fit_cavs(data, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
+    est = ConceptMMDT(cavs, n_components=config.k, threshold=config.threshold,
+                      random_state=config.random_state).fit(data, None if ref is None else ref.labels)
+    return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
+                                   "diagnostics": est.node_diagnostics_, "reference": "gmm"},
+                 space=cavs.project, reference_labels=est.reference_labels_)
+
+
+def _build_kernel_mmdt(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
+    est = registry.algorithm("kernel-mmdt").make(config).fit(data, None if ref is None else ref.labels)
+    labels = ref.labels if ref is not None else getattr(est, "labels_", None)
+    return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
+                                   "kernel_price": _maybe_float(getattr(est, "kernel_price_", None)),
+                                   "reference": "kernel k-means (random Fourier features)"},
+                 reference_labels=labels)
+
+
+# Algorithms that fit their own base clustering (registry.OWN) build through these.
+_OWN_BUILDERS = {"concept-mmdt": _build_concept_mmdt, "kernel-mmdt": _build_kernel_mmdt}
+
+
+def needs_reference_step(config: ExplainConfig) -> bool:
+    """False when the algorithm fits its own base clustering (concept and kernel MMDT with the default gmm)."""
+    return not (registry.algorithm(config.algorithm).needs == registry.OWN and config.reference == "gmm")
+
+
+def score_tree(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig) -> dict[str, Any]:
+    """Score the tree against the reference (price, error rate, ARI) and the truth when given."""
+    return score_and_curve(data, ref, built, config, with_curve=False)[0]
+
+
+def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
+                    with_curve: bool | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Scores and the cost curve from ONE pass over the data (plus the k-medians passes when
+    ``config.wants_kmedians_price``).
+
+    The curve's trees are built on the run's sample first (``plan_cost_curve``); its scoring
+    pass rides on the scores' pass. ``with_curve=None`` follows the config.
+    """
+    from exclust.scoring.metrics import score_with
+
+    plan = plan_cost_curve(data, ref, config, built) if with_curve is not False else None
+    X = built.space(data.X) if built.space is not None else data.X
+    y_true = data.extra.get(config.truth) if config.truth else None
+    labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
+    # Centers live in feature space: they mean nothing to a tree over concept coordinates.
+    centers = None if ref is None or built.space is not None else ref.centers
+    # A k-means reference's labels are every row's nearest center: the curve's reference cost
+    # reads them (computed once for both) instead of searching the centers again.
+    nearest = labels if ref is not None and ref.kind == "kmeans" and built.reference_labels is None else None
+    also = [plan.reduction(nearest)] if plan is not None else []
+    scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also,
+                               kmedians=config.wants_kmedians_price)
+    # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.scoring.drift).
+    sizes = scores.get("leaf_sizes") or {}
+    total = float(sum(sizes.values())) or 1.0
+    built.tree.meta["leaf_shares"] = {leaf: n / total for leaf, n in sizes.items()}
+    return dict(scores), (plan.finish(fused[0]) if plan is not None else None)
+
+
+def wants_curve(config: ExplainConfig) -> bool:
+    # Under k-medians the curve shows the l1 surrogate cost (exclust.scoring.curves), in the same one pass.
+    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS
+
+
+def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
+    """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
+    if not wants_curve(config) or ref is None:
+        return None
+    from exclust.algorithms.histogram.exkmc import ExKMC
+    from exclust.scoring.curves import plan_curve
+
+    top = max(config.leaves or config.k, 2 * config.k)
+    sample = run_sample(data, config)
+    sample_labels = _sample_reference_labels(sample, ref, config)
+    # The ExKMC the run just fitted already holds every prefix tree the curve needs.
+    fitted = built.estimator if built is not None and isinstance(built.estimator, ExKMC) else None
+    return plan_curve(sample.X, sample_labels, ref.centers, list(range(config.k, top + 1)),
+                      feature_names=data.feature_names, random_state=config.random_state, exkmc=fitted,
+                      n_rows=sample.n_rows, objective=config.objective)
+
+
+def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):
+    """Reference labels of the sampled rows, without a pass: the model's own prediction, or the
+    sampled label column."""
+    if ref.model is not None and hasattr(ref.model, "predict"):
+        return np.asarray(ref.model.predict(sample.X))
+    if config.reference_column and config.reference_column in sample.extra:
+        return sample.extra[config.reference_column]
+    return None
+
+
+def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig, built: Built | None = None) -> dict[str, Any] | None:
+    """Cost ratio versus number of leaves, for data-driven trees (the report's curve), in one pass
+    of its own; ``score_and_curve`` shares scoring's pass instead."""
+    plan = plan_cost_curve(data, ref, config, built)
+    if plan is None:
+        return None
+    (result,) = parts.run_reductions(data.X, [plan.reduction()])
+    return plan.finish(result)
+
+
+def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:
+    """An exact uniform sample of rows for plots, the same however X is chunked."""
+    return parts.uniform_sample(X, size=max_rows, random_state=random_state)[0]
+
+
+def enr_of(ref: Reference | None, built: Built) -> float | None:
+    """The explainability-to-noise ratio of the reference mixture (paper 002 convention unless the algorithm says)."""
+    if built.info.get("enr") is not None:
+        return built.info["enr"]
+    if ref is None:
+        return None
+    from exclust.algorithms.mmdt.bounds import explainability_to_noise_ratio
+
+    return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
+
+
+# --------------------------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
+def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds) -> dict[str, Any]:
+    """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,
+    how long each step took, the passes and reads per step)."""
+    from exclust.scoring.scorecard import RunFacts
+
+    tree = built.tree
+    passes, reads = dict(parts.PASSES.passes), dict(parts.PASSES.reads)
+    if built.info.get("n_passes") is not None and "build tree" in passes:
+        # Estimators whose passes do not all run on exclust.dataplane.parts yet (kernel MMDT, Concept-MMDT's
+        # CAV fits) count them themselves; the histogram engine's are counted already (extra 0).
+        extra = max(0, int(built.info["n_passes"]) - passes["build tree"])
+        passes["build tree"] += extra
+        if not is_held(data):
+            # IMM / ExKMC: binning's sample and the encoding read the files; their histogram
+            # passes read the encoded rows they keep on the workers.
+            reads["build tree"] = reads.get("build tree", 0) + min(extra, 2)
+    facts = RunFacts(
+        algorithm=config.algorithm, reference=built.info.get("reference") if ref is None else ref.kind,
+        k=int(config.k), d=int(data.n_features), n=int(data.n_rows), n_dropped=int(data.n_dropped),
+        enr=enr_of(ref, built), enr_convention=built.info.get("enr_convention", "paper002"),
+        threshold=config.threshold if "mmdt" in config.algorithm else None, objective=config.objective,
+        n_leaves=int(tree.n_leaves), depth=int(tree.depth), features_used=tree.features_used,
+        n_passes=built.info.get("n_passes"), seconds=dict(seconds), held=is_held(data), passes=passes,
+        parquet_reads=reads, kernel_price=built.info.get("kernel_price"),
+        guaranteed_price=built.info.get("guaranteed_price"),
+    )
+    metrics = dict(scores)
+    metrics.update(facts.as_dict())
+    return metrics
+
+
+def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig) -> str:
+    """The HTML report: metrics, rules, the tree drawn, a scatter plot with cuts, the curve."""
+    from exclust.report import render_report
+
+    drawn = run_sample(data, config).X
+    keep = np.sort(np.random.default_rng(config.random_state).permutation(drawn.shape[0])[:SAMPLE_ROWS])
+    sample = drawn[keep]  # a uniform subsample of a uniform sample: uniform
+    coords = built.space(sample) if built.space is not None else sample
+    names = built.tree.feature_names
+    scatter = None  # the report picks the features of the tree's first cuts
+    if config.plot_features and all(f in names for f in config.plot_features):
+        scatter = (names.index(config.plot_features[0]), names.index(config.plot_features[1]))
+    source = config.input if isinstance(config.input, (str, os.PathLike)) else type(config.input).__name__
+    return render_report(
+        tree=built.tree,
+        metrics=result.metrics,
+        title=config.title or f"exclust: {config.algorithm} explaining {result.metrics.get('reference') or 'the data'}",
+        sample=np.asarray(coords),
+        sample_labels=np.asarray(built.tree.predict(np.asarray(coords))),
+        scatter_features=scatter,
+        curve=curve,
+        diagnostics=built.info.get("diagnostics"),
+        dataset_info={"source": str(source), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
+    )
+
+
+def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.PathLike | None = None, *,
+                  stage: StagedOutput | None = None, storage_options: dict | None = None) -> Path | str:
+    """Write tree.json, metrics.json, rules.txt and report.html into ``out``, whole or not at all.
+
+    With ``stage`` (opened by the caller before computing) the files go there and the caller's
+    ``staged_output`` commits them.
+    """
+    if stage is None:
+        info = {"algorithm": result.metrics.get("algorithm")}
+        with staged_output(out, "explain", base=base, info=info, storage_options=storage_options) as stage:
+            return write_outputs(result, out, base, stage=stage)
+    stage.write_text("tree.json", result.tree.to_json())
+    stage.write_text("metrics.json", json_text(result.metrics))
+    stage.write_text("rules.txt", result.rules)
+    if result.report_html is not None:
+        stage.write_text("report.html", result.report_html)
+    result.out = stage.target.shown
+    return result.out
+
+
+def _held(labels, data: Dataset, config: ExplainConfig):
+    """Reference labels kept on the workers (int32) when the data are and more than one later
+    pass reads them: recomputing a mixture's predict in each of those passes costs more than
+    holding 4 bytes a row. Read once (scoring alone), they are predicted inside that pass
+    instead: holding them would be a pass of its own. Streamed data do not hold them (that
+    would be a read of its own): each pass predicts them from the rows it reads anyway."""
+    if is_dask_array(labels) and is_held(data) and _later_label_reads(config) > 1:
+        return residency.hold(labels.astype(np.int32), force=True)[0][0]
+    return labels
+
+
+def _later_label_reads(config: ExplainConfig) -> int:
+    """Passes after the reference's fit that read its labels: scoring; the k-medians price (two
+    or more); a tree that learns them (CART); a summary made from them (k-medians reference)."""
+    learns = registry.algorithm(config.algorithm).needs == registry.LABELS
+    return 1 + 2 * bool(config.wants_kmedians_price) + int(learns) + int(config.reference == "kmedians")
+
+
+def _concept_labels(data: Dataset, column: str):
+    """A concept column for fit_cavs: a missing string label (coded -1 on load) becomes NaN, i.e. unlabelled."""
+    labels = data.extra[column]
+    if column not in data.category_names:
+        return labels
+    import dask.array as da
+
+    where = da.where if is_dask_array(labels) else np.where
+    return where(labels < 0, np.nan, labels)
+
+
+def _maybe_float(v) -> float | None:
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None

@@ -1,0 +1,134 @@
+"""The one step list of an explain run, run alike by the CLI, the Python API and the Prefect flow.
+
+A run is a ``Run`` (its config and what each step produced) taken through ``STEPS`` in order:
+load, fit reference, build tree, score, report, write outputs. ``run_steps`` times each step
+with the run's ``StepTimer`` (so ``metrics["seconds"]`` has the same keys whichever way a run
+starts) and hands it to ``wrap`` first: the flow passes a function that makes each step a
+Prefect task; the CLI and Python pass none.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from exclust.jobs import pipeline
+from exclust.dataplane.cluster import dask_cluster
+from exclust.dataplane.progress import Log, StepTimer
+
+
+@dataclass
+class Run:
+    """One explain run: its configuration and what its steps produced so far."""
+
+    config: pipeline.ExplainConfig
+    out: str | os.PathLike | None = None  # None: no write step (explain in memory)
+    base: str | os.PathLike | None = None
+    stage: Any = None  # the output's staging area, opened before any work (staging.staged_output)
+    timer: StepTimer = field(default_factory=StepTimer)
+    started: float = field(default_factory=time.perf_counter)
+    data: Any = None
+    ref: Any = None
+    built: Any = None
+    scores: dict | None = None
+    curve: dict | None = None
+    result: pipeline.ExplainResult | None = None
+
+
+def _load(run: Run) -> None:
+    run.data = pipeline.load(run.config)
+
+
+def _fit_reference(run: Run) -> None:
+    run.ref = pipeline.fit_reference(run.data, run.config)
+
+
+def _build_tree(run: Run) -> None:
+    run.built = pipeline.build_tree(run.data, run.ref, run.config)
+
+
+def _score(run: Run) -> None:
+    run.scores, run.curve = pipeline.score_and_curve(run.data, run.ref, run.built, run.config)
+
+
+def _report(run: Run) -> None:
+    metrics = pipeline.assemble_metrics(run.scores, run.data, run.ref, run.built, run.config, run.timer.seconds)
+    run.result = pipeline.ExplainResult(run.built.tree, metrics, run.built.tree.rules_text())
+    run.result.report_html = pipeline.render(run.result, run.data, run.built, run.curve, run.config)
+
+
+def _write_outputs(run: Run) -> None:
+    seconds = run.result.metrics["seconds"]
+    seconds.update(run.timer.seconds)  # the report step's time too
+    seconds["total"] = round(time.perf_counter() - run.started, 3)
+    pipeline.write_outputs(run.result, run.out, run.base, stage=run.stage)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: its name (the key in metrics["seconds"]), what it does, and when it applies."""
+
+    name: str
+    run: Callable[[Run], None]
+    applies: Callable[[Run], bool] = lambda run: True
+    detail: Callable[[Run], str] = lambda run: ""
+
+
+STEPS: tuple[Step, ...] = (
+    Step("load", _load, detail=lambda r: str(r.config.input) if isinstance(r.config.input, (str, os.PathLike)) else ""),
+    Step("fit reference", _fit_reference, applies=lambda r: pipeline.needs_reference_step(r.config),
+         detail=lambda r: f"{r.config.reference}, k={r.config.k}"),
+    Step("build tree", _build_tree, detail=lambda r: r.config.algorithm),
+    Step("score", _score, detail=lambda r: "with the cost curve" if pipeline.wants_curve(r.config) else ""),
+    Step("report", _report),
+    Step("write outputs", _write_outputs, applies=lambda r: r.out is not None, detail=lambda r: str(r.out)),
+)
+STEP_NAMES = tuple(step.name for step in STEPS)
+
+
+def run_steps(run: Run, wrap: Callable[[Step], Callable[[Run], Any]] | None = None) -> Run:
+    """Take ``run`` through every step that applies, each timed by ``run.timer`` (and wrapped)."""
+    run.config.check()
+    for step in STEPS:
+        if not step.applies(run):
+            continue
+        action = wrap(step) if wrap is not None else step.run
+        with run.timer.step(step.name, step.detail(run)):
+            action(run)
+    return run
+
+
+def explain(config: pipeline.ExplainConfig, log: Log | None = None, timer: StepTimer | None = None) -> pipeline.ExplainResult:
+    """Every step but writing, on the active Dask client (or in memory); returns tree, metrics, report."""
+    return run_steps(Run(config, timer=timer or StepTimer(log))).result
+
+
+def run_explain(
+    config: pipeline.ExplainConfig, out: str | os.PathLike, *, scheduler: str | None = None,
+    log: Log | None = None, base: str | os.PathLike | None = None, live: bool = False,
+) -> pipeline.ExplainResult:
+    """The whole explain job: check the output, open the Dask client, run every step, write the folder.
+
+    ``live`` draws a progress bar of the Dask tasks on stderr (for a terminal).
+    """
+    with staged_explain_output(config, out, base) as stage:
+        run = Run(config, out=out, base=base, stage=stage, timer=StepTimer(log, live=live and log is not None))
+        needs_cluster = isinstance(config.input, (str, os.PathLike))
+        with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):
+            run_steps(run)
+    return run.result
+
+
+def staged_explain_output(config: pipeline.ExplainConfig, out: str | os.PathLike, base: str | os.PathLike | None = None):
+    """The output's staging, opened before any work: it may not touch what the run reads, and must be writable."""
+    from exclust.outputs.folders import input_guards
+    from exclust.outputs.staging import staged_output
+
+    options = config.storage_options
+    guards = input_guards(config.input, storage_options=options) if isinstance(config.input, (str, os.PathLike)) else []
+    return staged_output(out, "explain", guards, base=base, storage_options=options,
+                         info={"algorithm": config.algorithm})
+
+

@@ -1,0 +1,92 @@
+"""What the reference clusterings share: data validated and held once per fit, checked predict
+input, seeds drawn from one random stream, progress lines, and their parameter constraints.
+
+``KMeans`` (``kmeans.py``), ``GaussianMixture`` (``gaussian_mixture.py``) and ``KMedians``
+(``kmedians.py``) all start a fit with ``prepare`` and check what they label with
+``check_predict_input``, so the three treat a ``Dataset``, a numpy array and a dask array alike.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from exclust.dataplane import residency
+from exclust.sources.dataset import Dataset, InputError, as_matrix
+from exclust.estimator import Integral, Interval, Real
+from exclust.dataplane.parts import is_lazy
+
+logger = logging.getLogger("exclust")
+
+# The accepted values of the parameters the reference estimators share.
+AT_LEAST_ONE = [Interval(Integral, 1, None, closed="left")]
+NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
+
+
+def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
+    """(validated data, the matrix to label afterwards, passes spent validating).
+
+    A dask array is persisted first (when it fits), so that validation and every later pass read
+    memory; the second item is the unpersisted matrix, so that lazy ``labels_`` do not pin the
+    data in the cluster's memory for as long as the model lives.
+    """
+    if isinstance(X, Dataset):
+        if X.n_rows < n_clusters:
+            raise InputError(f"the data have {X.n_rows} row(s), fewer than the {n_clusters} clusters asked for")
+        source = X.X
+        if is_lazy(X.X):
+            X = Dataset(residency.hold(X.X)[0][0], X.feature_names, X.extra, X.source, X.n_dropped)
+        return X, source, 0
+    source, persisted = X, False
+    if is_lazy(X):
+        X = X.astype(np.float64)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        source = X
+        if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
+            X, persisted = residency.hold(X)[0][0], True
+    data = as_matrix(X, n_clusters=n_clusters)
+    if not is_lazy(data.X):
+        return data, data.X, 1
+    if not persisted:  # row chunk sizes were unknown until validation measured them
+        source = data.X
+        data = Dataset(residency.hold(data.X)[0][0], data.feature_names, data.extra, data.source, data.n_dropped)
+    return data, source, 1
+
+
+def check_predict_input(X, n_features: int):
+    """X as float64 (numpy or dask with one column chunk) of the width the model was fitted on."""
+    if isinstance(X, Dataset):
+        X = X.X
+    if is_lazy(X):
+        X = X.astype(np.float64)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X.reshape(1, -1)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise InputError(f"the model was fitted on {n_features} features; got an array of shape {X.shape}")
+    return X
+
+
+def random_stream(random_state) -> np.random.RandomState:
+    """The fit's one random stream: the caller's ``RandomState`` itself, or a new one from a seed."""
+    if isinstance(random_state, np.random.RandomState):
+        return random_state
+    return np.random.RandomState(random_state)
+
+
+def draw_seed(rs: np.random.RandomState) -> int:
+    """A seed for a sub-step (a restart, a round of draws), taken from the fit's stream."""
+    return int(rs.randint(np.iinfo(np.int32).max))
+
+
+def report(verbose: bool, message: str, *args) -> None:
+    """A progress line to the ``"exclust"`` logger at INFO, and to stdout with ``verbose``."""
+    logger.info(message, *args)
+    if verbose:
+        print(message % args, flush=True)

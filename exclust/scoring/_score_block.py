@@ -1,0 +1,163 @@
+"""Numba kernels for scoring a ThresholdTree: one chunk in, small per-group statistics out.
+
+`score_block` routes every row through the tree and, in the same sweep, accumulates per leaf and
+per reference cluster the count, the sum and the sum of squares (both taken about a per-chunk
+shift, so that data far from the origin keep their precision), the contingency tables against
+reference and ground-truth labels, and optionally per-group per-feature minimum and maximum.
+`leaf_moments` gives the cost curve its per-leaf moments. The k-medians price's pass is in
+``_median_histograms.py``.
+
+Labels may be any numeric dtype; a NaN or -1 label means "no label" and the row is left out of
+every table that needs that label. Other negative or non-integral labels are counted as bad and
+reported to the caller, which raises.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from exclust.tree._routing import leaf_of
+from exclust.dataplane._center_distances import nearest_center_of
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _as_label(v):
+    """Label value as int64; -1 for missing (NaN or -1); -2 for a label that is not a valid id."""
+    if v != v:
+        return -1
+    iv = np.int64(v)
+    if iv != v or iv < -1:
+        return -2
+    return iv
+
+
+@numba.njit(cache=True, nogil=True)
+def label_span(labels):
+    """(largest valid label, number of bad labels) of a label chunk; -1 when none is valid."""
+    top = -1
+    bad = 0
+    for i in range(labels.shape[0]):
+        v = _as_label(labels[i])
+        if v == -2:
+            bad += 1
+        elif v > top:
+            top = v
+    return top, bad
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _reference_of(X, i, ref, ref_mode, centers):
+    """Reference label of row i: 0 none, 1 from labels, 2 nearest center."""
+    if ref_mode == 1:
+        return _as_label(ref[i])
+    if ref_mode == 2:
+        return nearest_center_of(X, i, centers)[0]
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def score_block(X, kind, feature, threshold, center, left, right,
+                ref, ref_mode, n_ref, truth, has_truth, n_truth, centers, shift, track_range):
+    """Per-leaf and per-reference-cluster statistics and contingency tables of one chunk.
+
+    Rows whose reference label is missing (noise) are left out of the leaf statistics too, so
+    both sides of every price are computed over the same points; ground-truth tables use every
+    row with a truth label. Sums and squares are of ``x - shift``.
+    """
+    n, d = X.shape
+    m = kind.shape[0]
+    # Rows are accumulated once per (leaf, reference cluster) cell; leaf and reference
+    # statistics are both sums of cells, which halves the per-row work of keeping two sides.
+    width = n_ref if ref_mode != 0 else 1
+    cells = m * width
+    cell_n = np.zeros(cells, np.int64)
+    cell_s = np.zeros((cells, d))
+    cell_q = np.zeros(cells)
+    range_rows = cells if track_range else 0
+    cell_lo = np.full((range_rows, d), np.inf)
+    cell_hi = np.full((range_rows, d), -np.inf)
+    leaf_truth = np.zeros((m, n_truth), np.int64)
+    ref_truth = np.zeros((n_ref, n_truth), np.int64)
+    for i in range(n):
+        leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
+        r = _reference_of(X, i, ref, ref_mode, centers)
+        if has_truth:
+            t = _as_label(truth[i])
+            if t >= 0:
+                leaf_truth[leaf, t] += 1
+                if r >= 0:
+                    ref_truth[r, t] += 1
+        if ref_mode != 0 and r < 0:
+            continue
+        cell = leaf * width + (r if r > 0 else 0)
+        sq = 0.0
+        for j in range(d):
+            v = X[i, j] - shift[j]
+            cell_s[cell, j] += v
+            sq += v * v
+        cell_n[cell] += 1
+        cell_q[cell] += sq
+        if track_range:
+            for j in range(d):
+                v = X[i, j]
+                if v < cell_lo[cell, j]:
+                    cell_lo[cell, j] = v
+                if v > cell_hi[cell, j]:
+                    cell_hi[cell, j] = v
+    leaf_n = np.zeros(m, np.int64)
+    leaf_s = np.zeros((m, d))
+    leaf_q = np.zeros(m)
+    ref_n = np.zeros(n_ref, np.int64)
+    ref_s = np.zeros((n_ref, d))
+    ref_q = np.zeros(n_ref)
+    leaf_ref = np.zeros((m, n_ref), np.int64)
+    leaf_lo = np.full((m if track_range else 0, d), np.inf)
+    leaf_hi = np.full((m if track_range else 0, d), -np.inf)
+    ref_lo = np.full((n_ref if track_range else 0, d), np.inf)
+    ref_hi = np.full((n_ref if track_range else 0, d), -np.inf)
+    for leaf in range(m):
+        for r in range(width):
+            cell = leaf * width + r
+            if cell_n[cell] == 0:
+                continue
+            leaf_n[leaf] += cell_n[cell]
+            leaf_q[leaf] += cell_q[cell]
+            for j in range(d):
+                leaf_s[leaf, j] += cell_s[cell, j]
+            if track_range:
+                for j in range(d):
+                    leaf_lo[leaf, j] = min(leaf_lo[leaf, j], cell_lo[cell, j])
+                    leaf_hi[leaf, j] = max(leaf_hi[leaf, j], cell_hi[cell, j])
+            if ref_mode != 0:
+                leaf_ref[leaf, r] = cell_n[cell]
+                ref_n[r] += cell_n[cell]
+                ref_q[r] += cell_q[cell]
+                for j in range(d):
+                    ref_s[r, j] += cell_s[cell, j]
+                if track_range:
+                    for j in range(d):
+                        ref_lo[r, j] = min(ref_lo[r, j], cell_lo[cell, j])
+                        ref_hi[r, j] = max(ref_hi[r, j], cell_hi[cell, j])
+    return (leaf_n, leaf_s, leaf_q, ref_n, ref_s, ref_q, leaf_ref, leaf_truth, ref_truth,
+            leaf_lo, leaf_hi, ref_lo, ref_hi)
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_moments(X, leaf, n_nodes):
+    """Per node: (count, sum of x, sum of ||x||^2) of the rows routed to it, and the first such
+    row's index (-1 where none): one sweep over the rows (the cost curve's pass)."""
+    n, d = X.shape
+    mom = np.zeros((n_nodes, d + 2))
+    first = np.full(n_nodes, -1, dtype=np.int64)
+    for i in range(n):
+        node = leaf[i]
+        if first[node] < 0:
+            first[node] = i
+        mom[node, 0] += 1.0
+        s = 0.0
+        for f in range(d):
+            v = X[i, f]
+            mom[node, 1 + f] += v
+            s += v * v
+        mom[node, d + 1] += s
+    return mom, first

@@ -1,0 +1,64 @@
+"""The cost curve's per-block work, shipped to the Dask workers (or run on numpy parts): per
+final tree of each prefix family, per leaf, the statistics every prefix tree's cost is summed
+from, and the reference cost (see exclust.scoring.curves for the curve itself).
+
+Apart from exclust.scoring.curves because that module imports the algorithms (CART, ExKMC, KDTree) and
+with them scikit-learn, which a worker should never import (see exclust.reference.passes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.dataplane._center_distances import leaf_l1_sums
+from exclust.scoring._score_block import leaf_moments
+from exclust.dataplane._center_distances import assigned_sq_distances, nearest_center
+from exclust.tree import ThresholdTree
+
+
+def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans", nearest=None):
+    """One part of the curve's pass.
+
+    Per final tree of a family of prefix trees: per leaf node its statistics (column 0 the
+    count; then sum of x and sum of ||x||^2 for k-means, the summed l1 distance to every center
+    for k-medians) and one row of the part that reached the leaf (NaN where none did); and the
+    part's cost to the nearest reference center (squared l2, or l1). ``nearest``: each row's
+    nearest center in squared l2 when already known (k-means only), so the cost needs no search.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n, d = X.shape
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    leaves = [np.asarray(tree.apply(X), dtype=np.int64) for tree in finals]
+    if objective == "kmedians":
+        width = max([t.node_count for t in finals], default=1)
+        stacked = np.stack(leaves) if leaves else np.zeros((0, n), dtype=np.int64)
+        sums, firsts, nearest = leaf_l1_sums(X, stacked, width, centers)
+        per_tree = [(sums[i, : t.node_count], firsts[i, : t.node_count]) for i, t in enumerate(finals)]
+        ref = float(nearest)
+    else:
+        per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals)]
+        if not (centers.shape[0] and n):
+            ref = 0.0
+        elif nearest is not None:
+            ref = float(assigned_sq_distances(X, np.asarray(nearest, dtype=np.int64), centers).sum())
+        else:
+            ref = float(nearest_center(X, centers)[1].sum())
+    out = []
+    for stats, first in per_tree:
+        reps = np.full((stats.shape[0], d), np.nan)
+        seen = first >= 0
+        reps[seen] = X[first[seen]]
+        out.append((stats, reps))
+    return out, np.asarray([ref])
+
+
+def curve_block_given_nearest(X, nearest, finals: list[ThresholdTree], centers: np.ndarray, objective: str):
+    """``curve_block`` with the rows' nearest centers as a column of the pass (the k-means
+    reference's labels, which scoring reads in the same pass)."""
+    return curve_block(X, finals, centers, objective, nearest)
+
+
+def merge_curves(a, b):
+    families = []
+    for (stats_a, rep_a), (stats_b, rep_b) in zip(a[0], b[0]):
+        families.append((stats_a + stats_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
+    return families, a[1] + b[1]

@@ -1,0 +1,11 @@
+"""Where data comes from: data sources, and their validation into one float64 matrix (``Dataset``).
+
+A source is one module implementing ``base.DataSource`` (recognise an input, plan it from
+metadata alone, read a part on a worker, guard what a run reads) plus one registration in
+``base.SOURCES``; ``base.open_source`` decides the kind of an input, once. Lives here:
+``base.py`` (the interface and the registry), ``storage.py`` (paths, ``file://``, ``s3://``
+through fsspec: listing), ``parquet.py`` (the Parquet source), ``in_memory.py`` (numpy, pandas
+and Dask arrays and frames), ``dataset.py`` (``Dataset``, ``load_dataset``, validation),
+``_finite_check.py`` (numba: the validation pass's per-block counts).
+May import: ``exclust.errors`` and the data plane; nothing above.
+"""

@@ -1,0 +1,336 @@
+"""Input: turn what a user holds into one validated float64 matrix plus feature names.
+
+Accepted: numpy arrays, pandas DataFrames, dask arrays, dask DataFrames, and Parquet sources
+(a file, a folder of files, a glob, or a ``file://`` / ``s3://`` URL) with a column list.
+Parquet is read by exclust itself (``exclust.sources.parquet``): chunk sizes come from the file footers
+without a pass over the data, every file's schema is checked before any work, and a corrupt
+file is named.
+
+Small in-memory inputs stay numpy: they do not pay for a cluster.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from exclust.errors import InputError  # re-exported: exclust.sources.dataset.InputError is public
+
+DEFAULT_PIECE_ROWS = 1_000_000
+
+
+@dataclass
+class Dataset:
+    """A validated feature matrix with its names and any extra 1-D columns (truth, labels)."""
+
+    X: Any  # numpy.ndarray or dask.array.Array, float64, n x d, one chunk along columns
+    feature_names: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)
+    source: str = "array"
+    n_dropped: int = 0  # rows removed by nan_policy="drop"
+    category_names: dict[str, list[str]] = field(default_factory=dict)  # codes of string columns
+    # The run's one exact uniform sample of these rows (pipeline.RunSample: rows, extra columns,
+    # n_rows), drawn once and reused by every consumer: k-means seeding, bin edges, curve, plot.
+    run_sample: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def is_distributed(self) -> bool:
+        return not isinstance(self.X, np.ndarray)
+
+
+def is_dask_array(X: Any) -> bool:
+    try:
+        import dask.array as da
+    except ImportError:  # pragma: no cover - dask is a dependency
+        return False
+    return isinstance(X, da.Array)
+
+
+# --------------------------------------------------------------------------- Parquet
+def parquet_files(source: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> list[Path]:
+    """The local Parquet files a path, folder or glob names, sorted (see ``exclust.sources.storage.list_source``)."""
+    from exclust.sources.storage import list_source
+
+    return [Path(f.path) for f in list_source(source, storage_options).files]
+
+
+def read_parquet(
+    source: str | os.PathLike,
+    features: Sequence[str] | None,
+    extra_columns: Sequence[str] = (),
+    piece_rows: int = DEFAULT_PIECE_ROWS,
+    storage_options: Mapping[str, Any] | None = None,
+):
+    """Lazy dask arrays (X, extras) for a Parquet source (path, folder, glob or URL), chunk sizes known.
+
+    Returns (X, feature names, extras, categories); see ``exclust.sources.parquet``.
+    """
+    from exclust.sources.parquet import plan, to_dask
+
+    planned = plan(source, features, extra_columns, piece_rows, storage_options)
+    X, extras, categories = to_dask(planned)
+    return X, planned.features, extras, categories
+
+
+# --------------------------------------------------------------------------- validation
+def _check_block(block: np.ndarray) -> np.ndarray:
+    """Per chunk, one float row: [rows with a non-finite value, non-finite count per column...,
+    largest finite magnitude per column...] (counts are exact in float64 up to 2**53)."""
+    from exclust.sources._finite_check import finite_summary
+
+    return finite_summary(np.ascontiguousarray(block, dtype=np.float64)).reshape(1, -1)
+
+
+def _check_pass(X) -> np.ndarray:
+    """One _check_block row per chunk (dask) or one for the whole matrix (numpy): one pass, nothing row-sized returned."""
+    if is_dask_array(X):
+        return X.map_blocks(_check_block, dtype=np.float64, chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
+    return _check_block(X)
+
+
+def check_scale(magnitude: np.ndarray, feature_names: Sequence[str], n_rows: int, source: str) -> None:
+    """Name a scale problem when squared distances would overflow or underflow float64.
+
+    Every algorithm and score sums squared differences over rows and features: past
+    sqrt(max / (4 n d)) in magnitude those sums overflow to inf; below about 1e-150 the squares
+    underflow to zero and every point looks like every other.
+    """
+    magnitude = np.asarray(magnitude, dtype=np.float64)
+    info = np.finfo(np.float64)
+    big = np.sqrt(info.max / (4.0 * max(n_rows, 1) * max(len(magnitude), 1)))
+    small = np.sqrt(info.tiny) * 1e4
+    huge = [feature_names[j] for j in np.flatnonzero(magnitude > big)]
+    tiny = [feature_names[j] for j in np.flatnonzero((magnitude > 0) & (magnitude < small))]
+    fix = ("this is a scale problem, not a lack of distinct points: standardize the features (subtract the mean, "
+           "divide by the standard deviation) or rescale them to ordinary magnitudes before clustering")
+    if huge:
+        raise InputError(f"feature(s) {huge} of {source} reach {magnitude.max():.3g} in magnitude, where squared "
+                         f"distances overflow float64; {fix}")
+    if tiny:
+        top = max(magnitude[feature_names.index(f)] for f in tiny)
+        raise InputError(f"feature(s) {tiny} of {source} are no larger than {top:.3g} in magnitude, where squared "
+                         f"distances underflow to zero; {fix}")
+
+
+def _drop_nonfinite_rows(block: np.ndarray, d: int) -> np.ndarray:
+    return block[np.isfinite(block[:, :d]).all(axis=1)]
+
+
+def validate_matrix(
+    X,
+    feature_names: Sequence[str],
+    *,
+    nan_policy: str = "raise",
+    n_clusters: int | None = None,
+    extra: dict[str, Any] | None = None,
+    source: str = "array",
+) -> tuple[Any, dict[str, Any], int]:
+    """Check shape and finiteness; drop non-finite rows when asked. Returns (X, extra, n_dropped)."""
+    extra = dict(extra or {})
+    if nan_policy not in {"raise", "drop"}:
+        raise InputError(f"nan_policy must be 'raise' or 'drop', not {nan_policy!r}")
+    if X.ndim != 2:
+        raise InputError(f"expected a 2-D matrix (rows x features) from {source}, got shape {X.shape}")
+    if X.shape[1] == 0:
+        raise InputError(f"no feature columns in {source}")
+    if X.shape[0] == 0:
+        raise InputError(f"no rows in {source}")
+    d = X.shape[1]
+    checks = _check_pass(X)
+    counts = checks[:, : d + 1].astype(np.int64)
+    total = counts.sum(axis=0)
+    n_dropped = 0
+    if total[0]:
+        if nan_policy == "raise":
+            per_col = {feature_names[j]: int(c) for j, c in enumerate(total[1:]) if c}
+            raise InputError(
+                f"{int(total[0])} row(s) of {source} hold NaN or infinite values "
+                f"(per column: {per_col}); clean them or use {{fix}}", option="nan_policy", value="drop",
+            )
+        n_dropped = int(total[0])
+        kept = [int(c) for c in (np.asarray(X.chunks[0]) - counts[:, 0])] if is_dask_array(X) else None
+        X, extra = _drop_rows(X, extra, kept)
+    n = X.shape[0]
+    if n == 0:
+        raise InputError(f"no rows left in {source} after dropping rows with NaN or infinite values")
+    check_scale(checks[:, d + 1 :].max(axis=0), list(feature_names), n, source)
+    if n_clusters is not None and n < n_clusters:
+        raise InputError(f"{source} has {n} row(s), fewer than the {n_clusters} clusters asked for")
+    return X, extra, n_dropped
+
+
+def _drop_rows(X, extra: dict[str, Any], kept: list[int]):
+    d = X.shape[1]
+    if not is_dask_array(X):
+        mask = np.isfinite(X).all(axis=1)
+        return X[mask], {k: np.asarray(v)[mask] for k, v in extra.items()}
+    import dask.array as da
+
+    names = list(extra)
+    stacked = da.concatenate([X, *[v.reshape(-1, 1) for v in extra.values()]], axis=1) if names else X
+    stacked = stacked.rechunk({1: -1})
+    filtered = stacked.map_blocks(
+        _drop_nonfinite_rows, d, dtype=np.float64, chunks=(tuple(kept), (stacked.shape[1],))
+    )
+    return filtered[:, :d], {k: filtered[:, d + i] for i, k in enumerate(names)}
+
+
+def check_spread(spread: np.ndarray, feature_names: Sequence[str], what: str = "standard deviation") -> None:
+    """Raise when a feature has zero (or non-finite) spread where an algorithm divides by it."""
+    spread = np.asarray(spread, dtype=np.float64)
+    bad = [feature_names[j] for j in np.flatnonzero(~(np.isfinite(spread) & (spread > 0)))]
+    if bad:
+        raise InputError(
+            f"feature(s) {bad} are constant (zero {what}) and cannot be normalized; drop them from the feature list"
+        )
+
+
+# --------------------------------------------------------------------------- entry points
+def load_dataset(
+    source: Any,
+    features: Sequence[str] | None = None,
+    *,
+    extra_columns: Sequence[str] = (),
+    nan_policy: str = "raise",
+    n_clusters: int | None = None,
+    piece_rows: int = DEFAULT_PIECE_ROWS,
+    storage_options: Mapping[str, Any] | None = None,
+    prepare: Callable[[Any, dict[str, Any]], tuple[Any, dict[str, Any]]] | None = None,
+) -> Dataset:
+    """Load and validate any supported input into a Dataset.
+
+    ``features`` picks and orders the columns of tabular inputs (all numeric columns when
+    omitted, extra columns excluded); ``extra_columns`` are kept aside as 1-D arrays (ground
+    truth, precomputed labels); string labels are coded as integers in sorted order.
+    ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
+    endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
+    sees the matrix and extra columns between reading and validation (the pipeline holds them
+    on the workers there, so that validation already reads memory).
+    """
+    extra_columns = [c for c in extra_columns if c]
+    extras: dict[str, Any] = {}
+    categories: dict[str, list[str]] = {}
+    label = "array"
+    if isinstance(source, (str, os.PathLike)):
+        label = str(source)
+        X, names, extras, categories = read_parquet(source, features, extra_columns, piece_rows, storage_options)
+    else:
+        X, names, extras, categories, label = _from_object(source, features, extra_columns)
+    if prepare is not None:
+        X, extras = prepare(X, extras)
+    X, extras, n_dropped = validate_matrix(
+        X, names, nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
+    )
+    return Dataset(X, list(names), extras, label, n_dropped, categories)
+
+
+def _from_object(source: Any, features, extra_columns):
+    import pandas as pd
+
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover
+        dd = None
+    if isinstance(source, pd.DataFrame) or (dd is not None and isinstance(source, dd.DataFrame)):
+        kind = "pandas DataFrame" if isinstance(source, pd.DataFrame) else "dask DataFrame"
+        columns = list(source.columns)
+        if features is None:
+            features = [
+                c for c in columns if c not in extra_columns and pd.api.types.is_numeric_dtype(source[c].dtype)
+            ]
+        features = list(features)
+        unknown = [c for c in [*features, *extra_columns] if c not in columns]
+        if unknown:
+            raise InputError(f"unknown column(s) {unknown} in the {kind}; available columns: {columns}")
+        bad = {c: str(source[c].dtype) for c in features if not pd.api.types.is_numeric_dtype(source[c].dtype)}
+        if bad:
+            raise InputError(f"non-numeric feature column(s) {bad} in the {kind}; choose numeric columns")
+        if not features:
+            raise InputError(f"no numeric feature columns in the {kind}")
+        categories: dict[str, list[str]] = {}
+        if isinstance(source, pd.DataFrame):
+            X = source[features].to_numpy(dtype=np.float64)
+            extras = {}
+            for c in extra_columns:
+                extras[c], cats = _codes(source[c])
+                if cats is not None:
+                    categories[c] = cats
+        else:
+            sub = source[[*features, *extra_columns]]
+            for c in extra_columns:
+                if not pd.api.types.is_numeric_dtype(sub[c].dtype):
+                    cats = sorted(str(v) for v in sub[c].dropna().unique().compute())
+                    categories[c] = cats
+                    sub[c] = sub[c].map({v: i for i, v in enumerate(cats)}, meta=(c, "float64"))
+            arr = sub.astype("float64").to_dask_array(lengths=True)
+            X = arr[:, : len(features)]
+            extras = {c: arr[:, len(features) + i] for i, c in enumerate(extra_columns)}
+        return X, features, extras, categories, kind
+    if extra_columns:
+        raise InputError("extra columns can only be named for tabular inputs (DataFrame or Parquet)")
+    if is_dask_array(source):
+        X = source.astype(np.float64)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        if X.ndim == 2 and any(np.isnan(c) for c in X.chunks[0]):
+            X = X.compute_chunk_sizes()
+        kind = "dask array"
+    else:
+        try:
+            X = np.asarray(source, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"input is not a numeric matrix: {exc}") from exc
+        kind = "array"
+    if X.ndim == 1:
+        raise InputError(f"expected a 2-D matrix (rows x features), got a 1-D {kind} of length {X.shape[0]}")
+    d = X.shape[1] if X.ndim == 2 else 0
+    if features is not None:
+        features = list(features)
+        if len(features) != d:
+            raise InputError(f"{len(features)} feature names for a {kind} with {d} columns")
+    else:
+        features = [f"x{j}" for j in range(d)]
+    return X, features, {}, {}, kind
+
+
+def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
+    labels = np.asarray(labels)
+    pos = np.clip(np.searchsorted(values, labels), 0, len(values) - 1)
+    return np.where(values[pos] == labels, pos, -1).astype(np.int64)
+
+
+def recode_labels(labels: Any, values: Sequence[Any]):
+    """Labels holding ``values`` (e.g. 0, 5, 10, 15) as their positions 0..len-1 in sorted ``values``;
+    any other value (-1 for noise included) becomes -1. Lazy for dask labels."""
+    values = np.sort(np.asarray(values))
+    if is_dask_array(labels):
+        return labels.map_blocks(_recode_block, values, dtype=np.int64)
+    return _recode_block(labels, values)
+
+
+def _codes(series) -> tuple[np.ndarray, list[str] | None]:
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return series.to_numpy(dtype=np.float64), None
+    cats = sorted(str(v) for v in series.dropna().unique())
+    lookup = {v: i for i, v in enumerate(cats)}
+    return np.array([lookup.get(str(v), -1) if v == v else -1 for v in series], dtype=np.float64), cats
+
+
+def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str = "raise") -> Dataset:
+    """Validate an estimator's ``X`` argument (array, DataFrame, dask array, or Dataset)."""
+    if isinstance(X, Dataset):
+        return X
+    return load_dataset(X, nan_policy=nan_policy, n_clusters=n_clusters)

@@ -1,0 +1,14 @@
+"""The tree: ``ThresholdTree``, the one tree type every algorithm returns, and its file format.
+
+Lives here: ``threshold_tree.py`` (the tree, its prefixes by ``prune``, ``TreeBuilder``), ``file_format.py``
+(``tree.json``'s schema, written and read back with every entry checked), ``node_kinds.py`` (what
+a node is: a leaf, a one-sided cut, an interval), ``_routing.py`` (numba: routing rows through a tree).
+May import: ``exclust.errors`` and the data plane (``exclust.dataplane``); nothing above.
+"""
+from __future__ import annotations
+
+from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
+from exclust.tree.file_format import TreeFormatError
+from exclust.tree.threshold_tree import ThresholdTree, TreeBuilder
+
+__all__ = ["INTERVAL", "LEAF", "ONE_SIDED", "ThresholdTree", "TreeBuilder", "TreeFormatError"]

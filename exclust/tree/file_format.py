@@ -1,0 +1,163 @@
+"""The tree file format: a ThresholdTree as a JSON document with a schema version.
+
+``tree_to_document`` turns a tree's arrays into the document; ``tree_arguments`` reads one back
+into the ThresholdTree constructor's arguments, checking every entry (a whole number where an
+index belongs, a finite number where a threshold does) so that a damaged or hand-edited file
+fails with a message naming the entry, and loading never runs code. ``ThresholdTree.to_json``,
+``from_json`` and friends are thin delegates to this module.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
+
+SCHEMA_NAME = "exclust.ThresholdTree"
+SCHEMA_VERSION = 1
+KIND_NAMES = {LEAF: "leaf", ONE_SIDED: "one_sided", INTERVAL: "interval"}
+_KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
+
+
+class TreeFormatError(ValueError):
+    """A tree file or tree arrays that do not describe a valid ThresholdTree."""
+
+
+_MAX_INDEX = 2**31  # node, feature and cluster indices are stored as int64; anything this large is corrupt
+_FIX = "fix that entry or write the tree again with exclust explain"
+
+
+def _whole(value: Any, where: str, low: int, high: int) -> int:
+    """A whole number in [low, high) from a JSON value (not a bool, a string or a fraction)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float))
+    if ok and isinstance(value, float):
+        ok = math.isfinite(value) and value.is_integer()
+    if not ok or not low <= value < high:
+        raise TreeFormatError(f"tree.json: {where} is {value!r}; it must be a whole number in [{low}, {high}); {_FIX}")
+    return int(value)
+
+
+def _real(value: Any, where: str, *, optional: bool) -> float:
+    """A finite real number from a JSON value (null allowed where the node does not use it)."""
+    if value is None and optional:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TreeFormatError(f"tree.json: {where} is {value!r}; it must be a finite number (not a string, "
+                              f"a boolean or null); {_FIX}")
+    return float(value)
+
+
+def tree_to_document(tree) -> dict[str, Any]:
+    """The JSON document of a ThresholdTree (NaN thresholds and centers of leaves become null)."""
+    def floats(a: np.ndarray) -> list[float | None]:
+        return [float(v) if np.isfinite(v) else None for v in a]
+
+    return {
+        "format": SCHEMA_NAME,
+        "schema_version": SCHEMA_VERSION,
+        "n_features": tree.n_features,
+        "feature_names": list(tree.feature_names),
+        "n_clusters": tree.n_clusters,
+        "nodes": {
+            "kind": [KIND_NAMES[int(k)] for k in tree.kind],
+            "feature": tree.feature.tolist(),
+            "threshold": floats(tree.threshold),
+            "center": floats(tree.center),
+            "left": tree.left.tolist(),
+            "right": tree.right.tolist(),
+            "value": tree.value.tolist(),
+        },
+        "meta": tree.meta,
+    }
+
+
+def document_text(doc: dict[str, Any], path: str | Path | None = None, indent: int | None = 1) -> str:
+    """A tree document as JSON text; also written to ``path`` (atomically) when given."""
+    text = json.dumps(doc, indent=indent, allow_nan=False, default=_json_default)
+    if path is not None:
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return text
+
+
+def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The ThresholdTree constructor's (positional, keyword) arguments from a tree document,
+    every entry checked; raises TreeFormatError naming the first bad one."""
+    if not isinstance(doc, dict) or doc.get("format") != SCHEMA_NAME:
+        raise TreeFormatError(f"not an exclust tree (expected format '{SCHEMA_NAME}')")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise TreeFormatError(
+            f"tree schema version {version!r} is not supported (this exclust reads {SCHEMA_VERSION})"
+        )
+    n_features = _whole(doc.get("n_features"), "n_features", 1, _MAX_INDEX)
+    n_clusters = _whole(doc.get("n_clusters"), "n_clusters", 1, _MAX_INDEX)
+    names = doc.get("feature_names")
+    if not isinstance(names, list) or len(names) != n_features or not all(isinstance(s, str) for s in names):
+        raise TreeFormatError(f"tree.json: feature_names must be a list of {n_features} strings (one per feature); {_FIX}")
+    meta = doc.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise TreeFormatError(f"tree.json: meta is {type(meta).__name__}, not an object; {_FIX}")
+    nodes = doc.get("nodes")
+    fields = ("kind", "feature", "threshold", "center", "left", "right", "value")
+    if not isinstance(nodes, dict) or any(not isinstance(nodes.get(f), list) for f in fields):
+        raise TreeFormatError(f"tree.json: nodes must hold the lists {', '.join(fields)}; {_FIX}")
+    m = len(nodes["kind"])
+    for name in fields:
+        if len(nodes[name]) != m:
+            raise TreeFormatError(f"tree.json: nodes.{name} has {len(nodes[name])} entries but nodes.kind has {m}; "
+                                  f"every node array needs one entry per node; {_FIX}")
+    kinds, feature, threshold, center, left, right, value = [], [], [], [], [], [], []
+    for i in range(m):
+        kind = nodes["kind"][i]
+        if not isinstance(kind, str) or kind not in _KIND_CODES:
+            raise TreeFormatError(f"tree.json: nodes.kind[{i}] is {kind!r}, not one of {sorted(_KIND_CODES)}: "
+                                  f"malformed tree document; {_FIX}")
+        code = _KIND_CODES[kind]
+        internal = code != LEAF
+        kinds.append(code)
+        where = f"nodes.%s[{i}]"
+        feature.append(_whole(nodes["feature"][i], where % "feature", 0, n_features) if internal
+                       else _whole(nodes["feature"][i], where % "feature", -1, _MAX_INDEX))
+        threshold.append(_real(nodes["threshold"][i], where % "threshold", optional=not internal))
+        center.append(_real(nodes["center"][i], where % "center", optional=code != INTERVAL))
+        left.append(_whole(nodes["left"][i], where % "left", 1, m) if internal
+                    else _whole(nodes["left"][i], where % "left", -1, _MAX_INDEX))
+        right.append(_whole(nodes["right"][i], where % "right", 1, m) if internal
+                     else _whole(nodes["right"][i], where % "right", -1, _MAX_INDEX))
+        value.append(_whole(nodes["value"][i], where % "value", 0, n_clusters) if not internal
+                     else _whole(nodes["value"][i], where % "value", -1, _MAX_INDEX))
+    return (kinds, feature, threshold, left, right, value), dict(
+        center=center, n_features=n_features, feature_names=names, n_clusters=n_clusters, meta=dict(meta))
+
+
+def read_document(text_or_path: str | Path) -> dict[str, Any]:
+    """The parsed JSON of a tree file, from JSON text or a path to a JSON file."""
+    if isinstance(text_or_path, Path) or (
+        isinstance(text_or_path, str) and not text_or_path.lstrip().startswith("{")
+    ):
+        path = Path(text_or_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"tree file not found: {path}")
+        text = path.read_text()
+    else:
+        text = text_or_path
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TreeFormatError(f"tree file is not valid JSON: {exc}") from exc
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot store {type(obj).__name__} in a tree file")
+
