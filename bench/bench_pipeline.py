@@ -196,15 +196,14 @@ def bench_flow(folder: Path, features: list[str], k: int, client, prefect: bool)
     from sklearn.mixture import GaussianMixture as SKGMM
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust.jobs import pipeline
-
     from exclust.jobs import steps
+    from exclust.jobs.config import ExplainConfig
 
     out = {}
     work = Path(tempfile.mkdtemp(prefix="exclust-bench-"))
     try:
-        config = pipeline.ExplainConfig(input=str(folder), features=features, algorithm="mmdt", k=k,
-                                        reference="gmm", truth="truth", random_state=0)
+        config = ExplainConfig(input=str(folder), features=features, algorithm="mmdt", k=k,
+                               reference="gmm", truth="truth", random_state=0)
         result, t_job = timed(lambda: steps.run_explain(config, work / "job", scheduler=client.scheduler.address))
         out["job_s"] = t_job
         step_times = ", ".join(f"{name} {secs:.1f}s" for name, secs in result.metrics["seconds"].items())

@@ -16,7 +16,7 @@ _PUBLIC = {
     "TreeBuilder": "exclust.tree",
     "TreeFormatError": "exclust.tree",
     "Dataset": "exclust.sources.dataset",
-    "InputError": "exclust.sources.dataset",
+    "InputError": "exclust.errors",
     "load_dataset": "exclust.sources.dataset",
     # reference clusterings and their summaries
     "MixtureSummary": "exclust.reference.summary",
@@ -41,7 +41,7 @@ _PUBLIC = {
     "explainability_to_noise_ratio": "exclust.algorithms.mmdt.bounds",
     "mmdt_bounds": "exclust.algorithms.mmdt.bounds",
     "kernel_price": "exclust.algorithms.mmdt.similarity",
-    "cost_ratio_curve": "exclust.scoring.curves",
+    "cost_ratio_curve": "exclust.jobs.cost_curve",
     # what a person looks at
     "render_report": "exclust.report",
     # what a user can fix: a bad estimator parameter

@@ -20,9 +20,13 @@ from typing import Iterator, Sequence
 
 from exclust.jobs import registry
 
-ALGORITHMS = tuple(registry.ALGORITHMS)
 THRESHOLDS = tuple(registry.THRESHOLDS)
-ALGORITHM_HELP = "tree algorithm (default mmdt): " + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values())
+
+
+def _algorithm_help() -> str:
+    """--algorithm's help, read from the registry when the parser is built (plugins included)."""
+    return (f"tree algorithm (default {registry.DEFAULT_ALGORITHM}): "
+            + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values()))
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -53,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                     help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
-    ex.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS, help=ALGORITHM_HELP)
+    algorithms = tuple(registry.ALGORITHMS)
+    ex.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms, help=_algorithm_help())
     ex.add_argument("--k", type=_positive_int, required=True, help="number of clusters")
     ex.add_argument("--objective", default="kmeans", choices=registry.OBJECTIVES,
                     help="cost the tree keeps low, for imm, exkmc, exshallow, random-cut (default kmeans)")
@@ -96,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--rows", type=_positive_int, default=300_000, help="rows of the sample dataset")
     dm.add_argument("--k", type=_positive_int, default=5, help="components of the sample mixture")
     dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
-    dm.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
+    dm.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms)
     dm.add_argument("--threshold", default="midpoint", choices=THRESHOLDS)
     dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
     dm.add_argument("--seed", type=int, default=0)
@@ -111,7 +116,7 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.steps import run_explain
     from exclust.sources.storage import parse_storage_options
 
@@ -211,7 +216,7 @@ def cmd_demo(args) -> int:
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
     if args.no_prefect:
-        from exclust.jobs.pipeline import ExplainConfig
+        from exclust.jobs.config import ExplainConfig
         from exclust.jobs.steps import run_explain
 
         config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,

@@ -16,11 +16,9 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from exclust.jobs import pipeline
+from exclust.jobs import pipeline, registry
 
 from exclust.jobs import steps
-from exclust.dataplane.cluster import dask_cluster
-from exclust.dataplane.progress import StepTimer
 from exclust.outputs.folders import BASE_ENV
 from flows.params import ExplainParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input
@@ -65,12 +63,12 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     rows = [row(k, v, k) for k, v in result.metrics.items() if not isinstance(v, (dict, list))]
     rows += [row(f"seconds.{k}", v, "seconds") for k, v in result.metrics.get("seconds", {}).items()]
     create_table_artifact(rows, key="explain-metrics", description="exclust explain: metrics of the tree")
-    from exclust.report import summary_markdown
+    from exclust.report.page import summary_markdown
 
     report = (result.out / "report.html").resolve()
     url = report_url(report)
     where = f"[open report.html]({url})" if url else f"`{report}` (set {OUTPUTS_URL_ENV} to link it from here)"
-    digest = summary_markdown(result.tree, result.metrics, title="exclust explain")
+    digest = summary_markdown(result.tree, result.metrics, title="exclust explain", titles=registry.titles())
     create_markdown_artifact(
         digest + f"\n**Report:** {where}\n\n### Rules\n\n```\n" + result.rules + "```\n", key="explain-rules",
         description="exclust explain: one rule per cluster, the headline metrics and where the report is",
@@ -88,13 +86,14 @@ def explain(params: ExplainParams) -> dict[str, Any]:
     logger = get_run_logger()
     config = params.to_config().check()
     scheduler = dask_scheduler(params.scheduler_address)
-    with steps.staged_explain_output(config, params.output) as stage:
-        run = steps.Run(config, out=params.output, stage=stage, timer=StepTimer(logger.info))
-        with dask_cluster(scheduler) as client:
-            where = f"scheduler {scheduler}" if scheduler else "a local cluster for this run"
-            logger.info("Dask: %s (dashboard %s)", where, client.dashboard_link)
-            steps.run_steps(run, wrap=lambda step: STEP_TASKS[step.name])
-    result, built, metrics = run.result, run.built, run.result.metrics
+
+    def announce(client) -> None:
+        where = f"scheduler {scheduler}" if scheduler else "a local cluster for this run"
+        logger.info("Dask: %s (dashboard %s)", where, client.dashboard_link)
+
+    result = steps.run_explain(config, params.output, scheduler=scheduler, log=logger.info,
+                               wrap=lambda step: STEP_TASKS[step.name], on_client=announce)
     publish_artifacts(result)
-    logger.info("wrote %s (%d leaves, depth %d)", result.out, built.tree.n_leaves, built.tree.depth)
-    return {"output": str(result.out), "metrics": {k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}}
+    logger.info("wrote %s (%d leaves, depth %d)", result.out, result.tree.n_leaves, result.tree.depth)
+    return {"output": str(result.out),
+            "metrics": {k: v for k, v in result.metrics.items() if not isinstance(v, (dict, list))}}

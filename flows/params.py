@@ -16,9 +16,11 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from exclust.errors import InputError
 from exclust.jobs import registry
 from exclust.jobs.nightly import check_templates, has_date, parse_dates
-from exclust.outputs.folders import validate_input_path, validate_output_dir
+from exclust.outputs.folders import validate_output_dir
+from exclust.sources.guards import validate_input_path
 
 SCHEDULER_ENV = "EXCLUST_DASK_SCHEDULER"  # read on the worker when a run names no scheduler
 
@@ -182,8 +184,10 @@ class ExplainParams(BaseModel):
         validate_input_path(self.input, self.storage_options_dict())  # an s3:// input needs its storage options
         if self.reference == ReferenceKind.labels.value and not self.reference_column.strip():
             raise ValueError("reference 'labels' needs reference_column, the column that holds the labels")
-        if self.algorithm == Algorithm.concept_mmdt.value and not _names(self.concepts):
-            raise ValueError("algorithm 'concept-mmdt' needs concepts, the concept label columns")
+        try:
+            registry.algorithm(self.algorithm).check_required(self.to_config())
+        except InputError as exc:
+            raise ValueError(exc.describe("flow")) from None
         if self.leaves and self.leaves < self.n_clusters:
             raise ValueError(f"leaves ({self.leaves}) must be at least n_clusters ({self.n_clusters})")
         return self
@@ -202,7 +206,7 @@ class ExplainParams(BaseModel):
 
     def to_config(self):
         """The library's ExplainConfig for these parameters."""
-        from exclust.jobs.pipeline import ExplainConfig
+        from exclust.jobs.config import ExplainConfig
 
         return ExplainConfig(
             input=self.input, features=_names(self.columns), algorithm=self.algorithm, k=self.n_clusters,

@@ -14,7 +14,8 @@ from sklearn.metrics import adjusted_rand_score
 
 import exclust
 from exclust.algorithms.mmdt.concept import ConceptActivationVectors, concept_summary
-from exclust.sources.dataset import InputError
+from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
 from exclust.reference.summary import MixtureSummary
 
 D = 5
@@ -224,7 +225,7 @@ def test_flow_path_from_parquet_concept_columns(latent, cavs, dask_client, tmp_p
     for i, part in enumerate(np.array_split(np.arange(len(frame)), 3)):
         frame.iloc[part].to_parquet(tmp_path / f"part{i}.parquet")
     ds = exclust.load_dataset(str(tmp_path), features=[f"x{j}" for j in range(D)], extra_columns=["alpha", "beta"])
-    assert ds.is_distributed
+    assert is_lazy(ds.X)
     cavs_d = exclust.fit_cavs(ds.X, {name: ds.extra[name] for name in ("alpha", "beta")}, random_state=0)
     assert cavs_d.n_train[1] + cavs_d.n_test[1] == 2000
     np.testing.assert_allclose(cavs_d.matrix[0], cavs.matrix[0], atol=1e-9)  # alpha: the same rows

@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.sources.dataset import InputError, check_spread, load_dataset
+from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
+from exclust.sources.dataset import check_spread, load_dataset
 
 
 def write_parts(folder, frames):
@@ -54,9 +56,9 @@ def test_all_inputs_give_the_same_matrix(frame):
     ]
     for source in sources:
         ds = load_dataset(source)
-        got = ds.X.compute() if ds.is_distributed else ds.X
+        got = ds.X.compute() if is_lazy(ds.X) else ds.X
         np.testing.assert_array_equal(got, expected)
-    assert not load_dataset(expected).is_distributed  # small numpy input stays numpy
+    assert not is_lazy(load_dataset(expected).X)  # small numpy input stays numpy
 
 
 def test_nan_is_named_by_column_and_count(tmp_path, frame, dask_client):
@@ -198,7 +200,7 @@ def test_input_error_names_its_fix_per_interface_and_survives_pickling():
 
 # --------------------------------------------------------------------------- reference labels
 def _explain(folder, **kwargs):
-    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.steps import explain
 
     return explain(ExplainConfig(input=str(folder), features=["a", "b"], **kwargs))
@@ -236,7 +238,7 @@ def test_read_blocks_live_in_their_own_mappings_and_behave_like_numpy_arrays():
     spill or transfer), and its memory goes back when the array goes (no growth over many)."""
     import pickle
 
-    from exclust.sources.parquet import _fresh_block
+    from exclust.sources.parquet_reader import _fresh_block
 
     block = _fresh_block(1000, 3)
     assert block.shape == (1000, 3) and block.dtype == np.float64 and block.flags.c_contiguous

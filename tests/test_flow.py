@@ -237,7 +237,7 @@ def test_retry_only_transient_failures():
     from distributed.scheduler import KilledWorker
     from prefect.states import Failed
 
-    from exclust.sources.dataset import InputError
+    from exclust.errors import InputError
     from exclust.tree import TreeFormatError
     from flows.retry import is_transient, retry_if_transient
 
@@ -337,7 +337,7 @@ def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path,
     (in the same order, every one catalogued), the same steps in seconds and passes, and the tree is the same."""
     from exclust.cli import main
     from exclust.datasets.synthetic import write_gmm_parquet
-    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.scoring.scorecard import MEASURES
     from exclust.jobs.steps import run_explain
     from flows.explain import explain

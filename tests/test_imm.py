@@ -7,7 +7,7 @@ import pytest
 
 from exclust.algorithms.histogram.imm import IMM, encode_for_trees, grow_imm
 from exclust.algorithms.histogram.binning import edges_from_sample
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 
 
 def nearest_centers(X, centers, objective="kmeans"):

@@ -14,7 +14,7 @@ from exclust.algorithms.mmdt.kernel_mmdt import (
     sample_per_cluster,
     theorem12_bound,
 )
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.algorithms.mmdt.similarity import (
     RandomFourierFeatures,
     axis_similarity,

@@ -6,7 +6,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from exclust import KMedians
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.reference.kmedians import kmedians_parallel_init, weighted_lower_median
 from exclust.scoring.kmedians_cost import cluster_medians
 

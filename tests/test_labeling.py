@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.jobs.labeling import label_parquet, label_table
 from exclust.sources.storage import list_source
 from exclust.tree import ThresholdTree, TreeBuilder

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.scoring.metrics import adjusted_rand_from_contingency, score
 from exclust.tree import TreeBuilder
 

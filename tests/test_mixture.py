@@ -9,7 +9,8 @@ from sklearn.cluster import KMeans as SKKMeans
 from sklearn.mixture import GaussianMixture as SKGMM
 
 from conftest import shared_dataset
-from exclust.sources.dataset import InputError, load_dataset
+from exclust.errors import InputError
+from exclust.sources.dataset import load_dataset
 from exclust.reference.summary import MixtureSummary
 from exclust.reference import GaussianMixture, KMeans
 

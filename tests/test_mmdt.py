@@ -7,7 +7,7 @@ from scipy import stats
 
 from exclust import MMDT
 from exclust.algorithms.mmdt.mmdt import THRESHOLDS
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.reference.summary import MixtureSummary
 
 OPTIMIZED = ("gaussian", "chebyshev", "exact")

@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.sources.dataset import InputError, load_dataset
-from exclust.jobs.pipeline import ExplainConfig, sample_rows, write_outputs
+from exclust.errors import InputError
+
+from exclust.sources.dataset import load_dataset
+from exclust.jobs.config import ExplainConfig
+from exclust.jobs.pipeline import sample_rows, write_outputs
 from exclust.jobs.steps import explain, run_explain
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.tree import ThresholdTree

@@ -9,7 +9,7 @@ from scipy import stats
 
 from exclust import RandomCutTree
 from exclust.algorithms.random_cut import harmonic_number
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 
 OBJECTIVES = ("kmeans", "kmedians")
 

@@ -11,7 +11,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.mixture import GaussianMixture as SKGMM
 
 from conftest import shared_dataset
-from exclust.sources.dataset import InputError, load_dataset
+from exclust.errors import InputError
+from exclust.sources.dataset import load_dataset
 from exclust.reference import GaussianMixture, KMeans, kmeans_parallel_init
 from exclust.datasets.synthetic import make_gmm_dataset
 

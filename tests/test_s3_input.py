@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.sources.dataset import InputError, load_dataset
-from exclust.outputs.folders import validate_input_path
+from exclust.errors import InputError
+
+from exclust.sources.dataset import load_dataset
+from exclust.sources.guards import validate_input_path
 from exclust.sources.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +92,7 @@ def test_missing_and_incomplete_s3_inputs_are_named(s3_server, s3_bucket):
 
 
 def test_explain_from_s3_with_a_partition_column_as_truth(events, s3_server, dask_client, tmp_path):
-    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.steps import run_explain
 
     url, _ = events

@@ -100,7 +100,8 @@ def test_a_reader_refuses_a_label_prefix_without_success(s3, dask_client):
 def test_explain_writes_its_folder_to_s3_whole(s3):
     import pandas as pd
 
-    from exclust.jobs.pipeline import ExplainConfig, write_outputs
+    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.pipeline import write_outputs
     from exclust.jobs.steps import explain
 
     fs, bucket, options = s3

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.datasets.synthetic import make_gmm_dataset
 from exclust.scoring.metrics import evaluate, score
-from exclust.jobs.pipeline import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.scoring.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
 from exclust.jobs.steps import explain, run_explain
 

@@ -6,9 +6,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.dataplane import stats as stats_module
-from exclust.sources.dataset import InputError
-from exclust.dataplane.stats import ClusterStatistics, cluster_statistics, map_reduce
+from exclust.errors import InputError
+from exclust.dataplane.parts import map_reduce
+from exclust.dataplane.stats import ClusterStatistics, cluster_statistics
 
 
 @pytest.fixture
@@ -139,5 +139,5 @@ def test_shape_errors(labelled):
 def test_map_reduce_tree_over_many_chunks(dask_client):
     x = np.arange(10_000, dtype=np.float64).reshape(-1, 1)
     xd = da.from_array(x, chunks=(100, 1))  # 100 chunks: three levels with split_every=8
-    total = map_reduce(lambda b: np.array([b.sum(), b.shape[0]]), [xd])
+    total = map_reduce(lambda b: np.array([b.sum(), b.shape[0]]), xd)
     np.testing.assert_allclose(total, [x.sum(), 10_000])

@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.sources.dataset import InputError, load_dataset
-from exclust.outputs.folders import validate_input_path
+from exclust.errors import InputError
+
+from exclust.sources.dataset import load_dataset
+from exclust.sources.guards import validate_input_path
 from exclust.sources.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source, parse_storage_options
 
 

@@ -10,7 +10,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from exclust.datasets.synthetic import write_gmm_parquet
-from exclust.jobs.pipeline import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.jobs.steps import Run, run_steps
 
 

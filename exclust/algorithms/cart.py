@@ -10,14 +10,17 @@ travels); the estimator says so in ``sampled_``, ``n_fit_rows_``, ``tree_.meta``
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from exclust.sources.dataset import InputError, as_matrix
+from exclust.errors import InputError
+
+from exclust.sources.dataset import as_matrix
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.scoring.score_pass import prepare_labels
 from exclust.dataplane.parts import uniform_sample
+from exclust.scoring.curves import CurveSeries
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 log = logging.getLogger(__name__)
@@ -156,3 +159,27 @@ class CART(TreeExplainer):
     def fit_predict(self, X, labels):
         """Fit, then the cluster of every row of X."""
         return self.fit(X, labels).predict(X)
+
+    @classmethod
+    def prefix_trees(cls, data, labels, centers, leaves, *, objective="kmeans", random_state=0, max_bins=256,
+                     fitted=None, n_rows=None) -> CurveSeries:
+        """The cost curve's CART series, learned from the reference ``labels`` of ``data``'s rows."""
+        return CurveSeries(cart_prefix_trees(data, labels, leaves, random_state))
+
+
+def cart_prefix_trees(X, labels, leaves: Sequence[int], random_state=0) -> list[ThresholdTree]:
+    """CART trees for every leaf count from one best-first fit at the largest count.
+
+    scikit-learn grows a tree with ``max_leaf_nodes`` best first and numbers the two children
+    of a node when it expands it, so sorting the internal nodes by their left child's id gives
+    the expansion order, and the tree with L leaves is the first L - 1 expansions.
+    """
+    cart = CART(max_leaf_nodes=max(leaves), random_state=random_state).fit(X, labels)
+    model = getattr(cart, "model_", None)
+    if model is None:
+        return [cart.tree_ for _ in leaves]
+    t = model.tree_
+    internal = np.flatnonzero(t.children_left >= 0)
+    order = internal[np.argsort(t.children_left[internal])]
+    values = np.asarray(model.classes_)[np.argmax(t.value[:, 0, :], axis=1)]
+    return [cart.tree_.prune(order[: L - 1], values) for L in leaves]

@@ -73,9 +73,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from exclust.dataplane._center_distances import L1, SQUARED_L2, trial_costs
-from exclust.sources.dataset import InputError, as_matrix, is_dask_array
+from exclust.errors import InputError
+from exclust.sources.dataset import as_matrix
+from exclust.dataplane.parts import is_lazy
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
-from exclust.dataplane.stats import add_parts, map_reduce
+from exclust.dataplane.parts import map_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
 
 OBJECTIVES = ("kmeans", "kmedians")
@@ -208,7 +210,7 @@ def score_trees(X, trees: Sequence[ThresholdTree], centers: np.ndarray, objectiv
     l2 for k-means, l1 for k-medians.
     """
     stacked = _stack_trees(trees)
-    costs, nearest = map_reduce(_trial_costs_block, [X], (stacked, centers, _METRIC[objective]), add_parts)
+    costs, nearest = map_reduce(_trial_costs_block, X, args=(stacked, centers, _METRIC[objective]))
     return np.asarray(costs, dtype=np.float64), float(nearest)
 
 
@@ -300,7 +302,7 @@ class RandomCutTree(TreeExplainer):
 
     def _tree_input(self, X):
         """A Dataset's matrix (numpy stays numpy, a dask array stays lazy)."""
-        if not is_dask_array(X) and hasattr(X, "X"):
+        if not is_lazy(X) and hasattr(X, "X"):
             return X.X
         return X
 

@@ -45,7 +45,7 @@ logger = logging.getLogger("exclust")
 THREAD_MIN_ROWS = 200_000
 FAN_IN = 8
 # Dask layers that read the input files: a pass whose graph holds one reads the source.
-SOURCE_LAYER_PREFIXES = ("read_piece",)  # exclust.sources.parquet.read_piece: the one Parquet read
+SOURCE_LAYER_PREFIXES = ("read_piece",)  # exclust.sources.parquet_reader.read_piece: the one Parquet read
 
 
 def is_lazy(a: Any) -> bool:

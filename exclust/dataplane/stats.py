@@ -1,7 +1,7 @@
 """Sufficient statistics that merge across partitions: per-cluster count, sum, sum of squares, scatter.
 
 One pass over the data: a numba kernel reads each row chunk and returns small arrays, and the
-chunk results are added pairwise up a tree (``map_reduce``). Nothing row-sized reaches the
+chunk results are added pairwise up a tree (``parts.map_reduce``). Nothing row-sized reaches the
 driver. Statistics of disjoint pieces of data merge with ``+``, so a caller can also combine
 passes it made itself.
 
@@ -11,9 +11,8 @@ mean is many orders of magnitude larger than its spread.
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -21,25 +20,7 @@ from exclust.dataplane import _cluster_moments as K
 from exclust.errors import InputError
 from exclust.dataplane.parts import is_lazy
 
-# The pass machinery lives in exclust.dataplane.parts; these names stay importable from here.
-from exclust.dataplane.parts import add_parts, tree_reduce  # noqa: E402,F401
-
-
-def map_reduce(
-    func: Callable[..., Any],
-    arrays: Sequence[Any],
-    args: tuple = (),
-    combine: Callable[[Any, Any], Any] = operator.add,
-    *,
-    split_every: int = 8,
-    compute: bool = True,
-):
-    """``func(*row_blocks, *args)`` on every row part of ``arrays[0]`` (the other arrays are its
-    per-row columns), combined up a tree: ``exclust.dataplane.parts.map_reduce`` with the arrays as a list."""
-    from exclust.dataplane import parts
-
-    return parts.map_reduce(func, arrays[0], *arrays[1:], args=tuple(args), combine=combine,
-                            fan_in=split_every, compute=compute)
+from exclust.dataplane.parts import map_reduce
 
 
 # --------------------------------------------------------------------------- cluster statistics
@@ -200,9 +181,7 @@ def cluster_statistics(X, labels, n_clusters: int | None, full_scatter: bool = F
         raise InputError(f"X must be a 2-D matrix, got shape {X.shape}")
     if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
         raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
-    result = map_reduce(
-        _stats_block, [X, labels], (n_clusters, bool(full_scatter)), add_parts, compute=compute
-    )
+    result = map_reduce(_stats_block, X, labels, args=(n_clusters, bool(full_scatter)), compute=compute)
     if not compute and is_lazy(X):
         import dask
 

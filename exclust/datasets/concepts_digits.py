@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage as ndi
 
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 
 PAPER_CONCEPTS = ("loop", "vertical_line", "horizontal_line", "curvature")
 ALL_CONCEPTS = PAPER_CONCEPTS + ("ink", "width")

@@ -5,7 +5,6 @@ one; ``check`` rejects inconsistent choices with ``InputError`` before any work 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +12,7 @@ import numpy as np
 
 from exclust.jobs import registry
 from exclust.errors import InputError
-from exclust.outputs.folders import validate_input_path
+from exclust.sources.base import open_source
 
 REFERENCES = ("gmm", "kmeans", "kmedians", "labels")
 KERNELS = ("gaussian", "laplace")
@@ -23,9 +22,9 @@ KERNELS = ("gaussian", "laplace")
 class ExplainConfig:
     """Everything one explain run needs; validated by ``check``."""
 
-    input: Any  # Parquet path/folder/glob, or an in-memory array/DataFrame
+    input: Any  # anything a registered source reads: a Parquet path/folder/glob/URL, an array, a DataFrame
     features: list[str] | None = None
-    algorithm: str = "mmdt"
+    algorithm: str = registry.DEFAULT_ALGORITHM
     k: int = 5
     reference: str = "gmm"  # gmm | kmeans | labels (then reference_column names the label column)
     reference_column: str | None = None
@@ -91,17 +90,19 @@ class ExplainConfig:
             raise InputError(f"the number of clusters k must be an integer >= 2, got {self.k!r}")
         if self.leaves is not None and self.leaves < self.k:
             raise InputError(f"leaves ({self.leaves}) must be at least the number of clusters k ({self.k})")
-        if self.algorithm == "concept-mmdt" and not self.concepts:
-            raise InputError("concept-mmdt needs concept label columns (--concepts col1,col2)")
+        entry.check_required(self)
         if self.plot_features is not None and len(self.plot_features) != 2:
             raise InputError(f"plot features must name two features, got {self.plot_features!r}")
         if self.kmedians_price not in (None, True, False):
             raise InputError(f"kmedians_price must be True, False or None (auto), not {self.kmedians_price!r}")
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
-        if isinstance(self.input, (str, os.PathLike)):
-            self.input = validate_input_path(self.input, self.storage_options)
+        self.input = self.source().check()
         return self
+
+    def source(self):
+        """The data source that reads ``input`` (``exclust.sources.base.open_source``: decided there, once)."""
+        return open_source(self.input, self.storage_options)
 
     @property
     def wants_kmedians_price(self) -> bool:

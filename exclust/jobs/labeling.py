@@ -21,7 +21,8 @@ import numpy as np
 
 from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
-from exclust.outputs.folders import Guard, check_output, file_folder_guard, input_guards, json_text
+from exclust.outputs.folders import check_output, json_text
+from exclust.sources.guards import Guard, file_folder_guard, input_guards
 from exclust.outputs.staging import StagedOutput, StagingArea, staged_output
 from exclust.sources.storage import Source, SourceFile, filesystem, list_source
 from exclust.tree import ThresholdTree

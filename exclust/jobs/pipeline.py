@@ -19,16 +19,14 @@ from exclust.dataplane import parts
 from exclust.jobs import registry
 
 from exclust.dataplane import residency
-from exclust.jobs.config import ExplainConfig  # the run's options (exclust.jobs.pipeline.ExplainConfig stays importable)
-from exclust.sources.dataset import Dataset, InputError, is_dask_array, load_dataset
+from exclust.jobs.config import ExplainConfig
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset, load_dataset
+from exclust.dataplane.parts import is_lazy
 from exclust.outputs.folders import json_text
 from exclust.outputs.staging import StagedOutput, staged_output
 from exclust.tree import ThresholdTree
 
-ALGORITHMS = tuple(registry.ALGORITHMS)
-SUMMARY_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.needs == registry.SUMMARY)
-DATA_ALGORITHMS = tuple(a.name for a in registry.ALGORITHMS.values() if a.cost_curve)  # the report shows cost vs leaves
-THRESHOLDS = tuple(registry.THRESHOLDS)
 SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
 # One exact uniform sample of the rows, drawn once per run: the k-means seeding, the histogram
 # engine's bin edges, the cost curve's baselines and the report's scatter plot all use it (each
@@ -83,26 +81,26 @@ def load(config: ExplainConfig) -> Dataset:
     """
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
-    if isinstance(config.input, (str, os.PathLike)):
-        data = _load_parquet_held(config, extra)
+    if config.source().needs_cluster:  # read by the workers: held right after the read
+        data = _load_held(config, extra)
     else:
         data = load_dataset(
             config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
         )
         data = _hold(data, config.hold)
     unknown = [f for f in config.plot_features or () if f not in data.feature_names]
-    if unknown and config.algorithm != "concept-mmdt":
+    if unknown and registry.algorithm(config.algorithm).space is None:  # a tree over other coordinates names its own
         raise InputError(f"plot feature(s) {unknown} are not among the features {data.feature_names}")
     return data
 
 
-def _load_parquet_held(config: ExplainConfig, extra: list[str]) -> Dataset:
-    """``load_dataset`` for Parquet with the hold placed between the read and the validation."""
+def _load_held(config: ExplainConfig, extra: list[str]) -> Dataset:
+    """``load_dataset`` for a source the workers read, with the hold placed between the read and the validation."""
     held = {"held": False}
 
     def hold_before_validation(X, extras):
         (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
-                                                     while_reading=_import_later_steps)
+                                                     while_reading=lambda: _import_later_steps(config))
         parts.PASSES.record(X)  # validation: one pass (data.py's own map over the chunks)
         return X, dict(zip(extras, columns))
 
@@ -111,14 +109,16 @@ def _load_parquet_held(config: ExplainConfig, extra: list[str]) -> Dataset:
     return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
 
 
-def _import_later_steps() -> None:
+def _import_later_steps(config: ExplainConfig) -> None:
     """Import what fitting the reference and drawing the curve import, while the workers read:
     their modules pull in scikit-learn (and scipy.stats), about 1.1 s of this process's time
     that would otherwise follow the read (measured in the explain job at 10M rows)."""
     import importlib
 
-    for name in ("exclust.reference", "exclust.scoring.curves"):  # curves: CART, ExKMC and KDTree too
-        importlib.import_module(name)
+    importlib.import_module("exclust.reference.kmeans")
+    importlib.import_module("exclust.reference.gaussian_mixture")
+    for name in registry.algorithm(config.algorithm).curve:  # the curve's series (CART: scikit-learn)
+        registry.algorithm(name).estimator_class()
 
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
@@ -169,7 +169,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     if config.reference == "kmeans":
         from exclust.reference import KMeans
 
-        if data.is_distributed:
+        if is_lazy(data.X):
             # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
             model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
                            sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
@@ -178,7 +178,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
             model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
         # Full covariances only for algorithms that read them (MMDT's thresholds); the others need
         # the means and spreads, which the k-means kept from its last pass.
-        full = config.algorithm in SUMMARY_ALGORITHMS
+        full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
         summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
         # Distributed Lloyd kept its last pass's labels on the workers (its predict, one byte a
         # row): no later pass searches the centers again, streamed or held.
@@ -189,7 +189,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
         model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
         labels = _held(model.predict(data.X), data, config)
-        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=config.algorithm in SUMMARY_ALGORITHMS)
+        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=registry.algorithm(config.algorithm).needs == registry.SUMMARY)
         return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
@@ -213,57 +213,31 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
 
 def build_tree(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
-    """Build the explaining tree with the chosen algorithm (its registry entry says what it reads)."""
+    """Build the explaining tree with the run's algorithm: its registry entry says how it is made
+    and what it reads from the run; what it reports about itself, it reports through its attributes."""
     entry = registry.algorithm(config.algorithm)
-    own = _OWN_BUILDERS.get(entry.name)
-    if own is not None:
-        return own(data, ref, config)
-    est = entry.make(config)
-    # Estimators take the Dataset itself, so their trees carry the input's feature names.
-    if entry.needs == registry.SUMMARY:
-        est.fit(ref.summary)
-        return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper002",
-                                       "diagnostics": est.node_diagnostics_, "n_passes": 0})
-    est.fit(data, ref.labels if entry.needs == registry.LABELS else ref.centers)
-    info = {"n_passes": getattr(est, "n_passes_", None)}
+    est = entry.fit_in_run(entry.make(config, data), data, ref)
+    info: dict[str, Any] = {"n_passes": getattr(est, "n_passes_", None),
+                            "diagnostics": getattr(est, "node_diagnostics_", None)}
+    if hasattr(est, "enr_"):  # mixture-based trees: the explainability-to-noise ratio they saw
+        info.update(enr=_maybe_float(est.enr_), enr_convention=getattr(est, "enr_convention_", "paper002"))
     if getattr(est, "bound_", None) is not None:
         info["guaranteed_price"] = _maybe_float(est.bound_)
-    return Built(est.tree_, est, info)
-
-
-def _build_concept_mmdt(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
-    from exclust.algorithms.mmdt.concept import ConceptMMDT, fit_cavs
-
-    # Without given labels ConceptMMDT fits its own base mixture in the embedding (paper 000, Alg. 2).
-    cavs = fit_cavs(data, {c: _concept_labels(data, c) for c in config.concepts}, random_state=config.random_state)
-    est = ConceptMMDT(cavs, n_components=config.k, threshold=config.threshold,
-                      random_state=config.random_state).fit(data, None if ref is None else ref.labels)
-    return Built(est.tree_, est, {"enr": _maybe_float(est.enr_), "enr_convention": "paper000",
-                                   "diagnostics": est.node_diagnostics_, "reference": "gmm"},
-                 space=cavs.project, reference_labels=est.reference_labels_)
-
-
-def _build_kernel_mmdt(data: Dataset, ref: Reference | None, config: ExplainConfig) -> Built:
-    est = registry.algorithm("kernel-mmdt").make(config).fit(data, None if ref is None else ref.labels)
-    labels = ref.labels if ref is not None else getattr(est, "labels_", None)
-    return Built(est.tree_, est, {"n_passes": getattr(est, "n_passes_", None),
-                                   "kernel_price": _maybe_float(getattr(est, "kernel_price_", None)),
-                                   "reference": "kernel k-means (random Fourier features)"},
-                 reference_labels=labels)
-
-
-# Algorithms that fit their own base clustering (registry.OWN) build through these.
-_OWN_BUILDERS = {"concept-mmdt": _build_concept_mmdt, "kernel-mmdt": _build_kernel_mmdt}
+    if getattr(est, "kernel_price_", None) is not None:
+        info["kernel_price"] = _maybe_float(est.kernel_price_)
+    reference_labels = None
+    if entry.needs == registry.OWN:  # a base clustering it fitted itself, unless the run gave one
+        info["reference"] = entry.own_reference
+        reference_labels = getattr(est, "reference_labels_", None)
+        if reference_labels is None:
+            reference_labels = ref.labels if ref is not None else getattr(est, "labels_", None)
+    space = entry.space(est) if entry.space is not None else None
+    return Built(est.tree_, est, info, space=space, reference_labels=reference_labels)
 
 
 def needs_reference_step(config: ExplainConfig) -> bool:
     """False when the algorithm fits its own base clustering (concept and kernel MMDT with the default gmm)."""
     return not (registry.algorithm(config.algorithm).needs == registry.OWN and config.reference == "gmm")
-
-
-def score_tree(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig) -> dict[str, Any]:
-    """Score the tree against the reference (price, error rate, ARI) and the truth when given."""
-    return score_and_curve(data, ref, built, config, with_curve=False)[0]
 
 
 def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
@@ -297,24 +271,23 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
 
 def wants_curve(config: ExplainConfig) -> bool:
     # Under k-medians the curve shows the l1 surrogate cost (exclust.scoring.curves), in the same one pass.
-    return bool(config.cost_curve) and config.algorithm in DATA_ALGORITHMS
+    return bool(config.cost_curve) and registry.algorithm(config.algorithm).cost_curve
 
 
 def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
     """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
     if not wants_curve(config) or ref is None:
         return None
-    from exclust.algorithms.histogram.exkmc import ExKMC
-    from exclust.scoring.curves import plan_curve
+    from exclust.jobs.cost_curve import plan_curve
 
     top = max(config.leaves or config.k, 2 * config.k)
     sample = run_sample(data, config)
     sample_labels = _sample_reference_labels(sample, ref, config)
-    # The ExKMC the run just fitted already holds every prefix tree the curve needs.
-    fitted = built.estimator if built is not None and isinstance(built.estimator, ExKMC) else None
+    # The run's own estimator may already hold a series' prefix trees (ExKMC: every one of them).
     return plan_curve(sample.X, sample_labels, ref.centers, list(range(config.k, top + 1)),
-                      feature_names=data.feature_names, random_state=config.random_state, exkmc=fitted,
-                      n_rows=sample.n_rows, objective=config.objective)
+                      series=registry.algorithm(config.algorithm).curve,
+                      fitted=built.estimator if built is not None else None, feature_names=data.feature_names,
+                      random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective)
 
 
 def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):
@@ -325,16 +298,6 @@ def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainC
     if config.reference_column and config.reference_column in sample.extra:
         return sample.extra[config.reference_column]
     return None
-
-
-def cost_curve(data: Dataset, ref: Reference, config: ExplainConfig, built: Built | None = None) -> dict[str, Any] | None:
-    """Cost ratio versus number of leaves, for data-driven trees (the report's curve), in one pass
-    of its own; ``score_and_curve`` shares scoring's pass instead."""
-    plan = plan_cost_curve(data, ref, config, built)
-    if plan is None:
-        return None
-    (result,) = parts.run_reductions(data.X, [plan.reduction()])
-    return plan.finish(result)
 
 
 def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:
@@ -374,7 +337,7 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         algorithm=config.algorithm, reference=built.info.get("reference") if ref is None else ref.kind,
         k=int(config.k), d=int(data.n_features), n=int(data.n_rows), n_dropped=int(data.n_dropped),
         enr=enr_of(ref, built), enr_convention=built.info.get("enr_convention", "paper002"),
-        threshold=config.threshold if "mmdt" in config.algorithm else None, objective=config.objective,
+        threshold=config.threshold if registry.algorithm(config.algorithm).threshold else None, objective=config.objective,
         n_leaves=int(tree.n_leaves), depth=int(tree.depth), features_used=tree.features_used,
         n_passes=built.info.get("n_passes"), seconds=dict(seconds), held=is_held(data), passes=passes,
         parquet_reads=reads, kernel_price=built.info.get("kernel_price"),
@@ -387,7 +350,7 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
 
 def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig) -> str:
     """The HTML report: metrics, rules, the tree drawn, a scatter plot with cuts, the curve."""
-    from exclust.report import render_report
+    from exclust.report.page import render_report
 
     drawn = run_sample(data, config).X
     keep = np.sort(np.random.default_rng(config.random_state).permutation(drawn.shape[0])[:SAMPLE_ROWS])
@@ -397,7 +360,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
     scatter = None  # the report picks the features of the tree's first cuts
     if config.plot_features and all(f in names for f in config.plot_features):
         scatter = (names.index(config.plot_features[0]), names.index(config.plot_features[1]))
-    source = config.input if isinstance(config.input, (str, os.PathLike)) else type(config.input).__name__
+    source = config.source().describe()
     return render_report(
         tree=built.tree,
         metrics=result.metrics,
@@ -408,6 +371,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
         curve=curve,
         diagnostics=built.info.get("diagnostics"),
         dataset_info={"source": str(source), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
+        titles=registry.titles(),
     )
 
 
@@ -437,7 +401,7 @@ def _held(labels, data: Dataset, config: ExplainConfig):
     holding 4 bytes a row. Read once (scoring alone), they are predicted inside that pass
     instead: holding them would be a pass of its own. Streamed data do not hold them (that
     would be a read of its own): each pass predicts them from the rows it reads anyway."""
-    if is_dask_array(labels) and is_held(data) and _later_label_reads(config) > 1:
+    if is_lazy(labels) and is_held(data) and _later_label_reads(config) > 1:
         return residency.hold(labels.astype(np.int32), force=True)[0][0]
     return labels
 
@@ -447,17 +411,6 @@ def _later_label_reads(config: ExplainConfig) -> int:
     or more); a tree that learns them (CART); a summary made from them (k-medians reference)."""
     learns = registry.algorithm(config.algorithm).needs == registry.LABELS
     return 1 + 2 * bool(config.wants_kmedians_price) + int(learns) + int(config.reference == "kmedians")
-
-
-def _concept_labels(data: Dataset, column: str):
-    """A concept column for fit_cavs: a missing string label (coded -1 on load) becomes NaN, i.e. unlabelled."""
-    labels = data.extra[column]
-    if column not in data.category_names:
-        return labels
-    import dask.array as da
-
-    where = da.where if is_dask_array(labels) else np.where
-    return where(labels < 0, np.nan, labels)
 
 
 def _maybe_float(v) -> float | None:

@@ -1,24 +1,61 @@
 """The algorithm registry: every tree algorithm and MMDT threshold variant, named once.
 
-The CLI's choices, the flow's parameter enumerations, ``pipeline.build_tree`` and the report's
-names all read this table. Adding an algorithm touches its own module and one entry here: the
-entry says what the algorithm needs from a run (the mixture summary, the reference centers, the
-reference labels, or nothing: it fits its own base clustering) and how the run's options map
-onto the estimator's parameters.
+The CLI's choices, the flow's parameter enumerations, the explain job (``pipeline.build_tree``,
+the cost curve, the run's facts) and the report's names all read this table; none of them names
+an algorithm. Adding an algorithm is its own module plus one ``register(Algorithm(...))``: the
+entry says what the algorithm reads from a run (``needs``), how the run's options map onto its
+parameters (``options``), whether it draws a cost curve and against which algorithms
+(``curve``), and, for the few that fit their own base clustering, what else they need.
+
+Algorithms outside exclust register the same way from a module named in the ``EXCLUST_PLUGINS``
+environment variable (comma-separated module names), imported when this registry is first
+imported: the CLI, the flows' forms and the workers then all see them.
 """
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from exclust.errors import InputError
+
+PLUGINS_ENV = "EXCLUST_PLUGINS"
 
 # What an algorithm reads from the reference clustering of a run.
 SUMMARY = "summary"  # the mixture's means and variances (MMDT): no pass over the data
 CENTERS = "centers"  # the reference centers plus passes over the data (IMM, ExKMC, ...)
 LABELS = "labels"  # the reference labels of every row (CART)
 OWN = "own"  # fits its own base clustering unless a reference is given (Concept-MMDT, kernel MMDT)
+
+
+def _fit_on_summary(est, data, ref) -> None:
+    est.fit(ref.summary)
+
+
+def _fit_on_centers(est, data, ref) -> None:
+    # Estimators take the Dataset itself, so their trees carry the input's feature names.
+    est.fit(data, ref.centers)
+
+
+def _fit_on_labels(est, data, ref) -> None:
+    est.fit(data, ref.labels)
+
+
+def _fit_own(est, data, ref) -> None:
+    est.fit(data, None if ref is None else ref.labels)
+
+
+# How an estimator is fitted in a run, by what it reads (a table, not a chain of ifs).
+FIT_BY_NEED: dict[str, Callable[[Any, Any, Any], None]] = {
+    SUMMARY: _fit_on_summary, CENTERS: _fit_on_centers, LABELS: _fit_on_labels, OWN: _fit_own,
+}
+
+
+def _imported(target: str) -> Any:
+    """The object a "module:name" string names, imported now."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -32,17 +69,45 @@ class Algorithm:
     needs: str  # SUMMARY | CENTERS | LABELS | OWN
     paper: str  # where it comes from
     leaf_budget: bool = False  # takes --leaves (more leaves than clusters)
-    cost_curve: bool = False  # data-driven: the report shows its cost against the number of leaves
+    # The algorithms whose trees the report's cost curve (cost against the number of leaves)
+    # shows for a run of this one; empty: no curve. Each named estimator gives its prefix trees
+    # through its ``prefix_trees`` class method.
+    curve: tuple[str, ...] = ()
     objectives: tuple[str, ...] = ("kmeans",)  # reference costs it can minimise
+    threshold: bool = False  # reads --threshold (the run's facts report it)
     options: Callable[[Any], dict[str, Any]] = field(default=lambda config: {}, compare=False)
+    # Constructor arguments computed from the run's data (Concept-MMDT's concept vectors: a pass or
+    # more): "module:function" taking (data, config), imported only when used, like the estimator.
+    prepare: str | None = None
+    # Options of the run this algorithm cannot do without: (ExplainConfig field, what it holds).
+    requires: tuple[tuple[str, str], ...] = ()
+    # OWN algorithms: what the report calls the base clustering they fit themselves.
+    own_reference: str | None = None
+    # The coordinates the tree reads, when not the features (Concept-MMDT: concept coordinates).
+    space: Callable[[Any], Callable[[Any], Any]] | None = field(default=None, compare=False)
+
+    @property
+    def cost_curve(self) -> bool:
+        return bool(self.curve)
 
     def estimator_class(self) -> type:
-        module, _, name = self.estimator.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return _imported(self.estimator)
 
-    def make(self, config: Any) -> Any:
-        """A new, unfitted estimator for the run ``config`` (an ExplainConfig)."""
-        return self.estimator_class()(**self.options(config))
+    def make(self, config: Any, data: Any = None) -> Any:
+        """A new, unfitted estimator for the run ``config`` (an ExplainConfig) on ``data``."""
+        extra = _imported(self.prepare)(data, config) if self.prepare is not None else {}
+        return self.estimator_class()(**self.options(config), **extra)
+
+    def check_required(self, config: Any) -> None:
+        """InputError naming the first option this algorithm needs that the run leaves empty."""
+        for option, what in self.requires:
+            if not getattr(config, option, None):
+                raise InputError(f"{self.name} needs {what}: pass {{fix}}", option=option, value="COL1,COL2")
+
+    def fit_in_run(self, est: Any, data: Any, ref: Any) -> Any:
+        """Fit ``est`` on what it reads from the run (the reference's summary, centers or labels)."""
+        FIT_BY_NEED[self.needs](est, data, ref)
+        return est
 
 
 @dataclass(frozen=True)
@@ -62,7 +127,9 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
 )}
 
 
+DEFAULT_ALGORITHM = "mmdt"  # what a run builds when it names none
 OBJECTIVES = ("kmeans", "kmedians")  # the reference cost a tree is built to keep low
+PAPER_003_CURVE = ("exkmc", "cart", "kdtree")  # paper 003, Figure 2: ExKMC against its baselines
 
 
 def _leaves(config: Any) -> int:
@@ -73,17 +140,35 @@ def _objective(config: Any) -> dict[str, Any]:
     return {"objective": config.objective}
 
 
-ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
+ALGORITHMS: dict[str, Algorithm] = {}
+
+
+def register(entry: Algorithm) -> Algorithm:
+    """Add ``entry`` to the registry (its name must be new, its ``needs`` one of the four kinds)."""
+    if entry.name in ALGORITHMS:
+        raise ValueError(f"an algorithm named {entry.name!r} is registered already")
+    if entry.needs not in FIT_BY_NEED:
+        raise ValueError(f"needs must be one of {', '.join(FIT_BY_NEED)}, not {entry.needs!r}")
+    ALGORITHMS[entry.name] = entry
+    return entry
+
+
+def unregister(name: str) -> None:
+    """Remove an entry (tests that register one of their own clean up with it)."""
+    ALGORITHMS.pop(name, None)
+
+
+for _entry in (
     Algorithm("mmdt", "MMDT", "exclust.algorithms.mmdt.mmdt:MMDT",
               "cuts between the mixture's means, from its means and variances alone", SUMMARY, "000 Alg. 1; 002 Alg. 1",
-              options=lambda c: {"threshold": c.threshold, "random_state": c.random_state}),
+              threshold=True, options=lambda c: {"threshold": c.threshold, "random_state": c.random_state}),
     Algorithm("imm", "IMM", "exclust.algorithms.histogram.imm:IMM",
               "fewest points separated from their center at each cut, k leaves", CENTERS, "003 (IMM base tree)",
-              cost_curve=True, objectives=OBJECTIVES,
+              curve=PAPER_003_CURVE, objectives=OBJECTIVES,
               options=lambda c: {"n_clusters": c.k, "random_state": c.random_state, **_objective(c)}),
     Algorithm("exkmc", "ExKMC", "exclust.algorithms.histogram.exkmc:ExKMC",
               "IMM, then leaves added by the surrogate cost until the leaf budget", CENTERS, "003 Alg. 1",
-              leaf_budget=True, cost_curve=True, objectives=OBJECTIVES,
+              leaf_budget=True, curve=PAPER_003_CURVE, objectives=OBJECTIVES,
               options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state,
                                  **_objective(c)}),
     Algorithm("exshallow", "ExShallow", "exclust.algorithms.histogram.exshallow:ExShallow",
@@ -98,19 +183,24 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
                                  **_objective(c)}),
     Algorithm("kdtree", "KDTree", "exclust.algorithms.histogram.kdtree:KDTree",
               "median cuts of the widest feature (a baseline)", CENTERS, "003 App. B.1",
-              leaf_budget=True, cost_curve=True,
+              leaf_budget=True, curve=PAPER_003_CURVE,
               options=lambda c: {"max_leaves": _leaves(c), "random_state": c.random_state}),
     Algorithm("cart", "CART", "exclust.algorithms.cart:CART",
               "scikit-learn's decision tree on the reference labels (a baseline)", LABELS, "000, 003 (baseline)",
-              leaf_budget=True, cost_curve=True,
+              leaf_budget=True, curve=PAPER_003_CURVE,
               options=lambda c: {"max_leaf_nodes": _leaves(c), "random_state": c.random_state}),
     Algorithm("concept-mmdt", "Concept-MMDT", "exclust.algorithms.mmdt.concept:ConceptMMDT",
-              "MMDT over concept activation vectors of an embedding", OWN, "000 Alg. 2"),
+              "MMDT over concept activation vectors of an embedding", OWN, "000 Alg. 2", threshold=True,
+              options=lambda c: {"n_components": c.k, "threshold": c.threshold, "random_state": c.random_state},
+              prepare="exclust.algorithms.mmdt.concept:concept_vectors_for_run", requires=(("concepts", "concept label columns, one per concept"),),
+              own_reference="gmm", space=lambda est: est.cavs.project),
     Algorithm("kernel-mmdt", "kernel MMDT", "exclust.algorithms.mmdt.kernel_mmdt:KernelMMDT",
-              "interval cuts explaining kernel k-means", OWN, "002 Sec. 5",
+              "interval cuts explaining kernel k-means", OWN, "002 Sec. 5", threshold=True,
               options=lambda c: {"n_clusters": c.k, "kernel": c.kernel, "random_state": c.random_state,
-                                 **({} if c.bandwidth is None else {"bandwidth": c.bandwidth})}),
-)}
+                                 **({} if c.bandwidth is None else {"bandwidth": c.bandwidth})},
+              own_reference="kernel k-means (random Fourier features)"),
+):
+    register(_entry)
 
 
 def algorithm(name: str) -> Algorithm:
@@ -137,3 +227,19 @@ def title(name: str) -> str:
     key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
     entry = ALGORITHMS.get(key)
     return entry.title if entry is not None else OTHER_TITLES.get(key, str(name))
+
+
+def titles() -> dict[str, str]:
+    """Every registered name with its papers' spelling (what the report shows)."""
+    return {**OTHER_TITLES, **{name: entry.title for name, entry in ALGORITHMS.items()}}
+
+
+def _load_plugins() -> None:
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise InputError(f"{PLUGINS_ENV} names {module!r}, which cannot be imported: {exc}") from None
+
+
+_load_plugins()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from exclust.jobs import pipeline
+from exclust.jobs.config import ExplainConfig
 from exclust.dataplane.cluster import dask_cluster
 from exclust.dataplane.progress import Log, StepTimer
 
@@ -23,7 +24,7 @@ from exclust.dataplane.progress import Log, StepTimer
 class Run:
     """One explain run: its configuration and what its steps produced so far."""
 
-    config: pipeline.ExplainConfig
+    config: ExplainConfig
     out: str | os.PathLike | None = None  # None: no write step (explain in memory)
     base: str | os.PathLike | None = None
     stage: Any = None  # the output's staging area, opened before any work (staging.staged_output)
@@ -77,7 +78,7 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("load", _load, detail=lambda r: str(r.config.input) if isinstance(r.config.input, (str, os.PathLike)) else ""),
+    Step("load", _load, detail=lambda r: r.config.source().describe()),
     Step("fit reference", _fit_reference, applies=lambda r: pipeline.needs_reference_step(r.config),
          detail=lambda r: f"{r.config.reference}, k={r.config.k}"),
     Step("build tree", _build_tree, detail=lambda r: r.config.algorithm),
@@ -100,35 +101,36 @@ def run_steps(run: Run, wrap: Callable[[Step], Callable[[Run], Any]] | None = No
     return run
 
 
-def explain(config: pipeline.ExplainConfig, log: Log | None = None, timer: StepTimer | None = None) -> pipeline.ExplainResult:
+def explain(config: ExplainConfig, log: Log | None = None, timer: StepTimer | None = None) -> pipeline.ExplainResult:
     """Every step but writing, on the active Dask client (or in memory); returns tree, metrics, report."""
     return run_steps(Run(config, timer=timer or StepTimer(log))).result
 
 
 def run_explain(
-    config: pipeline.ExplainConfig, out: str | os.PathLike, *, scheduler: str | None = None,
+    config: ExplainConfig, out: str | os.PathLike, *, scheduler: str | None = None,
     log: Log | None = None, base: str | os.PathLike | None = None, live: bool = False,
+    wrap: Callable[[Step], Callable[[Run], Any]] | None = None, on_client: Callable[[Any], None] | None = None,
 ) -> pipeline.ExplainResult:
     """The whole explain job: check the output, open the Dask client, run every step, write the folder.
 
+    Every way of starting a run ends here: the CLI and Python as they are, the Prefect flow with
+    ``wrap`` (each step a task) and ``on_client`` (told which Dask client the run uses).
     ``live`` draws a progress bar of the Dask tasks on stderr (for a terminal).
     """
     with staged_explain_output(config, out, base) as stage:
         run = Run(config, out=out, base=base, stage=stage, timer=StepTimer(log, live=live and log is not None))
-        needs_cluster = isinstance(config.input, (str, os.PathLike))
-        with (dask_cluster(scheduler) if needs_cluster else contextlib.nullcontext()):
-            run_steps(run)
+        with (dask_cluster(scheduler) if config.source().needs_cluster else contextlib.nullcontext()) as client:
+            if on_client is not None and client is not None:
+                on_client(client)
+            run_steps(run, wrap)
     return run.result
 
 
-def staged_explain_output(config: pipeline.ExplainConfig, out: str | os.PathLike, base: str | os.PathLike | None = None):
+def staged_explain_output(config: ExplainConfig, out: str | os.PathLike, base: str | os.PathLike | None = None):
     """The output's staging, opened before any work: it may not touch what the run reads, and must be writable."""
-    from exclust.outputs.folders import input_guards
     from exclust.outputs.staging import staged_output
 
-    options = config.storage_options
-    guards = input_guards(config.input, storage_options=options) if isinstance(config.input, (str, os.PathLike)) else []
-    return staged_output(out, "explain", guards, base=base, storage_options=options,
+    return staged_output(out, "explain", config.source().guards(), base=base, storage_options=config.storage_options,
                          info={"algorithm": config.algorithm})
 
 

@@ -51,8 +51,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from exclust.errors import InputError
-from exclust.outputs.folders import (MARKER, Guard, Location, check_replaceable, join_path, owner_gone, owner_record,
-                             parent_and_name, read_json, check_output)
+from exclust.outputs.folders import (MARKER, Location, check_output, check_replaceable, join_path, owner_gone,
+                                     owner_record, read_json)
+from exclust.sources.guards import Guard, parent_and_name
 from exclust.sources.storage import STAGING_INFIX, SUCCESS_MANIFEST
 
 LOCK_NAME = ".exclust-lock"  # inside local staging: held by the run that owns it

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from exclust.dataplane import residency
-from exclust.sources.dataset import Dataset, InputError, as_matrix
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset, as_matrix
 from exclust.estimator import Integral, Interval, Real
 from exclust.dataplane.parts import is_lazy
 

@@ -1,7 +1,7 @@
 """Gaussian mixture reference clustering, fitted by EM over the row parts of a dask array.
 
 Every EM iteration is one pass: per part a numba kernel (``_gaussian_estep.gmm_estep``) returns the
-M-step's sufficient statistics, tree-reduced by ``stats.map_reduce``; the M-step is a small update
+M-step's sufficient statistics, tree-reduced by ``parts.map_reduce``; the M-step is a small update
 on the driver. Initialization, updates and stopping rule are scikit-learn's.
 """
 from __future__ import annotations
@@ -16,13 +16,15 @@ import numpy as np
 from exclust.reference._gaussian_estep import LOG_2PI
 from exclust.dataplane import parts
 from exclust.reference import base
-from exclust.sources.dataset import Dataset, InputError
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.reference.kmeans import KMeans
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import (gmm_assign_block, gmm_estep_block, gmm_loglik_block, gmm_loglik_sum_block,
                                       gmm_proba_block)
-from exclust.dataplane.stats import add_parts, cluster_statistics, map_reduce
+from exclust.dataplane.parts import map_reduce
+from exclust.dataplane.stats import cluster_statistics
 
 _COVARIANCE_TYPES = ("full", "diag")
 
@@ -110,7 +112,7 @@ class GaussianMixture(ExclustEstimator):
                 t0 = time.perf_counter()
                 previous = lower_bound
                 means, factor, const = self._kernel_params(params, diag)
-                nk, sums, second, ll = map_reduce(gmm_estep_block, [X], (means, factor, const, diag), add_parts)
+                nk, sums, second, ll = map_reduce(gmm_estep_block, X, args=(means, factor, const, diag))
                 passes += 1
                 params = self._m_step(nk, sums, second, diag)
                 lower_bound = ll / n
@@ -239,7 +241,7 @@ class GaussianMixture(ExclustEstimator):
         X = base.check_predict_input(X, self.n_features_in_)
         diag = self.covariance_type == "diag"
         args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
-        total, n = map_reduce(gmm_loglik_sum_block, [X], args)
+        total, n = map_reduce(gmm_loglik_sum_block, X, args=args)
         return float(total / n)
 
     def fit_predict(self, X, y=None):

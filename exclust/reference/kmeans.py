@@ -1,7 +1,7 @@
 """k-means reference clustering: scikit-learn in memory, distributed Lloyd on a dask array.
 
 Every Lloyd iteration is a map over the row parts returning per-center counts, sums and the
-inertia (numba kernel ``_lloyd.lloyd_step``), tree-reduced by ``stats.map_reduce``;
+inertia (numba kernel ``_lloyd.lloyd_step``), tree-reduced by ``parts.map_reduce``;
 the centers move on the driver. Seeding is k-means|| (``seeding.parallel_seeding``) or
 scikit-learn's k-means on an exact uniform sample. On a dask array the data are persisted on
 the workers once per fit (``reference_base.prepare``, when they fit in half the cluster's
@@ -15,13 +15,13 @@ import numpy as np
 
 from exclust.dataplane import parts
 from exclust.reference import base
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block
 from exclust.dataplane.residency import keep_parts
 from exclust.reference.seeding import parallel_seeding
-from exclust.dataplane.stats import add_parts, map_reduce
+from exclust.dataplane.parts import map_reduce
 
 _KMEANS_BACKENDS = ("auto", "sklearn", "lloyd", "dask-ml")
 _KMEANS_INITS = ("k-means||", "sample")
@@ -192,7 +192,7 @@ class KMeans(ExclustEstimator):
         self.labels_ = labels if is_lazy(X) else np.asarray(labels.compute() if is_lazy(labels) else labels)
         # dask-ml's inertia_ is not the sum of squared distances; score its centers like the others.
         self.n_iter_ = int(best.n_iter_)
-        self.inertia_ = float(map_reduce(lloyd_block, [X], (self.cluster_centers_,), add_parts)[1])
+        self.inertia_ = float(map_reduce(lloyd_block, X, args=(self.cluster_centers_,))[1])
         self.n_passes_ = int(best.n_iter_) + 1
 
     def _initial_centers(self, X, k, rs, sample) -> tuple[np.ndarray, int]:

@@ -31,13 +31,13 @@ import numpy as np
 from exclust.dataplane import _center_distances as K
 from exclust.dataplane import parts
 from exclust.reference import base
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.scoring.kmedians_cost import cluster_medians
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import l1_counts_block, nearest_l1_block
 from exclust.reference.seeding import parallel_seeding
-from exclust.dataplane.stats import add_parts, map_reduce
+from exclust.dataplane.parts import map_reduce
 
 _RECLUSTER_N_INIT = 10
 _RECLUSTER_MAX_ITER = 100
@@ -168,7 +168,7 @@ class KMedians(ExclustEstimator):
         if shift == 0:  # the last assignment is the nearest-center one of the final centers
             inertia = float(costs.sum())
         else:
-            _, inertia = map_reduce(l1_counts_block, [X], (centers,), add_parts)
+            _, inertia = map_reduce(l1_counts_block, X, args=(centers,))
             passes += 1
         self.cluster_centers_ = centers
         self.inertia_ = float(inertia)

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from exclust.dataplane import parts
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import NEAREST, concat_draws, seeding_count_block, seeding_draw_block
 from exclust.reference.base import draw_seed, random_stream

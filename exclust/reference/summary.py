@@ -10,7 +10,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from exclust.sources.dataset import Dataset, InputError, is_dask_array
+from exclust.errors import InputError
+
+from exclust.sources.dataset import Dataset
+from exclust.dataplane.parts import is_lazy
 
 
 @dataclass
@@ -192,7 +195,7 @@ class MixtureSummary:
                 raise InputError(f"labels {labels!r} name no extra column of the data; pass the labels themselves")
             labels = X.extra[labels]
         X, names = _summary_input(X, feature_names)
-        if is_dask_array(labels):
+        if is_lazy(labels):
             if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
                 raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
             return cls._from_statistics(X, labels, None, names, full_covariance, "labels")
@@ -258,7 +261,7 @@ def _summary_input(X: Any, feature_names: Sequence[str] | None):
     """
     if isinstance(X, Dataset):
         return X.X, list(feature_names) if feature_names is not None else list(X.feature_names)
-    if is_dask_array(X):
+    if is_lazy(X):
         X = X.astype(np.float64)
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})

@@ -14,7 +14,6 @@ from exclust.report.format import FONT_STACK, MONO_STACK, cluster_colors, esc, f
 from exclust.report.measures import metrics_table_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
 from exclust.report.tree_drawing import draw_tree
-from exclust.jobs import registry
 from exclust.scoring.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
 from exclust.tree import ThresholdTree
 
@@ -151,11 +150,13 @@ def _kpis_html(metrics: Mapping[str, Any]) -> str:
     return f'<div class="kpis">{"".join(cards)}</div>' if cards else ""
 
 
-def _algorithm_name(name: Any) -> str | None:
-    """The papers' spelling of an algorithm name given in any case (``mmdt`` -> ``MMDT``)."""
+def _algorithm_name(name: Any, titles: Mapping[str, str] | None) -> str | None:
+    """The papers' spelling of an algorithm name given in any case (``mmdt`` -> ``MMDT``), from
+    ``titles`` (the caller's registry: ``exclust.jobs.registry.titles()``); unknown names as given."""
     if name is None:
         return None
-    return registry.title(name)
+    key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
+    return (titles or {}).get(key, str(name))
 
 
 def _article(word: str) -> str:
@@ -169,8 +170,9 @@ def _article(word: str) -> str:
     return "an" if first[0].lower() in "aeiou" else "a"
 
 
-def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_info: Mapping[str, Any] | None) -> str:
-    algo = _algorithm_name(metrics.get("algorithm") or tree.meta.get("algorithm")) or "decision"
+def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_info: Mapping[str, Any] | None,
+                      titles: Mapping[str, str] | None = None) -> str:
+    algo = _algorithm_name(metrics.get("algorithm") or tree.meta.get("algorithm"), titles) or "decision"
     k = metrics.get("k") or tree.n_clusters
     n = metrics.get("n") or (dataset_info or {}).get("n")
     d = metrics.get("d") or tree.n_features
@@ -211,8 +213,11 @@ def render_report(
     dataset_info: Mapping[str, Any] | None = None,
     leaf_counts: Mapping[int, float] | None = None,
     cluster_names: Sequence[str] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> str:
-    """The whole report as one self-contained HTML page (inline CSS and SVG, nothing fetched)."""
+    """The whole report as one self-contained HTML page (inline CSS and SVG, nothing fetched).
+
+    ``titles`` spells algorithm names as the papers do (``exclust.jobs.registry.titles()``)."""
     from exclust import __version__
 
     metrics = dict(metrics or {})
@@ -242,7 +247,7 @@ def render_report(
         counts_note = " Leaf shares are estimated from the plotted sample."
     leaf_counts = {int(a): float(b) for a, b in leaf_counts.items()} if leaf_counts else None
 
-    algo = _algorithm_name(metrics.get("algorithm") or tree.meta.get("algorithm"))
+    algo = _algorithm_name(metrics.get("algorithm") or tree.meta.get("algorithm"), titles)
     chips = []
     for label, value in (
         ("algorithm", algo),
@@ -326,7 +331,7 @@ def render_report(
         )
         sections.append(f'<section class="card" id="data"><h2>Data</h2><table class="info">{rows}</table></section>')
 
-    summary = _summary_sentence(tree, metrics, dataset_info)
+    summary = _summary_sentence(tree, metrics, dataset_info, titles)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -345,10 +350,10 @@ def _md_cell(text: str) -> str:
 
 
 def summary_markdown(tree: ThresholdTree, metrics: Mapping[str, Any] | None = None,
-                     title: str = "exclust report") -> str:
+                     title: str = "exclust report", titles: Mapping[str, str] | None = None) -> str:
     """A short Markdown digest (summary, rules per cluster, headline metrics), e.g. for a Prefect artifact."""
     metrics = dict(metrics or {})
-    lines = [f"# {title}", "", _summary_sentence(tree, metrics, None), "", "| cluster | rule |", "| --- | --- |"]
+    lines = [f"# {title}", "", _summary_sentence(tree, metrics, None, titles), "", "| cluster | rule |", "| --- | --- |"]
     for c, rule in tree.rules().items():
         lines.append(f"| {c} | {_md_cell(rule)} |")
     rows = []

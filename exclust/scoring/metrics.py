@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.scoring.kmedians_cost import kmedians_costs
 from exclust.dataplane.parts import run_reductions
 from exclust.scoring.score_pass import (group_moments, merge_stats, prepare_centers, prepare_labels, prepare_X,

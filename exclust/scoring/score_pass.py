@@ -16,7 +16,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from exclust.scoring._score_block import label_span, score_block
-from exclust.sources.dataset import Dataset, InputError
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset
 from exclust.dataplane.parts import Reduction, align, is_lazy, run_reductions
 from exclust.tree import ThresholdTree
 

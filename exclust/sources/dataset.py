@@ -10,14 +10,13 @@ Small in-memory inputs stay numpy: they do not pay for a cluster.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from exclust.errors import InputError  # re-exported: exclust.sources.dataset.InputError is public
+from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
 
 DEFAULT_PIECE_ROWS = 1_000_000
 
@@ -44,43 +43,6 @@ class Dataset:
     def n_features(self) -> int:
         return int(self.X.shape[1])
 
-    @property
-    def is_distributed(self) -> bool:
-        return not isinstance(self.X, np.ndarray)
-
-
-def is_dask_array(X: Any) -> bool:
-    try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return False
-    return isinstance(X, da.Array)
-
-
-# --------------------------------------------------------------------------- Parquet
-def parquet_files(source: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> list[Path]:
-    """The local Parquet files a path, folder or glob names, sorted (see ``exclust.sources.storage.list_source``)."""
-    from exclust.sources.storage import list_source
-
-    return [Path(f.path) for f in list_source(source, storage_options).files]
-
-
-def read_parquet(
-    source: str | os.PathLike,
-    features: Sequence[str] | None,
-    extra_columns: Sequence[str] = (),
-    piece_rows: int = DEFAULT_PIECE_ROWS,
-    storage_options: Mapping[str, Any] | None = None,
-):
-    """Lazy dask arrays (X, extras) for a Parquet source (path, folder, glob or URL), chunk sizes known.
-
-    Returns (X, feature names, extras, categories); see ``exclust.sources.parquet``.
-    """
-    from exclust.sources.parquet import plan, to_dask
-
-    planned = plan(source, features, extra_columns, piece_rows, storage_options)
-    X, extras, categories = to_dask(planned)
-    return X, planned.features, extras, categories
 
 
 # --------------------------------------------------------------------------- validation
@@ -94,7 +56,7 @@ def _check_block(block: np.ndarray) -> np.ndarray:
 
 def _check_pass(X) -> np.ndarray:
     """One _check_block row per chunk (dask) or one for the whole matrix (numpy): one pass, nothing row-sized returned."""
-    if is_dask_array(X):
+    if is_lazy(X):
         return X.map_blocks(_check_block, dtype=np.float64, chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
     return _check_block(X)
 
@@ -159,7 +121,7 @@ def validate_matrix(
                 f"(per column: {per_col}); clean them or use {{fix}}", option="nan_policy", value="drop",
             )
         n_dropped = int(total[0])
-        kept = [int(c) for c in (np.asarray(X.chunks[0]) - counts[:, 0])] if is_dask_array(X) else None
+        kept = [int(c) for c in (np.asarray(X.chunks[0]) - counts[:, 0])] if is_lazy(X) else None
         X, extra = _drop_rows(X, extra, kept)
     n = X.shape[0]
     if n == 0:
@@ -172,7 +134,7 @@ def validate_matrix(
 
 def _drop_rows(X, extra: dict[str, Any], kept: list[int]):
     d = X.shape[1]
-    if not is_dask_array(X):
+    if not is_lazy(X):
         mask = np.isfinite(X).all(axis=1)
         return X[mask], {k: np.asarray(v)[mask] for k, v in extra.items()}
     import dask.array as da
@@ -218,90 +180,19 @@ def load_dataset(
     sees the matrix and extra columns between reading and validation (the pipeline holds them
     on the workers there, so that validation already reads memory).
     """
+    from exclust.sources.base import open_source
+
     extra_columns = [c for c in extra_columns if c]
-    extras: dict[str, Any] = {}
-    categories: dict[str, list[str]] = {}
-    label = "array"
-    if isinstance(source, (str, os.PathLike)):
-        label = str(source)
-        X, names, extras, categories = read_parquet(source, features, extra_columns, piece_rows, storage_options)
-    else:
-        X, names, extras, categories, label = _from_object(source, features, extra_columns)
+    reader = open_source(source, storage_options)
+    label = reader.describe()
+    read = reader.columns(features, extra_columns, piece_rows=piece_rows)
+    X, names, extras, categories = read.X, read.feature_names, read.extras, read.categories
     if prepare is not None:
         X, extras = prepare(X, extras)
     X, extras, n_dropped = validate_matrix(
         X, names, nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
     )
     return Dataset(X, list(names), extras, label, n_dropped, categories)
-
-
-def _from_object(source: Any, features, extra_columns):
-    import pandas as pd
-
-    try:
-        import dask.dataframe as dd
-    except ImportError:  # pragma: no cover
-        dd = None
-    if isinstance(source, pd.DataFrame) or (dd is not None and isinstance(source, dd.DataFrame)):
-        kind = "pandas DataFrame" if isinstance(source, pd.DataFrame) else "dask DataFrame"
-        columns = list(source.columns)
-        if features is None:
-            features = [
-                c for c in columns if c not in extra_columns and pd.api.types.is_numeric_dtype(source[c].dtype)
-            ]
-        features = list(features)
-        unknown = [c for c in [*features, *extra_columns] if c not in columns]
-        if unknown:
-            raise InputError(f"unknown column(s) {unknown} in the {kind}; available columns: {columns}")
-        bad = {c: str(source[c].dtype) for c in features if not pd.api.types.is_numeric_dtype(source[c].dtype)}
-        if bad:
-            raise InputError(f"non-numeric feature column(s) {bad} in the {kind}; choose numeric columns")
-        if not features:
-            raise InputError(f"no numeric feature columns in the {kind}")
-        categories: dict[str, list[str]] = {}
-        if isinstance(source, pd.DataFrame):
-            X = source[features].to_numpy(dtype=np.float64)
-            extras = {}
-            for c in extra_columns:
-                extras[c], cats = _codes(source[c])
-                if cats is not None:
-                    categories[c] = cats
-        else:
-            sub = source[[*features, *extra_columns]]
-            for c in extra_columns:
-                if not pd.api.types.is_numeric_dtype(sub[c].dtype):
-                    cats = sorted(str(v) for v in sub[c].dropna().unique().compute())
-                    categories[c] = cats
-                    sub[c] = sub[c].map({v: i for i, v in enumerate(cats)}, meta=(c, "float64"))
-            arr = sub.astype("float64").to_dask_array(lengths=True)
-            X = arr[:, : len(features)]
-            extras = {c: arr[:, len(features) + i] for i, c in enumerate(extra_columns)}
-        return X, features, extras, categories, kind
-    if extra_columns:
-        raise InputError("extra columns can only be named for tabular inputs (DataFrame or Parquet)")
-    if is_dask_array(source):
-        X = source.astype(np.float64)
-        if X.ndim == 2 and X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-        if X.ndim == 2 and any(np.isnan(c) for c in X.chunks[0]):
-            X = X.compute_chunk_sizes()
-        kind = "dask array"
-    else:
-        try:
-            X = np.asarray(source, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"input is not a numeric matrix: {exc}") from exc
-        kind = "array"
-    if X.ndim == 1:
-        raise InputError(f"expected a 2-D matrix (rows x features), got a 1-D {kind} of length {X.shape[0]}")
-    d = X.shape[1] if X.ndim == 2 else 0
-    if features is not None:
-        features = list(features)
-        if len(features) != d:
-            raise InputError(f"{len(features)} feature names for a {kind} with {d} columns")
-    else:
-        features = [f"x{j}" for j in range(d)]
-    return X, features, {}, {}, kind
 
 
 def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -314,19 +205,9 @@ def recode_labels(labels: Any, values: Sequence[Any]):
     """Labels holding ``values`` (e.g. 0, 5, 10, 15) as their positions 0..len-1 in sorted ``values``;
     any other value (-1 for noise included) becomes -1. Lazy for dask labels."""
     values = np.sort(np.asarray(values))
-    if is_dask_array(labels):
+    if is_lazy(labels):
         return labels.map_blocks(_recode_block, values, dtype=np.int64)
     return _recode_block(labels, values)
-
-
-def _codes(series) -> tuple[np.ndarray, list[str] | None]:
-    import pandas as pd
-
-    if pd.api.types.is_numeric_dtype(series.dtype):
-        return series.to_numpy(dtype=np.float64), None
-    cats = sorted(str(v) for v in series.dropna().unique())
-    lookup = {v: i for i, v in enumerate(cats)}
-    return np.array([lookup.get(str(v), -1) if v == v else -1 for v in series], dtype=np.float64), cats
 
 
 def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str = "raise") -> Dataset:

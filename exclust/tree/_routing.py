@@ -8,7 +8,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED  # noqa: F401  (read by the kernels)
+from exclust.tree.node_kinds import LEAF, ONE_SIDED  # numba reads them as compile-time constants
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

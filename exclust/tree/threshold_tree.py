@@ -21,10 +21,8 @@ import numpy as np
 
 from exclust.tree._routing import route_to_clusters, route_to_leaves
 from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
-from exclust.tree.file_format import (  # noqa: F401  (SCHEMA_*, TreeFormatError: exclust.tree's public names)
+from exclust.tree.file_format import (
     KIND_NAMES,
-    SCHEMA_NAME,
-    SCHEMA_VERSION,
     TreeFormatError,
     document_text,
     read_document,

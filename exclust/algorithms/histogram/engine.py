@@ -31,7 +31,6 @@ from exclust.algorithms.histogram._code_histograms import mistake_histograms, su
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.dataplane.parts import is_lazy, kernel_threads, label_dtype
 from exclust.dataplane.residency import keep_parts, reduce_kept
-from exclust.dataplane.stats import add_parts, map_reduce
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 
@@ -199,11 +198,6 @@ def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, cen
 def _block_summary(part, k):
     """(sum of ||x||^2, rows per reference cluster) of one encoded partition."""
     return np.asarray([part["sq"]]), np.bincount(part["labels"], minlength=k).astype(np.int64)
-
-
-def map_reduce_blocks(X, fn, *args):
-    """``fn(block, *args)`` summed over the row blocks of X (numpy in process; Dask: tree reduction)."""
-    return map_reduce(fn, [X], args, add_parts)
 
 
 class EncodedData:

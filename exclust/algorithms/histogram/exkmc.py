@@ -37,6 +37,7 @@ from exclust.algorithms.histogram.engine import (
     cheapest_center,
     leaf_surrogate_cost,
 )
+from exclust.scoring.curves import CurveSeries
 from exclust.tree import LEAF, ThresholdTree
 
 BASE_TREES = ("imm", "none")
@@ -226,3 +227,25 @@ class ExKMC(CenterTreePredictor):
         late = set(self.split_order_[n_leaves - base_leaves:])
         internal = np.flatnonzero(self.full_tree_.kind != LEAF)
         return self.full_tree_.prune([node for node in internal if node not in late], self.code_tree_.value)
+
+    @classmethod
+    def prefix_trees(cls, data, labels, centers, leaves, *, objective="kmeans", random_state=0, max_bins=256,
+                     fitted=None, n_rows=None) -> CurveSeries:
+        """The cost curve's ExKMC series: the tree at every leaf count in ``leaves`` (sorted) with
+        its surrogate cost, from one fit on ``data`` (a sample of ``n_rows`` rows), or from
+        ``fitted``, the run's own ExKMC, when it was grown from these centers for this objective
+        to at least ``max(leaves)`` leaves (it then holds every prefix, fitted on all rows)."""
+        centers = np.asarray(centers, dtype=np.float64)
+        reusable = (
+            isinstance(fitted, cls)
+            and getattr(fitted, "objective", "kmeans") == objective
+            and fitted.max_leaves >= leaves[-1]
+            and fitted.centers_.shape == centers.shape
+            and np.array_equal(fitted.centers_, centers)
+        )
+        ex = fitted if reusable else cls(centers.shape[0], leaves[-1], max_bins=max_bins, random_state=random_state,
+                                         objective=objective).fit(data, centers)
+        surrogate = [ex.surrogate_costs_[min(L, ex.leaf_counts_[-1]) - ex.leaf_counts_[0]] for L in leaves]
+        if not reusable and n_rows:  # an ExKMC on the sample: its surrogate costs scale to all rows
+            surrogate = [c * n_rows / data.n_rows for c in surrogate]
+        return CurveSeries([ex.tree_at(L) for L in leaves], surrogate, fitted_here=not reusable)

@@ -19,8 +19,7 @@ import numpy as np
 
 from exclust.dataplane import parts
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
-from exclust.sources.dataset import as_matrix, is_dask_array
-from exclust.errors import InputError
+from exclust.sources.dataset import as_matrix
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData, best_mistake_split
 
@@ -51,30 +50,11 @@ def check_centers(centers, n_clusters: int, n_features: int) -> np.ndarray:
 
 
 def fit_reference_centers(X, n_clusters: int, random_state=None, objective: str = "kmeans") -> np.ndarray:
-    """Reference centers when none are given: k-means (exclust.KMeans; scikit-learn if absent),
-    or exclust.KMedians for the k-medians objective."""
-    if objective == "kmedians":
-        import exclust
+    """Reference centers when none are given: exclust's k-means, or k-medians for that objective."""
+    from exclust.reference import KMeans, KMedians
 
-        try:
-            KMedians = exclust.KMedians
-        except (AttributeError, ImportError):
-            raise InputError(
-                "objective='kmedians' needs reference centers and exclust.KMedians is not available "
-                "in this installation; pass centers= (one k-medians center per cluster)"
-            ) from None
-        return np.asarray(KMedians(n_clusters=n_clusters, random_state=random_state).fit(X).cluster_centers_)
-    try:
-        from exclust.reference import KMeans
-    except ImportError:  # reference.py not installed in this checkout
-        KMeans = None
-    if KMeans is not None:
-        return np.asarray(KMeans(n_clusters=n_clusters, random_state=random_state).fit(X).cluster_centers_)
-    if is_dask_array(X):
-        raise RuntimeError("exclust.reference.KMeans is unavailable; pass centers= for Dask input")
-    from sklearn.cluster import KMeans as SkKMeans
-
-    return SkKMeans(n_clusters=n_clusters, n_init=10, random_state=random_state).fit(X).cluster_centers_
+    reference = KMedians if objective == "kmedians" else KMeans
+    return np.asarray(reference(n_clusters=n_clusters, random_state=random_state).fit(X).cluster_centers_)
 
 
 def binning_sample(data, random_state=None) -> tuple[np.ndarray, int]:

@@ -22,8 +22,9 @@ from exclust.algorithms.histogram.imm import check_centers
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.sources.dataset import as_matrix
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
-from exclust.algorithms.histogram.engine import CodeTree, map_reduce_blocks
-from exclust.dataplane.parts import is_lazy, uniform_sample
+from exclust.algorithms.histogram.engine import CodeTree
+from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
+from exclust.scoring.curves import CurveSeries
 
 
 def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
@@ -75,8 +76,8 @@ class KDTree(TreeExplainer):
         while pending:
             slot = np.full(tree.n_nodes, -1, dtype=np.int64)
             slot[pending] = np.arange(len(pending))
-            counts, sums, sq = map_reduce_blocks(
-                ds.X, _block_box_statistics, mapper, tree.arrays(), slot, len(pending), n_bins
+            counts, sums, sq = map_reduce(
+                _block_box_statistics, ds.X, args=(mapper, tree.arrays(), slot, len(pending), n_bins)
             )
             passes += 1
             for s, leaf in enumerate(pending):
@@ -111,6 +112,13 @@ class KDTree(TreeExplainer):
         """The tree after its first ``n_leaves - 1`` splits (the one ``KDTree(n_leaves)`` grows)."""
         self._check_fitted()
         return self.tree_.prune(self.split_order_[: max(0, int(n_leaves) - 1)], self.node_value_)
+
+    @classmethod
+    def prefix_trees(cls, data, labels, centers, leaves, *, objective="kmeans", random_state=0, max_bins=256,
+                     fitted=None, n_rows=None) -> CurveSeries:
+        """The cost curve's KDTree series: one fit at ``max(leaves)`` on ``data`` holds every smaller tree."""
+        kd = cls(leaves[-1], max_bins=max_bins, random_state=random_state).fit(data, centers)
+        return CurveSeries([kd.tree_at(L) for L in leaves])
 
     def fit_predict(self, X, centers):
         """Fit, then return the cluster of every row of X."""

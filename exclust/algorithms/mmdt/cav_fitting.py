@@ -18,8 +18,10 @@ import numpy as np
 from exclust.algorithms.mmdt._concept_grams import accumulate_concept_grams
 from exclust.dataplane._row_hash import row_uniforms, stream_seed
 from exclust.algorithms.mmdt.cavs import DEFAULT_MAX_CONDITION, KINDS, SCORE_NAMES, ConceptActivationVectors
-from exclust.sources.dataset import InputError, as_matrix, is_dask_array
-from exclust.dataplane.stats import map_reduce
+from exclust.errors import InputError
+from exclust.sources.dataset import as_matrix
+from exclust.dataplane.parts import is_lazy
+from exclust.dataplane.parts import map_reduce
 
 # Rows held out for each CAV's score, and the most rows (per binary concept) that are sampled
 # to fit a logistic regression on the driver: a CAV is a d-vector, and a few hundred thousand
@@ -126,10 +128,10 @@ def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str],
     names = [str(k) for k in concepts]
     if len(set(names)) != len(names):
         raise InputError(f"concept names must be distinct, got {names}")
-    lazy = is_dask_array(X)
+    lazy = is_lazy(X)
     columns = []
     for name, values in zip(names, concepts.values()):
-        if is_dask_array(values):
+        if is_lazy(values):
             col = values
         else:
             col = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
@@ -140,7 +142,7 @@ def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str],
             )
         if col.ndim != 1 or col.shape[0] != n:
             raise InputError(f"concept {name!r} needs one label per row ({n}), got shape {tuple(col.shape)}")
-        if is_dask_array(col) and not lazy:
+        if is_lazy(col) and not lazy:
             col = col.compute()  # one value per row, the size of a single embedding column
         columns.append(col.astype(np.float64))
     if not lazy:
@@ -148,7 +150,7 @@ def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str],
     import dask.array as da
 
     rows = X.chunks[0]
-    lazy_cols = [c.rechunk(rows) if is_dask_array(c) else da.from_array(c, chunks=rows) for c in columns]
+    lazy_cols = [c.rechunk(rows) if is_lazy(c) else da.from_array(c, chunks=rows) for c in columns]
     return names, da.stack(lazy_cols, axis=1).rechunk({0: rows, 1: -1})
 
 
@@ -290,13 +292,13 @@ def fit_cavs(
     names, Y = _concept_columns(concepts, n, X)
     seed = _seed_from(random_state)
 
-    scan = map_reduce(_label_scan_block, [Y])
+    scan = map_reduce(_label_scan_block, Y)
     resolved = _resolve_kinds(names, kinds, scan)
     continuous = np.array([m for m, k in enumerate(resolved) if k == "continuous"], dtype=np.int64)
     binary = np.array([m for m, k in enumerate(resolved) if k == "binary"], dtype=np.int64)
     rates = np.minimum(1.0, int(max_sample_rows) / np.maximum(scan.n_valid[binary], 1)).astype(np.float64)
 
-    if is_dask_array(X):
+    if is_lazy(X):
         import dask.array as da
 
         if X.numblocks[1] != 1:
@@ -305,7 +307,7 @@ def fit_cavs(
     else:
         rows = np.arange(n, dtype=np.int64)
     result = map_reduce(
-        _concept_pass_block, [X, Y, rows], (continuous, binary, rates, seed, float(test_fraction))
+        _concept_pass_block, X, Y, rows, args=(continuous, binary, rates, seed, float(test_fraction))
     )
 
     M = len(names)

@@ -23,7 +23,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from exclust.dataplane import parts
-from exclust.sources.dataset import Dataset, InputError, is_dask_array
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset
+from exclust.dataplane.parts import is_lazy
 
 KINDS = ("binary", "continuous")
 SCORE_NAMES = {"binary": "accuracy", "continuous": "r2"}
@@ -162,13 +164,13 @@ class ConceptActivationVectors:
         """Concept coordinates C x of every row (eq. 4 of paper 000): numpy in, numpy out; dask in, dask out."""
         if isinstance(X, Dataset):
             X = X.X
-        if not is_dask_array(X):
+        if not is_lazy(X):
             X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise InputError(f"expected a 2-D matrix of embeddings, got shape {X.shape}")
         self.check_embedding(X.shape[1])
         Ct = np.ascontiguousarray(self.matrix.T)
-        if not is_dask_array(X):
+        if not is_lazy(X):
             return X @ Ct
         return parts.map_rows(_project_block, X, Ct, width=self.n_concepts)
 

@@ -25,7 +25,9 @@ import numpy as np
 from exclust.algorithms.mmdt.cav_fitting import fit_cavs
 from exclust.algorithms.mmdt.cavs import ConceptActivationVectors
 from exclust.algorithms.mmdt.mmdt import THRESHOLDS
-from exclust.sources.dataset import Dataset, InputError, as_matrix, is_dask_array
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset, as_matrix
+from exclust.dataplane.parts import is_lazy
 from exclust.estimator import RANDOM_STATE, Interval, StrOptions, TreeExplainer
 from exclust.reference.summary import MixtureSummary
 
@@ -43,7 +45,7 @@ def _check_cavs(cavs: Any) -> ConceptActivationVectors:
 
 
 def _labels_vector(labels, n: int):
-    if is_dask_array(labels):
+    if is_lazy(labels):
         if labels.ndim != 1 or labels.shape[0] != n:
             raise InputError(f"labels must be one cluster number per row ({n}), got shape {labels.shape}")
         return labels
@@ -238,6 +240,7 @@ class ConceptMMDT(_ConceptTree):
         summary = concept_summary(cavs, latent)
         mmdt = MMDT(threshold=self.threshold, random_state=self.random_state).fit(summary)
         self.enr_ = mmdt.enr_ / 2.0  # MMDT reports paper 002's convention; eq. 6 of paper 000 halves it
+        self.enr_convention_ = "paper000"
         self.tree_ = _named_tree(
             mmdt.tree_,
             cavs.names,
@@ -316,7 +319,7 @@ class ConceptCART(_ConceptTree):
         if max_leaves is None:
             if n_clusters is None:
                 top = labels.max()
-                n_clusters = int(top.compute() if is_dask_array(top) else top) + 1
+                n_clusters = int(top.compute() if is_lazy(top) else top) + 1
             max_leaves = n_clusters
         cart = CART(max_leaf_nodes=max_leaves, random_state=self.random_state).fit(
             Dataset(X=Z, feature_names=list(cavs.names)), labels
@@ -329,3 +332,19 @@ class ConceptCART(_ConceptTree):
         self.reference_labels_ = labels
         self.n_features_in_ = cavs.n_features
         return self
+
+
+def concept_vectors_for_run(data: Dataset, config: Any) -> dict[str, ConceptActivationVectors]:
+    """``cavs``, ConceptMMDT's concept activation vectors for an explain run (its registry entry's
+    ``prepare``): one per concept label column ``config.concepts`` of ``data`` (paper 000 Alg. 2,
+    step 1). A missing string label (coded -1 on load) is unlabelled (NaN)."""
+    concepts = {}
+    for column in config.concepts:
+        labels = data.extra[column]
+        if column in data.category_names:
+            import dask.array as da
+
+            where = da.where if is_lazy(labels) else np.where
+            labels = where(labels < 0, np.nan, labels)
+        concepts[column] = labels
+    return {"cavs": fit_cavs(data, concepts, random_state=config.random_state)}

@@ -31,7 +31,9 @@ import numpy as np
 
 from exclust.dataplane import parts
 from exclust.algorithms.mmdt._kernel_moments import axis_similarity_moments, self_similarity, smallest_keys_per_cluster
-from exclust.sources.dataset import Dataset, InputError, as_matrix, is_dask_array
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset, as_matrix
+from exclust.dataplane.parts import is_lazy
 from exclust.estimator import Integral, Interval, Real, StrOptions, TreeExplainer
 from exclust.algorithms.mmdt.similarity import (
     RandomFourierFeatures,
@@ -285,7 +287,7 @@ class KernelMMDT(TreeExplainer):
 
     # ------------------------------------------------------------------ validation
     def _check_labels(self, labels: Any, n: int):
-        if is_dask_array(labels):
+        if is_lazy(labels):
             if labels.ndim != 1 or (not math.isnan(labels.shape[0]) and labels.shape[0] != n):
                 raise InputError(f"labels must be 1-D with one entry per row ({n}); got shape {labels.shape}")
             return labels.astype(np.int64)
@@ -315,7 +317,7 @@ class KernelMMDT(TreeExplainer):
             )
         from exclust.sources.dataset import check_spread
 
-        if is_dask_array(X):
+        if is_lazy(X):
             import dask.array as da
 
             n = X.shape[0]
@@ -360,7 +362,7 @@ class KernelMMDT(TreeExplainer):
             # k-means does not spend a pass re-checking them (it persists them when they fit).
             n_init = self.kmeans_n_init
             if n_init == "auto":
-                n_init = 1 if is_dask_array(X) else 5
+                n_init = 1 if is_lazy(X) else 5
             Z = Dataset(self.rff_.transform(X), [f"rff{j}" for j in range(int(self.n_components))])
             self.base_ = KMeans(
                 n_clusters=K, n_init=n_init, max_iter=self.kmeans_max_iter, random_state=kmeans_seed
@@ -436,7 +438,7 @@ class KernelMMDT(TreeExplainer):
 
     def _tree_input(self, X: Any) -> Any:
         """A DataFrame's feature columns as a matrix; arrays pass as they are."""
-        if hasattr(X, "columns") and not is_dask_array(X):
+        if hasattr(X, "columns") and not is_lazy(X):
             return as_matrix(X).X
         return X
 

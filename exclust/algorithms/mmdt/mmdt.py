@@ -40,7 +40,8 @@ from exclust.algorithms.mmdt._threshold_search import (
     split_orders,
     tied_gaps,
 )
-from exclust.sources.dataset import InputError, check_spread
+from exclust.errors import InputError
+from exclust.sources.dataset import check_spread
 from exclust.estimator import RANDOM_STATE, StrOptions, TreeExplainer
 from exclust.reference.summary import MixtureSummary
 from exclust.tree import TreeBuilder
@@ -293,6 +294,7 @@ class MMDT(TreeExplainer):
             raise AssertionError(f"MMDT built a tree whose leaves do not hold one mean each: {routed.tolist()}")
         self.tree_ = tree
         self.node_diagnostics_ = diagnostics
+        self.n_passes_ = 0  # built from the mixture's summary alone: no pass over the data
         self.summary_ = summary
         self._enr = None
         self.n_features_in_ = d

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from exclust.algorithms.mmdt._kernel_moments import GAUSSIAN, LAPLACE, rff_group_sums
-from exclust.sources.dataset import InputError
+from exclust.errors import InputError
 from exclust.dataplane.parts import map_reduce, map_rows
 
 KERNELS = {"gaussian": GAUSSIAN, "laplace": LAPLACE}
