@@ -1,8 +1,9 @@
 """The walk: which exclust/flows modules the driver's execution passes through in one explain run.
 
     PYTHONPATH=<checkout> .venv/bin/python bench/walk_imports.py [--rows 20000] [--show]
+        [--algorithm mmdt] [--reference gmm]
 
-Runs one small explain job in this process (algorithm ``mmdt``, reference ``gmm``, k = 4, on a
+Runs one small explain job in this process (algorithm ``mmdt``, reference ``gmm`` unless told, k = 4, on a
 Parquet folder written by ``exclust.datasets.synthetic.write_gmm_parquet`` into a temporary
 folder, output there too; both are removed at the end) under ``sys.setprofile``, and follows the
 module of the innermost exclust/flows frame on the driver's thread: a call into a project function
@@ -119,6 +120,8 @@ def figures(stays: list[tuple[str, str]]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--algorithm", default="mmdt")
+    parser.add_argument("--reference", default="gmm")
     parser.add_argument("--show", action="store_true",
                         help="print the fit-reference walk, one stay a line, and each walk's modules")
     args = parser.parse_args()
@@ -129,13 +132,14 @@ def main() -> None:
     from exclust.datasets.synthetic import write_gmm_parquet
 
     steps, pipeline, ExplainConfig, name = layout()
-    print(f"exclust from {Path(exclust.__file__).parent}; layout {name}")
+    print(f"exclust from {Path(exclust.__file__).parent}; layout {name}; {args.algorithm} on {args.reference}")
     with tempfile.TemporaryDirectory(prefix="exclust-walk-") as tmp:
         data = Path(tmp) / "gmm"
         write_gmm_parquet(data, n_samples=args.rows, n_components=4, n_features=2, rows_per_file=args.rows // 4)
 
         def config():
-            return ExplainConfig(input=str(data), features=["x0", "x1"], k=4, algorithm="mmdt", reference="gmm")
+            return ExplainConfig(input=str(data), features=["x0", "x1"], k=4, algorithm=args.algorithm,
+                                 reference=args.reference)
 
         steps.run_explain(config(), Path(tmp) / "warm-up")
         walk = Walk(pipeline.fit_reference.__code__)
