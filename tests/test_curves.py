@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.scoring.curves import cost_ratio_curve, plan_curve
+from exclust.jobs.cost_curve import cost_ratio_curve, plan_curve
 from exclust.dataplane.parts import run_reductions
 
 
@@ -33,12 +33,13 @@ def test_kmedians_curve_equals_brute_force_on_every_prefix_tree(rng):
     curve = plan.finish(result)
     assert curve["cost"] == "kmedians-surrogate" and curve["leaves"] == leaves
     assert curve["reference_cost"] == pytest.approx(np.abs(X[:, None] - C).sum(-1).min(1).sum(), rel=1e-12)
-    for name, family in zip(("exkmc", "cart", "kdtree"), plan.families):
+    assert list(plan.series) == ["exkmc", "cart", "kdtree"]
+    for name, family in ((name, s.trees) for name, s in plan.series.items()):
         assert [t.n_leaves for t in family] == leaves, name
         expected = [brute_force_kmedians_ratio(t, X, C) for t in family]
         np.testing.assert_allclose(curve[name], expected, rtol=1e-10, err_msg=name)
     # The curve's ExKMC grew by the l1 surrogate.
-    assert plan.families[0][-1].meta["objective"] == "kmedians"
+    assert plan.series["exkmc"].trees[-1].meta["objective"] == "kmedians"
     # ExKMC labels each new leaf with its cheapest center: its l1 surrogate never exceeds the
     # clusters' (IMM's base leaves keep IMM's labels, so it may sit above).
     assert curve["exkmc"][-1] <= curve["exkmc_surrogate"][-1] + 1e-12
@@ -66,11 +67,11 @@ def test_kmedians_curve_on_dask_matches_numpy_and_reuses_a_kmedians_exkmc(dask_c
     assert dist["reference_cost"] == pytest.approx(local["reference_cost"], rel=1e-12)
     # A k-medians ExKMC fitted on all rows gives the curve's ExKMC trees; a k-means one does not.
     fitted = ExKMC(3, 6, objective="kmedians", random_state=0).fit(X, C)
-    reused = plan_curve(X[:500], None, C, [3, 5], exkmc=fitted, objective="kmedians")
-    assert reused.families[0] == [fitted.tree_at(3), fitted.tree_at(5)]
+    reused = plan_curve(X[:500], None, C, [3, 5], fitted=fitted, objective="kmedians")
+    assert reused.series["exkmc"].trees == [fitted.tree_at(3), fitted.tree_at(5)]
     kmeans_fit = ExKMC(3, 6, random_state=0).fit(X, C)
-    refit = plan_curve(X[:500], None, C, [3, 5], exkmc=kmeans_fit, objective="kmedians")
-    assert refit.families[0][-1].meta["objective"] == "kmedians"
+    refit = plan_curve(X[:500], None, C, [3, 5], fitted=kmeans_fit, objective="kmedians")
+    assert refit.series["exkmc"].trees[-1].meta["objective"] == "kmedians"
 
 
 def test_an_explain_run_with_the_kmedians_objective_has_the_surrogate_curve():

@@ -56,10 +56,12 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
             fitted_series[name] = estimator.prefix_trees(
                 ds, sample_labels, centers, leaves, objective=objective, random_state=random_state,
                 max_bins=max_bins, fitted=fitted, n_rows=n_rows)
-    on_sample = [registry.title(name) for name, s in fitted_series.items() if s.fitted_here]
     of = f"{sample.shape[0]} rows" + (f" of {n_rows}" if n_rows else "")
-    baselines = (f"{_and(on_sample)} fitted on a uniform sample of {of}" if on_sample else "every series fitted on all rows")
-    return CurvePlan(leaves, fitted_series, centers, baselines + ", every tree scored on all rows", objective)
+    # The same words whether or not a series was read from the run's own tree: fits on the sample
+    # and on all rows agree when the sample is all rows.
+    baselines = (f"{_and([registry.title(name) for name in series])} fitted on a uniform sample of {of} "
+                 "(or read from the run's own tree), every tree scored on all rows")
+    return CurvePlan(leaves, fitted_series, centers, baselines, objective)
 
 
 def _and(words: list[str]) -> str:
