@@ -101,7 +101,7 @@ def _load_held(config: ExplainConfig, extra: list[str]) -> Dataset:
     def hold_before_validation(X, extras):
         (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
                                                      while_reading=lambda: _import_later_steps(config))
-        parts.PASSES.record(X)  # validation: one pass (data.py's own map over the chunks)
+        parts.PASSES.record(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
         return X, dict(zip(extras, columns))
 
     data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,

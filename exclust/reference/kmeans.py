@@ -4,7 +4,7 @@ Every Lloyd iteration is a map over the row parts returning per-center counts, s
 inertia (numba kernel ``_lloyd.lloyd_step``), tree-reduced by ``parts.map_reduce``;
 the centers move on the driver. Seeding is k-means|| (``seeding.parallel_seeding``) or
 scikit-learn's k-means on an exact uniform sample. On a dask array the data are persisted on
-the workers once per fit (``reference_base.prepare``, when they fit in half the cluster's
+the workers once per fit (``base.prepare``, when they fit in half the cluster's
 memory), so that each iteration is a single ``compute`` of one task per part plus the reduction.
 """
 from __future__ import annotations

@@ -2,8 +2,9 @@
 final tree of each prefix family, per leaf, the statistics every prefix tree's cost is summed
 from, and the reference cost (see exclust.scoring.curves for the curve itself).
 
-Apart from exclust.scoring.curves because that module imports the algorithms (CART, ExKMC, KDTree) and
-with them scikit-learn, which a worker should never import (see exclust.reference.passes).
+Apart from exclust.scoring.curves, which the job's curve planning (exclust.jobs.cost_curve) reaches
+with the series' estimators and scikit-learn: a worker imports this module alone (see
+exclust.reference.passes).
 """
 from __future__ import annotations
 

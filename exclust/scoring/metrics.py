@@ -12,7 +12,7 @@ Definitions (n points x_1..x_n; a "cluster" is a set of points; costs are sums, 
 
 - k-means cost of a clustering: sum over clusters C of sum_{x in C} ||x - mean(C)||^2.
   ``price_kmeans`` = cost of the tree's clusters / cost of the reference clusters (each cluster
-  scored by its own mean; DESIGN.md "Metrics").
+  scored by its own mean; the design's "Metrics", ../shared/DESIGN.md).
 - Surrogate cost (paper 003, Definition 1), given fixed centers mu_1..mu_k: sum over the tree's
   LEAVES L of min_i sum_{x in L} ||x - mu_i||^2 (each leaf takes its best center, as ExKMC
   labels leaves). ``surrogate_cost_tree_by_label`` instead scores each leaf against the center

@@ -90,7 +90,7 @@ class Score:
     weighted_avg_depth: float | None = measure(
         "weighted average depth", "mean over points of their leaf's depth: the tests a typical point's explanation "
         "needs (ExShallow's measure)", group="tree", better="lower")
-    # k-means cost and price (DESIGN.md "Metrics")
+    # k-means cost and price (the design's "Metrics", ../shared/DESIGN.md)
     kmeans_cost_tree: float | None = measure("k-means cost, tree", "sum of squared distances of the points to their "
                                              "tree cluster's mean", group="cost", better="lower")
     kmeans_cost_reference: float | None = measure("k-means cost, reference", "sum of squared distances of the points "

@@ -1,6 +1,6 @@
 """The split-search engine of IMM, ExKMC and ExShallow: encoded partitions, histograms, prefix-sum scoring.
 
-Data flow (DESIGN.md, "How data flows"):
+Data flow (the design's "How data flows", ../shared/DESIGN.md outside the repository):
 
 1. bin edges per feature from a sample (binning.py),
 2. one pass that turns each partition into bin codes, reference labels and the dot products

@@ -27,7 +27,7 @@ the maximum center coordinate, at data values and center coordinates), ties to t
 feature and then the lowest threshold, a leaf's value being its one center.
 
 Departures:
-- Statistics come from histograms (histogram.py): per level, one pass over the rows sums, per
+- Statistics come from histograms (engine.py): per level, one pass over the rows sums, per
   node, feature, bin and center split, the distance to the nearest center on each side; prefix
   sums score every threshold. It runs on Dask with per-partition histograms added in a tree
   reduction. With exact bins (a feature with at most ``max_bins`` distinct values) every

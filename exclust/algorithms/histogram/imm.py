@@ -6,7 +6,7 @@ each side, that separates the fewest of the node's points from their own center 
 Points separated from their center are dropped below that node: they no longer count.
 
 Here a node's points are counted per (feature, bin, reference cluster) in one histogram summed
-over all partitions (histogram.py); mistakes of every cut come from prefix sums. All nodes of a
+over all partitions (engine.py); mistakes of every cut come from prefix sums. All nodes of a
 level are split in the same pass, and of two children that both need a histogram only one is
 computed; the other is the parent's minus it (IMM's counts are integers, so this is exact).
 
