@@ -33,6 +33,7 @@ _PUBLIC = {
     "IMM": "exclust.algorithms.imm",
     "ExKMC": "exclust.algorithms.exkmc",
     "ExShallow": "exclust.algorithms.exshallow",
+    "ExGreedy": "exclust.algorithms.exgreedy",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",

@@ -76,6 +76,12 @@ def _exshallow():
     return ExShallow(3, depth_factor=0.1, random_state=0)
 
 
+def _exgreedy():
+    from exclust.algorithms.exgreedy import ExGreedy
+
+    return ExGreedy(3, objective="kmedians", random_state=0)
+
+
 def _kdtree():
     from exclust.algorithms.kdtree import KDTree
 
@@ -129,6 +135,7 @@ ESTIMATORS = [
     (_imm, "objective", ("max_bins", 1), _rows),
     (_exkmc, "max_leaves", ("base_tree", "kd"), _rows),
     (_exshallow, "depth_factor", ("depth_factor", -1.0), _rows_and_centers),
+    (_exgreedy, "objective", ("max_bins", 1), _rows_and_centers),
     (_kdtree, "max_bins", ("max_leaves", True), _rows_and_centers),
     (_cart, "max_leaf_nodes", ("max_sample_rows", 0), lambda: _blobs()),
     (_random_cut, "n_trials", ("objective", "kmedoids"), _rows_and_centers),
