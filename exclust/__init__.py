@@ -34,6 +34,7 @@ _PUBLIC = {
     "ExKMC": "exclust.algorithms.exkmc",
     "ExShallow": "exclust.algorithms.exshallow",
     "ExGreedy": "exclust.algorithms.exgreedy",
+    "TreeSearch": "exclust.algorithms.tree_search",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",

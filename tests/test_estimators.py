@@ -82,6 +82,12 @@ def _exgreedy():
     return ExGreedy(3, objective="kmedians", random_state=0)
 
 
+def _tree_search():
+    from exclust.algorithms.tree_search import TreeSearch
+
+    return TreeSearch(3, n_candidates=2, random_state=0)
+
+
 def _kdtree():
     from exclust.algorithms.kdtree import KDTree
 
@@ -136,6 +142,7 @@ ESTIMATORS = [
     (_exkmc, "max_leaves", ("base_tree", "kd"), _rows),
     (_exshallow, "depth_factor", ("depth_factor", -1.0), _rows_and_centers),
     (_exgreedy, "objective", ("max_bins", 1), _rows_and_centers),
+    (_tree_search, "n_candidates", ("lookahead", -1), _rows_and_centers),
     (_kdtree, "max_bins", ("max_leaves", True), _rows_and_centers),
     (_cart, "max_leaf_nodes", ("max_sample_rows", 0), lambda: _blobs()),
     (_random_cut, "n_trials", ("objective", "kmedoids"), _rows_and_centers),
