@@ -12,11 +12,11 @@ back; none is best on every data set (bench/README.md, issue 21). TreeSearch sea
    for every leaf budget at once (a cost curve), so the shares cost no extra work; row sets
    already solved are remembered.
 2. Local search (re-choose a node's cut and regrow its subtree while the cost falls): starting
-   from the lookahead tree and from the greedy rules' trees on the same rows (ExGreedy,
-   ExShallow, IMM and CART at k leaves; ExKMC and CART beyond), every node's subtree is
+   from the two cheapest of the lookahead tree and the greedy rules' trees on the same rows
+   (ExGreedy, ExShallow, IMM and CART at k leaves; ExKMC and CART beyond), every node's subtree is
    replaced by the lookahead's best subtree of the same number of leaves whenever that costs
    less, top-down, until no node improves. The result is therefore never worse than any of
-   those greedy trees on the rows it searched.
+   those greedy trees on the rows it searched (the cheapest start is among those improved).
 
 The cost: with ``n_leaves == n_clusters`` each leaf is its own cluster and pays the squared
 distances of its rows to its own mean (the k-means cost behind the price of explainability,
@@ -46,6 +46,8 @@ from exclust.data import as_matrix
 from exclust.estimator import Integral, Interval
 from exclust.parts import uniform_sample
 from exclust.tree import LEAF
+
+LOCAL_SEARCH_STARTS = 2
 
 
 class _Search:
@@ -90,10 +92,17 @@ class _Search:
         """The ``how_many`` cuts of least cost: (cost, feature, threshold)."""
         _, costs, thresholds = self.node(mask, members)
         flat = costs.ravel()
-        finite = np.flatnonzero(np.isfinite(flat))
-        if finite.size == 0:
+        if flat.size == 0:
             return []
-        pick = finite[np.argsort(flat[finite], kind="stable")[:how_many]]
+        if how_many == 1:
+            pick = np.array([np.argmin(flat)])  # the first of equal least costs
+            if not np.isfinite(flat[pick[0]]):
+                return []
+        else:
+            finite = np.flatnonzero(np.isfinite(flat))
+            if finite.size > how_many:
+                finite = finite[np.argpartition(flat[finite], how_many - 1)[:how_many]]
+            pick = finite[np.lexsort((finite, flat[finite]))]
         p = costs.shape[1]
         return [(float(flat[i]), int(i // p), float(thresholds.ravel()[i])) for i in pick]
 
@@ -296,7 +305,7 @@ class TreeSearch(CenterTreePredictor):
     }
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
-                 sample_rows: int = 20_000, max_bins: int = 65536, random_state=None) -> None:
+                 sample_rows: int = 5_000, max_bins: int = 65536, random_state=None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.n_candidates = n_candidates
@@ -331,7 +340,9 @@ class TreeSearch(CenterTreePredictor):
         starts.update(greedy_seeds(rows, centers, leaves, int(self.max_bins)))
         self.seed_costs_ = {name: float(search.cost(t, everything)) for name, t in starts.items()}
         best, best_cost = None, np.inf
-        for tree in starts.values():
+        # Local search from the two cheapest starts (each start costs a lookahead per node).
+        cheapest = sorted(starts, key=self.seed_costs_.get)[:LOCAL_SEARCH_STARTS]
+        for tree in (starts[name] for name in cheapest):
             tree = search.improve(tree, everything)
             cost = search.cost(tree, everything)
             if cost < best_cost:
