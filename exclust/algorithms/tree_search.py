@@ -23,7 +23,9 @@ distances of its rows to its own mean (the k-means cost behind the price of expl
 Dasgupta et al. ICML 2020 Sec. 2; paper 003; Laber and Murtinho 2021); leaves are then matched
 one-to-one to the reference centers (least summed squared distance). With more leaves than
 clusters each leaf pays its distance to the best reference center (ExKMC's surrogate cost,
-paper 003 Alg. 1) and names that center, so the tree still has ``n_clusters`` clusters.
+paper 003 Alg. 1) and names that center, so the tree still has ``n_clusters`` clusters; the
+final tree is then the one whose clusters (leaves merged by center) cost least at their own
+means, among the improved trees and the starts.
 
 Data: the search runs in memory on an exact uniform sample of at most ``sample_rows`` rows
 (``parts.uniform_sample``: one pass on Dask, the same rows for numpy and Dask input however
@@ -41,7 +43,7 @@ import numpy as np
 
 from exclust.algorithms._tree_search import cut_costs, greedy_cut_costs
 from exclust.algorithms.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers, fit_reference_centers
-from exclust.algorithms.optimal_tree import nested_to_tree
+from exclust.algorithms.optimal_tree import leaf_cost, nested_to_tree
 from exclust.data import as_matrix
 from exclust.estimator import Integral, Interval
 from exclust.parts import uniform_sample
@@ -290,7 +292,8 @@ class TreeSearch(CenterTreePredictor):
     max_bins : bins of the greedy seeds' split search (their exact bins by default).
     random_state : seed of the reference k-means (when no centers are given) and of the sample.
 
-    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (the tree's cost on the searched rows),
+    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (the k-means cost on the searched rows
+    of the tree's clusters, leaves merged by the center they name, at their own means),
     ``seed_costs_`` (each greedy seed's cost there, by name), ``weighted_avg_depth_`` (mean over
     the searched rows of their leaf's depth), ``n_search_rows_``, ``n_passes_`` (1 on Dask: the
     sample; 0 in memory).
@@ -342,15 +345,22 @@ class TreeSearch(CenterTreePredictor):
         best, best_cost = None, np.inf
         # Local search from the two cheapest starts (each start costs a lookahead per node).
         cheapest = sorted(starts, key=self.seed_costs_.get)[:LOCAL_SEARCH_STARTS]
-        for tree in (starts[name] for name in cheapest):
-            tree = search.improve(tree, everything)
-            cost = search.cost(tree, everything)
-            if cost < best_cost:
-                best, best_cost = tree, cost
+        finalists = [search.improve(starts[name], everything) for name in cheapest]
+        if leaves > k:  # several leaves per cluster: the starts may score better once merged
+            finalists += list(starts.values())
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
                 "n_search_rows": int(rows.shape[0])}
-        tree = nested_to_tree(best, ds.n_features, ds.feature_names, leaves, meta=meta)
-        self.tree_ = name_leaves(tree, rows, centers, one_to_one=leaves == k)
+        best, best_cost = None, np.inf
+        for nested in finalists:
+            tree = name_leaves(nested_to_tree(nested, ds.n_features, ds.feature_names, leaves, meta=meta), rows,
+                               centers, one_to_one=leaves == k)
+            # The price's cost: the tree's clusters (leaves merged by the center they name) at
+            # their own means; with one leaf per cluster, the searched cost itself.
+            named = tree.predict(rows)
+            cost = sum(leaf_cost(rows[named == c]) for c in np.unique(named))
+            if cost < best_cost:
+                best, best_cost = tree, cost
+        self.tree_ = best
         self.centers_ = centers
         self.cost_ = float(best_cost)
         self.n_search_rows_ = int(rows.shape[0])
