@@ -275,7 +275,9 @@ def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: in
     trees = {name: m.fit(X, centers).tree_ for name, m in models.items()}
     if np.unique(labels).size > 1:
         trees["cart"] = CART(max_leaf_nodes=n_leaves, random_state=0).fit(X, labels).tree_
-    return {name: tree_as_nested(t) for name, t in trees.items() if t.n_leaves == n_leaves}
+    # Beyond one leaf per cluster a start may have fewer leaves (CART stops at pure leaves).
+    fits = (lambda t: t.n_leaves == n_leaves) if n_leaves == k else (lambda t: 2 <= t.n_leaves <= n_leaves)
+    return {name: tree_as_nested(t) for name, t in trees.items() if fits(t)}
 
 
 class TreeSearch(CenterTreePredictor):
@@ -285,7 +287,8 @@ class TreeSearch(CenterTreePredictor):
     ----------
     n_clusters : number of reference clusters.
     n_leaves : leaves of the tree (None: ``n_clusters``); more leaves than clusters use the
-        reference centers' cost (ExKMC's surrogate) and several leaves may name one cluster.
+        reference centers' cost (ExKMC's surrogate), several leaves may name one cluster, and
+        the tree has at most ``n_leaves`` leaves (a start with fewer may cost least).
     n_candidates : cuts tried at a node of the lookahead (the best by two-leaf cost).
     lookahead : levels below a node that are searched before growing best-first.
     sample_rows : the search runs on an exact uniform sample of at most this many rows.
@@ -352,8 +355,8 @@ class TreeSearch(CenterTreePredictor):
                 "n_search_rows": int(rows.shape[0])}
         best, best_cost = None, np.inf
         for nested in finalists:
-            tree = name_leaves(nested_to_tree(nested, ds.n_features, ds.feature_names, leaves, meta=meta), rows,
-                               centers, one_to_one=leaves == k)
+            tree = name_leaves(nested_to_tree(nested, ds.n_features, ds.feature_names, count_leaves(nested), meta=meta),
+                               rows, centers, one_to_one=leaves == k)
             # The price's cost: the tree's clusters (leaves merged by the center they name) at
             # their own means; with one leaf per cluster, the searched cost itself.
             named = tree.predict(rows)
