@@ -129,11 +129,10 @@ def timing(rows: int, repeats: int) -> None:
     from exclust.parts import uniform_sample
 
     folder = dataset(rows, 20, 10, 10)
-    files = sorted(str(p) for p in folder.glob("*.parquet"))
     print(f"uptime: {os.popen('uptime').read().strip()}", flush=True)
     with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="3.5GiB", processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, Client(cluster):
-        data = load_dataset(files, [f"x{j}" for j in range(20)])
+        data = load_dataset(str(folder), [f"x{j}" for j in range(20)])
         (sample,) = uniform_sample(data.X, size=20_000, random_state=0)
         centers = KMeans(10, n_init=3, random_state=0).fit(sample).cluster_centers_
         best = {"ExShallow": np.inf, "TreeSearch": np.inf}

@@ -177,7 +177,7 @@ class _Search:
                 for m in range(2, budget + 1):
                     for j in range(1, m):
                         cost = lc[j] + rc[m - j]
-                        if cost < curve[m] - 1e-12 * abs(curve[m]):
+                        if cost < curve[m] * (1 - 1e-12):  # costs are >= 0; inf: no tree yet
                             curve[m] = cost
                             trees[m] = (f, t, lt[j], j, rt[m - j])
         self.solved[key] = (curve, trees)
