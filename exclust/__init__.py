@@ -33,6 +33,8 @@ _PUBLIC = {
     "IMM": "exclust.algorithms.histogram.imm",
     "ExKMC": "exclust.algorithms.histogram.exkmc",
     "ExShallow": "exclust.algorithms.histogram.exshallow",
+    "ExGreedy": "exclust.algorithms.histogram.exgreedy",
+    "TreeSearch": "exclust.algorithms.search.tree_search",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.histogram.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",

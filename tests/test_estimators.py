@@ -29,31 +29,31 @@ def _blobs(n_per: int = 60, seed: int = 0):
 
 
 def _cavs():
-    from exclust.algorithms.mmdt.cavs import ConceptActivationVectors
+    from exclust.algorithms.mmdt.mmdt.cavs import ConceptActivationVectors
 
     return ConceptActivationVectors.from_matrix(np.eye(2), ["across", "up"])
 
 
 def _mmdt():
-    from exclust.algorithms.mmdt.mmdt import MMDT
+    from exclust.algorithms.mmdt.mmdt.mmdt import MMDT
 
     return MMDT(threshold="midpoint", random_state=0)
 
 
 def _concept_mmdt():
-    from exclust.algorithms.mmdt.concept import ConceptMMDT
+    from exclust.algorithms.mmdt.mmdt.concept import ConceptMMDT
 
     return ConceptMMDT(_cavs(), threshold="gaussian", random_state=0)
 
 
 def _concept_cart():
-    from exclust.algorithms.mmdt.concept import ConceptCART
+    from exclust.algorithms.mmdt.mmdt.concept import ConceptCART
 
     return ConceptCART(_cavs(), max_leaf_nodes=3, random_state=0)
 
 
 def _kernel_mmdt():
-    from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
+    from exclust.algorithms.mmdt.mmdt.kernel_mmdt import KernelMMDT
 
     return KernelMMDT(3, bandwidth=2.0, samples_per_cluster=20, compute_price=False, random_state=0)
 
@@ -74,6 +74,18 @@ def _exshallow():
     from exclust.algorithms.histogram.exshallow import ExShallow
 
     return ExShallow(3, depth_factor=0.1, random_state=0)
+
+
+def _exgreedy():
+    from exclust.algorithms.histogram.exgreedy import ExGreedy
+
+    return ExGreedy(3, objective="kmedians", random_state=0)
+
+
+def _tree_search():
+    from exclust.algorithms.search.tree_search import TreeSearch
+
+    return TreeSearch(3, n_candidates=2, random_state=0)
 
 
 def _kdtree():
@@ -129,6 +141,8 @@ ESTIMATORS = [
     (_imm, "objective", ("max_bins", 1), _rows),
     (_exkmc, "max_leaves", ("base_tree", "kd"), _rows),
     (_exshallow, "depth_factor", ("depth_factor", -1.0), _rows_and_centers),
+    (_exgreedy, "objective", ("max_bins", 1), _rows_and_centers),
+    (_tree_search, "n_candidates", ("lookahead", -1), _rows_and_centers),
     (_kdtree, "max_bins", ("max_leaves", True), _rows_and_centers),
     (_cart, "max_leaf_nodes", ("max_sample_rows", 0), lambda: _blobs()),
     (_random_cut, "n_trials", ("objective", "kmedoids"), _rows_and_centers),

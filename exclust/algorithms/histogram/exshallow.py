@@ -194,17 +194,22 @@ class ExShallow(CenterTreePredictor):
     def fit(self, X, centers=None) -> "ExShallow":
         """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
         self._check_params()
-        depth_factor = float(self.depth_factor)
-        ds, centers, data = prepare_fit(
-            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective,
-            distances=True, between_extra=True,
-        )
-        tree, weighted_depth = grow_shallow(data, depth_factor)
-        self.centers_ = centers
-        self.weighted_avg_depth_ = float(weighted_depth)
-        self.n_passes_ = data.n_passes
-        meta = {"algorithm": "exshallow", "depth_factor": depth_factor, "objective": self.objective,
-                "max_bins": self.max_bins}
-        self.tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
-        data.release()
-        return self
+        return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow")
+
+
+def fit_shallow(est, X, centers, depth_factor: float, algorithm: str):
+    """Fit ExShallow's tree with ``depth_factor`` onto ``est`` (an ExShallow or ExGreedy whose
+    parameters are checked): ``tree_``, ``centers_``, ``weighted_avg_depth_``, ``n_passes_``."""
+    ds, centers, data = prepare_fit(
+        X, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
+        distances=True, between_extra=True,
+    )
+    tree, weighted_depth = grow_shallow(data, depth_factor)
+    est.centers_ = centers
+    est.weighted_avg_depth_ = float(weighted_depth)
+    est.n_passes_ = data.n_passes
+    meta = {"algorithm": algorithm, "depth_factor": depth_factor, "objective": est.objective,
+            "max_bins": est.max_bins}
+    est.tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
+    data.release()
+    return est

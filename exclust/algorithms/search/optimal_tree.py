@@ -1,0 +1,115 @@
+"""The best k-leaf threshold tree by k-means cost, exactly, on small instances (a test oracle).
+
+The k-means cost of a tree is the sum, over its leaves, of the squared distances of the leaf's
+rows to the leaf's own mean: the cost behind the price of explainability of Dasgupta et al.
+(ICML 2020, Sec. 2), of ExKMC (paper 003) and of ExGreedy/ExShallow (Laber and Murtinho 2021,
+Laber, Murtinho and Oliveira 2023), which all divide it by the reference k-means cost.
+
+Search: dynamic programming over the row sets that boxes of candidate cuts can cut out
+(Bertsimas and Dunn's optimal trees, "Optimal classification trees", Machine Learning 2017, as
+a recursion; here for the k-means cost). A node's candidate cuts are the midpoints between
+consecutive distinct values of its rows on every feature, so every partition of the rows that
+an axis-aligned cut can make is tried. The best tree of ``m`` leaves over the row set ``S`` is
+
+    best(S, 1) = cost(S),
+    best(S, m) = min over cuts (L, R) of S and 1 <= j < m of best(L, j) + best(R, m - j),
+
+memoised by (row set, m); a row set that cannot be cut into ``m`` non-empty boxes (too few
+distinct rows) costs infinity. The work grows like (n d)^(k - 1): meant for a few dozen rows, a
+few features and k <= 4 or 5. No data are binned and nothing runs on Dask; it is the yardstick
+the search (``tree_search.py``) and the greedy rules are measured against.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.errors import InputError
+from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
+
+MAX_ROWS = 400  # beyond this the recursion takes hours: refuse instead
+
+
+def leaf_cost(X: np.ndarray) -> float:
+    """Sum of squared distances of the rows to their mean."""
+    if X.shape[0] == 0:
+        return 0.0
+    return float(((X - X.mean(axis=0)) ** 2).sum())
+
+
+class _Exact:
+    def __init__(self, X: np.ndarray) -> None:
+        self.X = X
+        self.memo: dict[tuple[bytes, int], tuple[float, tuple | None]] = {}
+
+    def best(self, rows: np.ndarray, m: int) -> tuple[float, tuple | None]:
+        """(cost, tree) of the best m-leaf tree over ``rows`` (sorted row ids); tree is None for
+        a leaf, else (feature, threshold, left tree, left rows' leaves, right tree)."""
+        key = (rows.tobytes(), m)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        if m == 1:
+            out = (leaf_cost(self.X[rows]), None)
+            self.memo[key] = out
+            return out
+        best_cost, best_tree = np.inf, None
+        for f in range(self.X.shape[1]):
+            values = np.unique(self.X[rows, f])
+            for t in (values[:-1] + values[1:]) / 2.0:
+                goes_left = self.X[rows, f] <= t
+                left, right = rows[goes_left], rows[~goes_left]
+                for j in range(1, m):
+                    cost_left, tree_left = self.best(left, j)
+                    if cost_left >= best_cost:
+                        continue
+                    cost_right, tree_right = self.best(right, m - j)
+                    if cost_left + cost_right < best_cost:
+                        best_cost = cost_left + cost_right
+                        best_tree = (f, float(t), tree_left, j, tree_right)
+        out = (best_cost, best_tree)
+        self.memo[key] = out
+        return out
+
+
+def optimal_tree(X, n_leaves: int, feature_names=None) -> tuple[ThresholdTree, float]:
+    """The k-means-cost-optimal tree of ``n_leaves`` leaves over the rows of X, and its cost.
+
+    Leaves are numbered 0..n_leaves-1 left to right (each leaf its own cluster). InputError when
+    X has more than MAX_ROWS rows or fewer than ``n_leaves`` distinct rows.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] > MAX_ROWS:
+        raise InputError(f"optimal_tree takes a 2-d array of at most {MAX_ROWS} rows, got shape {X.shape}")
+    if n_leaves < 1:
+        raise InputError(f"n_leaves must be at least 1, got {n_leaves}")
+    cost, nested = _Exact(X).best(np.arange(X.shape[0]), int(n_leaves))
+    if not np.isfinite(cost):
+        raise InputError(f"the rows cannot be cut into {n_leaves} non-empty boxes: too few distinct rows")
+    return nested_to_tree(nested, X.shape[1], feature_names, n_leaves), cost
+
+
+def nested_to_tree(nested, n_features: int, feature_names, n_leaves: int, meta=None) -> ThresholdTree:
+    """A ThresholdTree from (feature, threshold, left, _, right) tuples (None: a leaf); leaves
+    numbered left to right."""
+    kind, feature, threshold, left, right, value = [], [], [], [], [], []
+
+    def add(node) -> int:
+        i = len(kind)
+        kind.append(LEAF)
+        feature.append(-1)
+        threshold.append(np.nan)
+        left.append(-1)
+        right.append(-1)
+        value.append(-1)
+        if node is None:
+            value[i] = sum(1 for v, k in zip(value, kind) if k == LEAF and v >= 0)
+            return i
+        f, t, sub_left, _, sub_right = node
+        kind[i], feature[i], threshold[i] = ONE_SIDED, f, t
+        left[i] = add(sub_left)
+        right[i] = add(sub_right)
+        return i
+
+    add(nested)
+    return ThresholdTree(kind, feature, threshold, left, right, value, n_features=n_features,
+                         feature_names=feature_names, n_clusters=n_leaves, meta=meta)
