@@ -99,7 +99,7 @@ class CART(TreeExplainer):
         self._check_params()
         if labels is None:
             raise InputError("CART needs the reference labels: fit(X, labels)")
-        ds = as_matrix(X)
+        ds = as_matrix(self._fit_input(X))
         labels = prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
         ys = np.asarray(ys)

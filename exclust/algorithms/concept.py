@@ -224,6 +224,7 @@ class ConceptMMDT(_ConceptTree):
         from exclust.algorithms.mmdt import MMDT
 
         self._check_params()
+        X = self._fit_input(X)
         embedding_names = (
             list(X.feature_names) if isinstance(X, Dataset) else [f"x{j}" for j in range(self.cavs.n_features)]
         )
@@ -301,7 +302,7 @@ class ConceptCART(_ConceptTree):
         from exclust.algorithms.cart import CART
 
         self._check_params()
-        cavs, X = self._embedding(X)
+        cavs, X = self._embedding(self._fit_input(X))
         mixture = None
         if labels is None:
             _, labels, _, mixture = _fit_base_mixture(

@@ -193,6 +193,7 @@ class ExKMC(CenterTreePredictor):
     def fit(self, X, centers=None) -> "ExKMC":
         """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
+        X = self._fit_input(X)
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
         )
@@ -206,7 +207,6 @@ class ExKMC(CenterTreePredictor):
         self.n_passes_ = data.n_passes
         self.code_tree_ = tree
         self.mapper_ = data.mapper
-        self.feature_names_in_ = ds.feature_names
         self.split_order_ = history["order"]
         self.surrogate_costs_ = history["surrogate_costs"]
         self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))

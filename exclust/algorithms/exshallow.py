@@ -194,6 +194,7 @@ class ExShallow(CenterTreePredictor):
     def fit(self, X, centers=None) -> "ExShallow":
         """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
         self._check_params()
+        X = self._fit_input(X)
         depth_factor = float(self.depth_factor)
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective,

@@ -231,6 +231,7 @@ class IMM(CenterTreePredictor):
     def fit(self, X, centers=None) -> "IMM":
         """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
+        X = self._fit_input(X)
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
         )

@@ -54,7 +54,7 @@ class KDTree(TreeExplainer):
         """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
         self._check_params()
         m, max_bins = int(self.max_leaves), int(self.max_bins)
-        ds = as_matrix(X)
+        ds = as_matrix(self._fit_input(X))
         centers = np.asarray(centers, dtype=np.float64)
         if centers.ndim != 2 or centers.shape[0] < 1:
             raise ValueError(

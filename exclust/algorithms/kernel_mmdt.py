@@ -330,6 +330,7 @@ class KernelMMDT(TreeExplainer):
     def fit(self, X: Any, labels: Any = None) -> "KernelMMDT":
         """Fit the base clustering (unless ``labels`` are given), sample per cluster, grow the tree, score it."""
         self._check_params()
+        X = self._fit_input(X)
         kernel_code(self.kernel)
         K = int(self.n_clusters)
         clock = time.perf_counter()
@@ -418,7 +419,6 @@ class KernelMMDT(TreeExplainer):
         self.samples_taken_ = taken
         self.cluster_sizes_ = sizes
         self.n_features_in_ = d
-        self.feature_names_in_ = list(ds.feature_names)
 
         self.kernel_price_ = None
         if self.compute_price:
@@ -433,12 +433,6 @@ class KernelMMDT(TreeExplainer):
         self.n_passes_ = passes
         self.timings_ = timings
         return self
-
-    def _tree_input(self, X: Any) -> Any:
-        """A DataFrame's feature columns as a matrix; arrays pass as they are."""
-        if hasattr(X, "columns") and not is_dask_array(X):
-            return as_matrix(X).X
-        return X
 
     def fit_predict(self, X: Any, labels: Any = None):
         """fit(X, labels) then the tree's cluster of every row of X."""

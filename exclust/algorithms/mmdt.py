@@ -295,8 +295,7 @@ class MMDT(TreeExplainer):
         self.node_diagnostics_ = diagnostics
         self.summary_ = summary
         self._enr = None
-        self.n_features_in_ = d
-        self.feature_names_in_ = list(summary.feature_names)
+        self._record_features(d, summary.feature_names)
         return self
 
     def _check_inputs(self, summary: MixtureSummary) -> None:

@@ -272,7 +272,7 @@ class RandomCutTree(TreeExplainer):
             raise InputError(f"{centers.shape[0]} centers given for n_clusters={k}; pass one center per cluster")
         data = None
         if X is not None:
-            data = as_matrix(X, n_clusters=k)
+            data = as_matrix(self._fit_input(X), n_clusters=k)
             if data.n_features != centers.shape[1]:
                 raise InputError(f"centers have {centers.shape[1]} features, the data {data.n_features}")
             feature_names = feature_names or data.feature_names
@@ -295,14 +295,8 @@ class RandomCutTree(TreeExplainer):
         self.tree_ = trees[self.best_trial_]
         self.tree_.meta["trial"] = self.best_trial_
         self.centers_ = centers
-        self.n_features_in_ = centers.shape[1]
+        self._record_features(centers.shape[1], feature_names)
         return self
-
-    def _tree_input(self, X):
-        """A Dataset's matrix (numpy stays numpy, a dask array stays lazy)."""
-        if not is_dask_array(X) and hasattr(X, "X"):
-            return X.X
-        return X
 
     def fit_predict(self, X, centers=None):
         return self.fit(X, centers).predict(X)
