@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
                     help="price the tree under k-medians too (2+ passes more over the data); "
                          "default: when the objective or the reference is kmedians")
-    ex.add_argument("--threshold", default="midpoint", choices=THRESHOLDS, help="MMDT threshold variant")
+    ex.add_argument("--threshold", default="exact", choices=THRESHOLDS, help="MMDT threshold variant (default exact)")
     ex.add_argument("--reference", default="gmm", help="gmm, kmeans, kmedians, or labels:COLUMN (default gmm)")
     ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
     ex.add_argument("--leaves", type=_positive_int, help="leaf budget for exkmc, kdtree, cart (default k)")
@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--k", type=_positive_int, default=5, help="components of the sample mixture")
     dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
     dm.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
-    dm.add_argument("--threshold", default="midpoint", choices=THRESHOLDS)
+    dm.add_argument("--threshold", default="exact", choices=THRESHOLDS)
     dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
     dm.add_argument("--seed", type=int, default=0)
     dm.add_argument("--no-prefect", action="store_true", help="run the steps directly, without the Prefect flow")

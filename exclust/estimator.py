@@ -85,7 +85,9 @@ class ExclustEstimator(BaseEstimator):
         from sklearn.utils.validation import validate_data
 
         try:
-            return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
+            # "numeric": strings are refused even when they spell numbers; objects holding numbers pass.
+            checked = validate_data(self, X, reset=reset, dtype="numeric", ensure_all_finite=False)
+            return np.asarray(checked, dtype=np.float64)
         except TypeError as err:
             raise InputTypeError(_one_line(err)) from None
         except ValueError as err:
@@ -132,6 +134,13 @@ class ExclustEstimator(BaseEstimator):
         if is_lazy(X):
             return _check_lazy(X, self.n_features_in_)
         return self._validate(X, reset=False)
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        # Every parameter, defaults included: MMDT(threshold='exact') must say which threshold it uses.
+        from sklearn import config_context
+
+        with config_context(print_changed_only=False):
+            return super().__repr__(N_CHAR_MAX)
 
     def _check_params(self) -> None:
         """Raise ParameterError, naming the parameter, when one lies outside ``_parameter_constraints``."""

@@ -189,8 +189,8 @@ class ConceptMMDT(_ConceptTree):
     in, so one statistics pass with full scatter on its labels is added). Growing the tree
     itself touches no data.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     tree_ : ThresholdTree over the concept names, K leaves, leaf k = base cluster k.
     summary_ : the MixtureSummary in concept coordinates that MMDT was grown from.
     latent_means_, latent_covariance_ : base means (K x d) and pooled covariance Sigma (d x d).

@@ -28,7 +28,7 @@ OBJECTIVES = ("kmeans", "kmedians")
 
 # The parameters IMM, ExKMC and ExShallow share, declared once for all three.
 CENTER_TREE_CONSTRAINTS = {
-    "n_clusters": [Interval(Integral, 1, None, closed="left")],
+    "n_clusters": [Interval(Integral, 2, None, closed="left")],  # k >= 2, as the CLI's --k
     "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
     "objective": [StrOptions(set(OBJECTIVES))],
     "random_state": RANDOM_STATE,

@@ -238,8 +238,8 @@ class MMDT(TreeExplainer):
     random_state : None, int or numpy Generator
         Breaks ties and draws the thresholds of ``"random"``; the same seed gives the same tree.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     tree_ : ThresholdTree with K leaves, leaf value k = component k.
     node_diagnostics_ : list of dicts, one per internal node (see ``fit``).
     enr_ : explainability-to-noise ratio of the mixture, paper 002 convention (Definition 2);

@@ -249,7 +249,7 @@ class RandomCutTree(TreeExplainer):
     """
 
     _parameter_constraints = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [Interval(Integral, 2, None, closed="left")],  # k >= 2, as the CLI's --k
         "objective": [StrOptions(set(OBJECTIVES))],
         "n_trials": [Interval(Integral, 1, None, closed="left")],
         "random_state": RANDOM_STATE,
