@@ -42,6 +42,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cluster_count(text: str) -> int:
+    """A number of clusters: two or more, as every estimator's ``n_clusters``."""
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 clusters, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="exclust", description="Explain clusterings of large datasets with small axis-aligned decision trees."
@@ -54,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
     ex.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS, help=ALGORITHM_HELP)
-    ex.add_argument("--k", type=_positive_int, required=True, help="number of clusters")
+    ex.add_argument("--k", type=_cluster_count, required=True, help="number of clusters (2 or more)")
     ex.add_argument("--objective", default="kmeans", choices=registry.OBJECTIVES,
                     help="cost the tree keeps low, for imm, exkmc, exshallow, random-cut (default kmeans)")
     ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
@@ -94,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", help="write a sample dataset and explain it through the Prefect flow")
     dm.add_argument("--out", default="exclust-demo", help="output folder (default exclust-demo)")
     dm.add_argument("--rows", type=_positive_int, default=300_000, help="rows of the sample dataset")
-    dm.add_argument("--k", type=_positive_int, default=5, help="components of the sample mixture")
+    dm.add_argument("--k", type=_cluster_count, default=5, help="components of the sample mixture")
     dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
     dm.add_argument("--algorithm", default="mmdt", choices=ALGORITHMS)
     dm.add_argument("--threshold", default="exact", choices=THRESHOLDS)

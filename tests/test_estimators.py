@@ -359,14 +359,15 @@ def test_number_of_clusters_is_n_clusters_and_at_least_two():
     from exclust.errors import InputError
 
     X, y = _blobs()
-    assert ExKMC(3).fit(X, CENTERS).tree_.n_leaves == 3  # the leaf budget defaults to n_clusters
-    assert ExKMC(3, 5).fit(X, CENTERS).tree_.n_leaves == 5  # the old positional spelling
+    noise = np.random.default_rng(1).normal(size=(300, 2))  # overlapping clusters: ExKMC uses its whole budget
+    assert ExKMC(3).fit(noise, CENTERS / 8).tree_.n_leaves == 3  # the leaf budget defaults to n_clusters
+    assert ExKMC(3, 5).fit(noise, CENTERS / 8).tree_.n_leaves == 5  # the old positional spelling
     assert KDTree(n_clusters=3).fit(X, CENTERS).tree_.n_leaves == 3
     assert KDTree(5).fit(X, CENTERS).tree_.n_leaves == 5
     with pytest.raises(InputError, match="n_clusters=4"):
         KDTree(n_clusters=4).fit(X, CENTERS)
-    cart = CART(n_clusters=4, random_state=0).fit(X, y)
-    assert cart.tree_.n_clusters == 4 and cart.tree_.n_leaves == 4
+    assert CART(n_clusters=4, random_state=0).fit(X, y).tree_.n_clusters == 4  # a cluster the labels lack
+    assert CART(n_clusters=3, random_state=0).fit(X, y).tree_.n_leaves == 3
     with pytest.raises(InputError, match="n_clusters=2"):
         CART(n_clusters=2).fit(X, y)
     for est in (IMM(1), ExKMC(1), KDTree(n_clusters=1), CART(n_clusters=1)):
