@@ -58,7 +58,7 @@ def given_names(names: Any, n_features: int) -> np.ndarray | None:
     return np.asarray(names, dtype=object)
 
 
-def _check_lazy(X, expected: int | None) -> Any:
+def _check_lazy(X, expected: int | None, owner: str) -> Any:
     """A dask array's shape and dtype checked from its metadata (no pass); float64, one column chunk."""
     if X.ndim == 1:
         raise InputError(f"Expected 2D array, got a 1-D dask array of length {X.shape[0]} instead; reshape your "
@@ -69,7 +69,7 @@ def _check_lazy(X, expected: int | None) -> Any:
         kind = "Complex data" if X.dtype.kind == "c" else f"data of dtype {X.dtype}"
         raise InputTypeError(f"{kind} not supported: exclust needs real numbers (a dask array of dtype {X.dtype})")
     if expected is not None and X.shape[1] != expected:
-        raise InputError(f"X has {X.shape[1]} features, but the estimator is expecting {expected} features as input.")
+        raise InputError(f"X has {X.shape[1]} features, but {owner} is expecting {expected} features as input.")
     X = X.astype(np.float64)
     return X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
 
@@ -100,13 +100,15 @@ class ExclustEstimator(BaseEstimator):
         DataFrame comes back as it is (exclust keeps its column names), anything else as a
         float64 array. A Dataset or a dask array comes back as it is, its width recorded.
         """
-        if isinstance(X, Dataset) or is_lazy(X) or hasattr(X, "dask"):
-            width = X.n_features if isinstance(X, Dataset) else (len(X.columns) if hasattr(X, "columns") else None)
-            if is_lazy(X):
-                X = _check_lazy(X, None)
-                width = X.shape[1]
-            names = X.feature_names if isinstance(X, Dataset) else getattr(X, "columns", None)
-            self._record_features(width, names)
+        if isinstance(X, Dataset):
+            self._record_features(X.n_features, X.feature_names)
+            return X
+        if is_lazy(X):
+            X = _check_lazy(X, None, type(self).__name__)
+            self._record_features(X.shape[1])
+            return X
+        if hasattr(X, "dask"):  # a dask DataFrame: its columns are checked where fit loads it
+            self._record_features(len(X.columns), X.columns)
             return X
         checked = self._validate(X, reset=True)
         return X if hasattr(X, "columns") else checked
@@ -132,7 +134,7 @@ class ExclustEstimator(BaseEstimator):
                                  f"{list(fitted)}, got {list(given)}")
             X = X.X
         if is_lazy(X):
-            return _check_lazy(X, self.n_features_in_)
+            return _check_lazy(X, self.n_features_in_, type(self).__name__)
         return self._validate(X, reset=False)
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:

@@ -408,7 +408,14 @@ def map_rows(func: Callable[..., np.ndarray], X, *args: Any, dtype=np.float64, w
 
 def _finite_rows_labelled(block, func, args):
     block = np.asarray(block, dtype=np.float64)
-    finite = np.isfinite(block).all(axis=1)
+    # A row's sum is finite only if every value is; a non-finite sum (a NaN, an inf, or an
+    # overflow) is checked value by value. One float a row of scratch, not one bool a value.
+    with np.errstate(over="ignore", invalid="ignore"):
+        suspect = ~np.isfinite(block.sum(axis=1))
+    if not suspect.any():
+        return np.asarray(func(block, *args), dtype=np.int64)
+    finite = np.ones(block.shape[0], dtype=bool)
+    finite[suspect] = np.isfinite(block[suspect]).all(axis=1)
     if finite.all():
         return np.asarray(func(block, *args), dtype=np.int64)
     out = np.full(block.shape[0], UNLABELLED, dtype=np.int64)

@@ -5,6 +5,8 @@ a bad value for one parameter, minimal fit arguments). To cover a new estimator,
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, clone
@@ -235,15 +237,17 @@ def test_predict_checks_its_input_as_scikit_learn_does(make, changed, bad, fit_a
         "strings": (X.astype(str), "strings"),
         "sparse": (__import__("scipy.sparse").sparse.csr_matrix(X), "[Ss]parse"),
     }
-    for what, (bad_input, message) in refused.items():
-        with pytest.raises(InputError, match=message) as err:
-            est.predict(bad_input)
-        assert "\n" not in str(err.value), what
-    objects = X.astype(object)
-    assert np.array_equal(est.predict(objects), labels)  # objects holding numbers are numbers
-    objects[0, 0] = {"not": "a number"}
-    with pytest.raises(TypeError, match="number"):
-        est.predict(objects)
+    with warnings.catch_warnings():  # the arrays below have no names: scikit-learn's warning, asserted above
+        warnings.filterwarnings("ignore", "X does not have valid feature names")
+        for what, (bad_input, message) in refused.items():
+            with pytest.raises(InputError, match=message) as err:
+                est.predict(bad_input)
+            assert "\n" not in str(err.value), what
+        objects = X.astype(object)
+        assert np.array_equal(est.predict(objects), labels)  # objects holding numbers are numbers
+        objects[0, 0] = {"not": "a number"}
+        with pytest.raises(TypeError, match="number"):
+            est.predict(objects)
 
     # NaN and inf rows: label -1 (parts.label_rows), every other row as before.
     holes = X.copy()
@@ -333,8 +337,6 @@ def test_reference_clusterings_pass_check_estimator(make):
 
 @pytest.mark.parametrize("make, changed, bad, fit_args", ESTIMATORS, ids=IDS)
 def test_repr_shows_every_parameter_and_html_repr_is_clean(make, changed, bad, fit_args):
-    import warnings
-
     est = make()
     text = repr(est)
     for name, value in est.get_params(deep=False).items():
