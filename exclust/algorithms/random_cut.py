@@ -73,7 +73,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from exclust._kernels_l1 import L1, SQUARED_L2, trial_costs
-from exclust.data import InputError, as_matrix, is_dask_array
+from exclust.data import InputError, as_matrix
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.stats import add_parts, map_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
