@@ -183,7 +183,8 @@ class TreeExplainer(ExclustEstimator):
     def score(self, X: Any, y: Any = None) -> float:
         """The negative cost of the tree's clusters on X, as ``KMeans.score`` (higher is better): the
         k-means cost (squared distances to each tree cluster's mean), or the k-medians cost
-        (l1 distances to each tree cluster's median, more passes) when ``objective="kmedians"``.
+        (l1 distances to each tree cluster's median, more passes) when ``objective="kmedians"``,
+        measured in the coordinates the tree cuts (concept coordinates for the concept estimators).
         One pass (k-means); X holding NaN or inf is refused."""
         from exclust.metrics import evaluate
 
