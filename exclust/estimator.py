@@ -58,6 +58,11 @@ def given_names(names: Any, n_features: int) -> np.ndarray | None:
     return np.asarray(names, dtype=object)
 
 
+def _check_width(width: int, expected: int | None, owner: str) -> None:
+    if expected is not None and width != expected:  # scikit-learn's words
+        raise InputError(f"X has {width} features, but {owner} is expecting {expected} features as input.")
+
+
 def _check_lazy(X, expected: int | None, owner: str) -> Any:
     """A dask array's shape and dtype checked from its metadata (no pass); float64, one column chunk."""
     if X.ndim == 1:
@@ -68,8 +73,7 @@ def _check_lazy(X, expected: int | None, owner: str) -> Any:
     if X.dtype.kind not in "biuf":
         kind = "Complex data" if X.dtype.kind == "c" else f"data of dtype {X.dtype}"
         raise InputTypeError(f"{kind} not supported: exclust needs real numbers (a dask array of dtype {X.dtype})")
-    if expected is not None and X.shape[1] != expected:
-        raise InputError(f"X has {X.shape[1]} features, but {owner} is expecting {expected} features as input.")
+    _check_width(X.shape[1], expected, owner)
     X = X.astype(np.float64)
     return X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
 
@@ -132,6 +136,9 @@ class ExclustEstimator(BaseEstimator):
             if fitted is not None and given is not None and list(given) != list(fitted):
                 raise InputError(f"The feature names should match those that were passed during fit: fitted on "
                                  f"{list(fitted)}, got {list(given)}")
+            if not is_lazy(X.X):  # validated when it was loaded: only its width is left to check
+                _check_width(X.n_features, self.n_features_in_, type(self).__name__)
+                return X.X
             X = X.X
         if is_lazy(X):
             return _check_lazy(X, self.n_features_in_, type(self).__name__)

@@ -243,9 +243,7 @@ class GaussianMixture(ExclustEstimator):
 
     def fit_predict(self, X, y=None):
         """Fit, then return the most probable component of every row."""
-        data = X if isinstance(X, Dataset) else None
-        self.fit(X)
-        return self.predict(data.X if data is not None else X)
+        return self.fit(X).predict(X)  # a Dataset too: predict checks its names
 
     def bic(self, X) -> float:
         """Bayesian information criterion of the fitted model on X (lower is better)."""

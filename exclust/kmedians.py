@@ -172,7 +172,8 @@ class KMedians(ExclustEstimator):
         self.inertia_ = float(inertia)
         self.n_iter_ = n_iter
         self.n_passes_ = passes
-        self.labels_ = self.predict(source if is_lazy(source) else X)
+        # The rows fit validated (the caller's own names were checked there): labelled as predict labels.
+        self.labels_ = parts.label_rows(nearest_l1_block, source if is_lazy(source) else X, centers)
         base.report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
                     k, self.inertia_, n_iter, passes, time.perf_counter() - start)
         return self

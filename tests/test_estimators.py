@@ -375,3 +375,23 @@ def test_number_of_clusters_is_n_clusters_and_at_least_two():
     for est in (IMM(1), ExKMC(1), KDTree(n_clusters=1), CART(n_clusters=1)):
         with pytest.raises(ParameterError, match="'n_clusters' parameter"):
             est.fit(X, CENTERS[:1] if not isinstance(est, CART) else y * 0)
+
+
+FITTED_ON_ROWS = [row for row in ESTIMATORS if row[0] is not _mmdt]  # MMDT fits a mixture summary
+
+
+@pytest.mark.parametrize("make, changed, bad, fit_args", FITTED_ON_ROWS, ids=[row[0].__name__.strip("_") for row in FITTED_ON_ROWS])
+def test_named_input_gives_no_feature_name_warning(make, changed, bad, fit_args):
+    import pandas as pd
+    from exclust.data import load_dataset
+
+    args = list(fit_args())
+    frame = pd.DataFrame(args[0], columns=NAMES)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="X (does not have valid|has) feature names")
+        if hasattr(make(), "fit_predict"):
+            assert make().fit_predict(frame, *args[1:]).shape == (len(frame),)
+        data = load_dataset(frame)
+        est = make().fit(data, *args[1:])
+        assert list(est.feature_names_in_) == NAMES
+        assert np.array_equal(est.predict(data), est.predict(frame))

@@ -437,4 +437,4 @@ class KernelMMDT(TreeExplainer):
     def fit_predict(self, X: Any, labels: Any = None):
         """fit(X, labels) then the tree's cluster of every row of X."""
         ds = as_matrix(X, n_clusters=self.n_clusters)
-        return self.fit(ds, labels).predict(ds.X)
+        return self.fit(ds, labels).predict(ds)  # the Dataset, whose names predict checks
