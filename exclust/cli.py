@@ -46,6 +46,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cluster_count(text: str) -> int:
+    """A number of clusters: two or more, as every estimator's ``n_clusters``."""
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 clusters, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="exclust", description="Explain clusterings of large datasets with small axis-aligned decision trees."
@@ -59,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
     algorithms = tuple(registry.ALGORITHMS)
     ex.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms, help=_algorithm_help())
-    ex.add_argument("--k", type=_positive_int, required=True, help="number of clusters")
+    ex.add_argument("--k", type=_cluster_count, required=True, help="number of clusters (2 or more)")
     ex.add_argument("--objective", default="kmeans", choices=registry.OBJECTIVES,
                     help="cost the tree keeps low, for imm, exkmc, exshallow, random-cut (default kmeans)")
     ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
@@ -68,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
                     help="price the tree under k-medians too (2+ passes more over the data); "
                          "default: when the objective or the reference is kmedians")
-    ex.add_argument("--threshold", default="midpoint", choices=THRESHOLDS, help="MMDT threshold variant")
+    ex.add_argument("--threshold", default="exact", choices=THRESHOLDS, help="MMDT threshold variant (default exact)")
     ex.add_argument("--reference", default="gmm", help="gmm, kmeans, kmedians, or labels:COLUMN (default gmm)")
     ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
     ex.add_argument("--leaves", type=_positive_int, help="leaf budget for exkmc, kdtree, cart (default k)")
@@ -99,10 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", help="write a sample dataset and explain it through the Prefect flow")
     dm.add_argument("--out", default="exclust-demo", help="output folder (default exclust-demo)")
     dm.add_argument("--rows", type=_positive_int, default=300_000, help="rows of the sample dataset")
-    dm.add_argument("--k", type=_positive_int, default=5, help="components of the sample mixture")
+    dm.add_argument("--k", type=_cluster_count, default=5, help="components of the sample mixture")
     dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
     dm.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms)
-    dm.add_argument("--threshold", default="midpoint", choices=THRESHOLDS)
+    dm.add_argument("--threshold", default="exact", choices=THRESHOLDS)
     dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
     dm.add_argument("--seed", type=int, default=0)
     dm.add_argument("--no-prefect", action="store_true", help="run the steps directly, without the Prefect flow")

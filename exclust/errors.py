@@ -67,3 +67,8 @@ def _rebuild(cls, template, option, value):
 
 class ParameterError(InputError):
     """An estimator parameter out of its declared range; the message names the parameter and what it accepts."""
+
+
+class InputTypeError(InputError, TypeError):
+    """Input of a type exclust cannot use (complex numbers, objects, strings, sparse matrices): a
+    TypeError as scikit-learn raises for it, and an InputError for the CLI."""

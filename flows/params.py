@@ -145,7 +145,7 @@ class ExplainParams(BaseModel):
         description="Reference clustering: a Gaussian mixture, k-means, k-medians, or labels from a column (name it in reference_column).",
     )
     reference_column: str = Field(default="", description="Label column when reference is labels; blank otherwise.")
-    threshold: ThresholdVariant = Field(default=ThresholdVariant.midpoint, description="MMDT threshold variant.")
+    threshold: ThresholdVariant = Field(default=ThresholdVariant.exact, description="MMDT threshold variant.")
     truth_column: str = Field(default="", description="Ground-truth label column, scored with ARI; blank: none.")
     leaves: int = Field(default=0, ge=0, le=100_000, description="Leaf budget of ExKMC, KDTree and CART; 0: n_clusters.")
     objective: Objective = Field(default="kmeans", description="Cost the tree keeps low (imm, exkmc, exshallow, random-cut): kmeans or kmedians.")

@@ -213,8 +213,9 @@ LAYERS = [
     ("exclust.errors",),
     ("exclust.dataplane",),
     ("exclust.sources", "exclust.outputs"),
-    ("exclust.tree", "exclust.estimator"),
+    ("exclust.tree",),
     ("exclust.scoring",),
+    ("exclust.estimator",),  # the estimator base scores a tree (TreeExplainer.score reads scoring)
     ("exclust.reference",),
     ("exclust.algorithms",),
     ("exclust.report",),

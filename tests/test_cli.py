@@ -372,3 +372,89 @@ def test_ctrl_c_landing_where_python_swallows_it_is_delivered_again(capfd, where
         progress.INTERRUPTED.clear()
     assert hits == [where] and caught
     assert "Exception ignored" not in capfd.readouterr().err
+
+
+# --------------------------------------------------------------------------- the CLI and Python agree (issue 19, item 5)
+def _default(cls, name):
+    import inspect
+
+    return inspect.signature(cls).parameters[name].default
+
+
+def test_cli_and_python_defaults_agree():
+    import dataclasses
+
+    from exclust.jobs import registry
+    from exclust.algorithms.mmdt.concept import ConceptMMDT
+    from exclust.algorithms.histogram.exshallow import ExShallow
+    from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
+    from exclust.algorithms.mmdt.mmdt import MMDT
+    from exclust.algorithms.random_cut import RandomCutTree
+    from exclust.jobs.config import ExplainConfig
+    from exclust.sources.dataset import load_dataset
+    from flows.params import ExplainParams
+
+    cli = build_parser().parse_args(["explain", "--input", "in", "--k", "3", "--out", "o"])
+    demo = build_parser().parse_args(["demo"])
+    config = {f.name: f.default for f in dataclasses.fields(ExplainConfig)}
+    flow = {name: getattr(f.default, "value", f.default) for name, f in ExplainParams.model_fields.items()}
+    agreed = {  # one default, read from every place that declares it
+        "threshold": [cli.threshold, demo.threshold, config["threshold"], flow["threshold"], _default(MMDT, "threshold"),
+                      _default(ConceptMMDT, "threshold")],
+        "algorithm": [cli.algorithm, demo.algorithm, config["algorithm"], flow["algorithm"]],
+        "objective": [cli.objective, config["objective"], flow["objective"]]
+        + [_default(registry.algorithm(a).estimator_class(), "objective") for a in ("imm", "exkmc", "exshallow", "random-cut")],
+        "depth factor": [cli.depth_factor, config["depth_factor"], flow["depth_factor"], _default(ExShallow, "depth_factor")],
+        "trials": [cli.trials, config["trials"], flow["trials"], _default(RandomCutTree, "n_trials")],
+        "kernel": [cli.kernel, config["kernel"], flow["kernel"], _default(KernelMMDT, "kernel")],
+        "reference": [cli.reference, config["reference"], flow["reference"]],
+        "seed": [cli.seed, config["random_state"], flow["random_state"]],
+        "k": [demo.k, config["k"], flow["n_clusters"]],
+        "nan policy": ["drop" if cli.drop_nan else "raise", config["nan_policy"], flow["nan_policy"],
+                       _default(load_dataset, "nan_policy")],
+        "cost curve": [not cli.no_curve, config["cost_curve"], flow["cost_curve"]],
+        "k-medians price (auto)": [cli.kmedians_price, config["kmedians_price"]],
+        # no leaf budget: one leaf per cluster (the flow spells it 0)
+        "leaves": [cli.leaves, config["leaves"], flow["leaves"] or None, _default(registry.algorithm("exkmc").estimator_class(), "max_leaves"),
+                   _default(registry.algorithm("kdtree").estimator_class(), "max_leaves"),
+                   _default(registry.algorithm("cart").estimator_class(), "max_leaf_nodes")],
+    }
+    for what, values in agreed.items():
+        assert len(set(map(str, values))) == 1, (what, values)
+
+    # What a run passes to each estimator, with the CLI's defaults, is the estimator's own default.
+    run = ExplainConfig(input="unused", k=3)
+    for entry in registry.ALGORITHMS.values():
+        for name, value in entry.options(run).items():
+            if name in ("random_state", "n_clusters"):  # a run's seed is 0 (reproducible), an estimator's None
+                continue
+            own = _default(entry.estimator_class(), name)
+            if name in ("max_leaves", "max_leaf_nodes"):  # the run's k leaves: what None means to the estimator
+                assert value == run.k and own is None, (entry.name, name, own)
+            else:
+                assert value == own, (entry.name, name, value, own)
+
+
+def test_cli_and_python_refuse_fewer_than_two_clusters(capsys):
+    from exclust.jobs import registry
+    from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
+    from exclust.jobs.config import ExplainConfig
+    from exclust.errors import InputError, ParameterError
+    from flows.params import ExplainParams
+
+    for argv in (["explain", "--input", "in", "--k", "1", "--out", "o"], ["demo", "--k", "1"]):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(argv)
+        assert exit_.value.code == 2 and "at least 2 clusters" in capsys.readouterr().err
+    assert build_parser().parse_args(["explain", "--input", "in", "--k", "2", "--out", "o"]).k == 2
+    with pytest.raises(InputError, match=">= 2"):
+        ExplainConfig(input="unused", k=1).check()
+    with pytest.raises(ValueError):
+        ExplainParams(input="in", output="out", n_clusters=1)
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    for name in ("imm", "exkmc", "exshallow", "random-cut", "kdtree"):
+        cls = registry.algorithm(name).estimator_class()
+        with pytest.raises(ParameterError, match="'n_clusters' parameter"):
+            cls(n_clusters=1).fit(X, X[:1])
+    with pytest.raises(ParameterError, match="'n_clusters' parameter"):
+        KernelMMDT(1).fit(X)

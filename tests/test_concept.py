@@ -284,7 +284,7 @@ def test_embedding_dimension_mismatch(latent, cavs):
     with pytest.raises(InputError, match=r"5-dimensional embedding"):
         cavs.project(np.zeros((3, 6)))
     model = exclust.ConceptMMDT(cavs).fit(X, y)
-    with pytest.raises(InputError, match=r"5-dimensional embedding"):
+    with pytest.raises(InputError, match=r"X has 3 features, but ConceptMMDT is expecting 5 features"):
         model.predict(X[:, :3])
 
 

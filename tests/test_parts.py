@@ -220,3 +220,18 @@ def test_numpy_and_dask_give_the_same_trees_scores_and_seeds(dask_client, mixtur
             else:
                 assert got_scores[key] == value, key
         np.testing.assert_allclose(got_seeds, seeds, rtol=1e-9)
+
+
+def _sign_of_first(block):
+    return (block[:, 0] > 0).astype(np.int64)
+
+
+def test_label_rows_labels_rows_holding_nan_or_inf_minus_one(dask_client):
+    X = np.array([[1.0, 2.0], [np.nan, 1.0], [-1.0, np.inf], [1e308, 1e308], [-2.0, -np.inf], [-3.0, 0.0]])
+    expected = np.array([1, parts.UNLABELLED, parts.UNLABELLED, 1, parts.UNLABELLED, 0])  # 1e308 + 1e308 overflows: still finite
+    assert np.array_equal(parts.label_rows(_sign_of_first, X), expected)
+    lazy = parts.label_rows(_sign_of_first, da.from_array(X, chunks=(2, 2)))
+    assert isinstance(lazy, da.Array)
+    assert np.array_equal(lazy.compute(), expected)
+    assert np.array_equal(parts.label_rows(_sign_of_first, X[[0, 3, 5]]), [1, 1, 0])
+    assert np.array_equal(parts.label_rows(_sign_of_first, X[[1, 2]]), [-1, -1])

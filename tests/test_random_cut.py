@@ -60,7 +60,7 @@ def test_inputs_are_checked():
 
 
 def test_bounds():
-    for k in (1, 2, 7, 31):
+    for k in (2, 7, 31):  # k >= 2, as --k (issue 19)
         model = RandomCutTree(k, objective="kmedians", random_state=0).fit(centers=np.arange(k, dtype=float)[:, None])
         assert model.bound_ == pytest.approx(1.0 + sum(1.0 / i for i in range(1, k)))
         assert model.bound_ <= 2 * math.log(k) + 2

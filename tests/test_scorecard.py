@@ -165,3 +165,32 @@ def test_the_report_and_digest_read_the_catalogue(scored):
     assert "lower is better" in html.split('<tr data-key="price_kmeans">', 1)[1].split("</tr>", 1)[0]
     md = summary_markdown(tree, metrics)
     assert f"| {MEASURES['ari_truth'].label} |" in md and "higher is better" in md
+
+
+def _numpy_values(value, where="score"):
+    """Paths of every numpy scalar or array inside ``value`` (lists and dicts walked, keys too)."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return [where]
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in _numpy_values(v, f"{where}[{i}]")]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _numpy_values(k, f"{where} key {k!r}") + _numpy_values(v, f"{where}[{k!r}]")]
+    return []
+
+
+def test_score_holds_plain_python_values_only(frame):
+    from exclust.algorithms.histogram.imm import IMM
+
+    X = frame[FEATURES].to_numpy()
+    tree = IMM(3, random_state=0).fit(X).tree_
+    labels = tree.predict(X)
+    result = score(tree, X, reference_labels=labels, centers=np.array([X[labels == c].mean(axis=0) for c in range(3)]),
+                   y_true=frame["truth"].to_numpy())
+    assert result["price_kmeans"] is not None and result["ari_truth"] is not None  # every section filled
+    assert _numpy_values(result) == []
+    made = Score(n=np.int64(3), n_features=np.int64(2), n_leaves=np.int64(2), depth=np.int64(1),
+                 n_clusters_tree=np.int64(2), n_scored=np.int64(3), kmeans_cost_tree=np.float64(1.5),
+                 cluster_sizes_tree=np.array([1, 2]), leaf_sizes={np.int64(1): np.int64(1)})
+    assert _numpy_values(dataclasses.asdict(made)) == []
+    assert type(made.kmeans_cost_tree) is float and made.cluster_sizes_tree == [1, 2]
+    assert _numpy_values(RunFacts(k=np.int64(3), enr=np.float64(2.0)).as_dict()) == []

@@ -81,19 +81,24 @@ def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray
 class CART(TreeExplainer):
     """scikit-learn's CART on the reference labels, as a ThresholdTree (paper 003's baseline).
 
-    ``max_leaf_nodes`` None: as many leaves as the labels have clusters.
+    ``max_leaf_nodes`` None: one leaf per cluster (``n_clusters``, else the clusters the labels
+    hold). ``n_clusters`` None: read from the labels (the largest id + 1); given, the labels
+    must name clusters below it.
     """
 
     _parameter_constraints = {
         "max_leaf_nodes": [None, Interval(Integral, 1, None, closed="left")],
         "max_sample_rows": [Interval(Integral, 1, None, closed="left")],
         "random_state": RANDOM_STATE,
+        "n_clusters": [None, Interval(Integral, 2, None, closed="left")],
     }
 
-    def __init__(self, max_leaf_nodes: int | None = None, max_sample_rows: int = 1_000_000, random_state: Any = None):
+    def __init__(self, max_leaf_nodes: int | None = None, max_sample_rows: int = 1_000_000, random_state: Any = None,
+                 *, n_clusters: int | None = None):
         self.max_leaf_nodes = max_leaf_nodes
         self.max_sample_rows = max_sample_rows
         self.random_state = random_state
+        self.n_clusters = n_clusters
 
     def fit(self, X, labels) -> "CART":
         """Fit on X and the reference labels (ids 0..K-1; -1 marks noise and is left out)."""
@@ -102,7 +107,7 @@ class CART(TreeExplainer):
         self._check_params()
         if labels is None:
             raise InputError("CART needs the reference labels: fit(X, labels)")
-        ds = as_matrix(X)
+        ds = as_matrix(self._fit_input(X))
         labels = prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
         ys = np.asarray(ys)
@@ -119,8 +124,14 @@ class CART(TreeExplainer):
         if ys.size == 0:
             raise InputError("every label is -1 (noise): there is nothing to fit")
         n_clusters = int(ys.max()) + 1
+        if self.n_clusters is not None:
+            if n_clusters > self.n_clusters:
+                raise InputError(f"labels name cluster {n_clusters - 1}, but n_clusters={self.n_clusters}; "
+                                 f"labels must be ids 0..{self.n_clusters - 1} (-1 for noise)")
+            n_clusters = int(self.n_clusters)
         n_found = int(np.unique(ys).size)
-        leaves = n_found if self.max_leaf_nodes is None else self.max_leaf_nodes
+        leaves = self.max_leaf_nodes if self.max_leaf_nodes is not None else (
+            n_found if self.n_clusters is None else n_clusters)
         self.sampled_ = bool(sampled)
         self.n_fit_rows_ = int(ys.size)
         self.n_rows_ = int(ds.n_rows)

@@ -75,7 +75,6 @@ import numpy as np
 from exclust.dataplane._center_distances import L1, SQUARED_L2, trial_costs
 from exclust.errors import InputError
 from exclust.sources.dataset import as_matrix
-from exclust.dataplane.parts import is_lazy
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.dataplane.parts import map_reduce
 from exclust.tree import ThresholdTree, TreeBuilder
@@ -251,7 +250,7 @@ class RandomCutTree(TreeExplainer):
     """
 
     _parameter_constraints = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [Interval(Integral, 2, None, closed="left")],  # k >= 2, as the CLI's --k
         "objective": [StrOptions(set(OBJECTIVES))],
         "n_trials": [Interval(Integral, 1, None, closed="left")],
         "random_state": RANDOM_STATE,
@@ -274,7 +273,7 @@ class RandomCutTree(TreeExplainer):
             raise InputError(f"{centers.shape[0]} centers given for n_clusters={k}; pass one center per cluster")
         data = None
         if X is not None:
-            data = as_matrix(X, n_clusters=k)
+            data = as_matrix(self._fit_input(X), n_clusters=k)
             if data.n_features != centers.shape[1]:
                 raise InputError(f"centers have {centers.shape[1]} features, the data {data.n_features}")
             feature_names = feature_names or data.feature_names
@@ -297,14 +296,8 @@ class RandomCutTree(TreeExplainer):
         self.tree_ = trees[self.best_trial_]
         self.tree_.meta["trial"] = self.best_trial_
         self.centers_ = centers
-        self.n_features_in_ = centers.shape[1]
+        self._record_features(centers.shape[1], feature_names)
         return self
-
-    def _tree_input(self, X):
-        """A Dataset's matrix (numpy stays numpy, a dask array stays lazy)."""
-        if not is_lazy(X) and hasattr(X, "X"):
-            return X.X
-        return X
 
     def fit_predict(self, X, centers=None):
         return self.fit(X, centers).predict(X)

@@ -38,6 +38,27 @@ def nearest_center_of(X, i, centers):
     return arg, best
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def label_value(v):
+    """Label value as int64; -1 for missing (NaN or -1); -2 for a label that is not a valid id."""
+    if v != v:
+        return -1
+    iv = np.int64(v)
+    if iv != v or iv < -1:
+        return -2
+    return iv
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def reference_label_of(X, i, ref, ref_mode, centers):
+    """Reference label of row i: 0 none, 1 from labels, 2 nearest center."""
+    if ref_mode == 1:
+        return label_value(ref[i])
+    if ref_mode == 2:
+        return nearest_center_of(X, i, centers)[0]
+    return -1
+
+
 @numba.njit(cache=True, nogil=True)
 def nearest_center(X, centers):
     """(label, squared distance) of every row to its nearest center."""

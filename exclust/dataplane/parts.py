@@ -11,6 +11,7 @@ The layer holds the only implementations of:
   ``fan_in``-way merges (nothing row-sized reaches the driver); several reductions can share
   ONE pass (``run_reductions``), which is how scoring and the cost curve fuse;
 - ``map_rows``: a per-row result (labels, projections), lazy for dask input;
+- ``label_rows``: per-row labels under the one policy for rows holding NaN or inf (``UNLABELLED``);
 - ``align``: a per-row column (labels, truth) made to match X's kind and row parts;
 - ``uniform_sample``: an exact uniform sample of rows chosen by global row id;
 - ``row_uniforms``: per-row uniform numbers from (seed, global row id);
@@ -44,6 +45,9 @@ logger = logging.getLogger("exclust")
 # Below this many rows per slice a numpy input is not worth splitting across threads.
 THREAD_MIN_ROWS = 200_000
 FAN_IN = 8
+# The label of a row that cannot be labelled (a NaN or an infinite value): predict, apply and
+# `exclust label` all give it, never a guess.
+UNLABELLED = -1
 # Dask layers that read the input files: a pass whose graph holds one reads the source.
 SOURCE_LAYER_PREFIXES = ("read_piece",)  # exclust.sources.parquet_reader.read_piece: the one Parquet read
 
@@ -400,6 +404,31 @@ def map_rows(func: Callable[..., np.ndarray], X, *args: Any, dtype=np.float64, w
     if width is None:
         return X.map_blocks(_map_block, func, args, width, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],))
     return X.map_blocks(_map_block, func, args, width, dtype=dtype, chunks=(X.chunks[0], (width,)))
+
+
+def _finite_rows_labelled(block, func, args):
+    block = np.asarray(block, dtype=np.float64)
+    # A row's sum is finite only if every value is; a non-finite sum (a NaN, an inf, or an
+    # overflow) is checked value by value. One float a row of scratch, not one bool a value.
+    with np.errstate(over="ignore", invalid="ignore"):
+        suspect = ~np.isfinite(block.sum(axis=1))
+    if not suspect.any():
+        return np.asarray(func(block, *args), dtype=np.int64)
+    finite = np.ones(block.shape[0], dtype=bool)
+    finite[suspect] = np.isfinite(block[suspect]).all(axis=1)
+    if finite.all():
+        return np.asarray(func(block, *args), dtype=np.int64)
+    out = np.full(block.shape[0], UNLABELLED, dtype=np.int64)
+    if finite.any():
+        out[finite] = func(np.ascontiguousarray(block[finite]), *args)
+    return out
+
+
+def label_rows(func: Callable[..., np.ndarray], X, *args: Any):
+    """``map_rows`` for labels: ``func(block, *args)`` labels the finite rows, and a row holding NaN
+    or inf gets ``UNLABELLED`` (-1). The one place of that policy; lazy for dask input, where
+    the check runs inside the pass that labels the rows."""
+    return map_rows(_finite_rows_labelled, X, func, args, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- per-row randomness

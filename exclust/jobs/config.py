@@ -28,7 +28,7 @@ class ExplainConfig:
     k: int = 5
     reference: str = "gmm"  # gmm | kmeans | labels (then reference_column names the label column)
     reference_column: str | None = None
-    threshold: str = "midpoint"
+    threshold: str = "exact"  # paper 002's Alg. 1 (eq. 4), as MMDT's own default
     truth: str | None = None
     leaves: int | None = None  # ExKMC / KDTree / CART leaf budget (default k)
     concepts: list[str] | None = None  # concept-mmdt: label columns, one per concept

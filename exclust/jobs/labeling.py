@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from exclust.dataplane import parts
 from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
 from exclust.outputs.folders import check_output, json_text
@@ -27,7 +28,7 @@ from exclust.outputs.staging import StagedOutput, StagingArea, staged_output
 from exclust.sources.storage import Source, SourceFile, filesystem, list_source
 from exclust.tree import ThresholdTree
 
-UNLABELLED = -1
+UNLABELLED = parts.UNLABELLED
 LABELS_FILE = "_labels.json"
 
 
@@ -87,10 +88,7 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
                 f"{tree.n_features} concepts over {X.shape[1]} embedding columns"
             )
         X = X @ matrix.T
-    ok = np.isfinite(X).all(axis=1)
-    leaves = np.full(table.num_rows, UNLABELLED, dtype=np.int64)
-    if ok.any():
-        leaves[ok] = tree.apply(X[ok])
+    leaves = tree.apply(X)  # UNLABELLED for a row holding NaN or inf, as every predict
     clusters = np.where(leaves >= 0, tree.value[np.maximum(leaves, 0)], UNLABELLED).astype(np.int32)
     return table.append_column(cluster_column, pa.array(clusters)).append_column(
         leaf_column, pa.array(leaves.astype(np.int32))

@@ -156,7 +156,7 @@ def is_held(data: Dataset) -> bool:
 
 def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     """Fit the reference clustering (GMM or k-means) or take given labels; summarize it."""
-    from exclust.reference.summary import MixtureSummary
+    from exclust.reference import MixtureSummary
 
     names = data.feature_names
     # Estimators get the validated Dataset, not data.X: a bare array would be checked again (a pass).
@@ -185,7 +185,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data.X), data, config)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
     if config.reference == "kmedians":
-        from exclust.reference.kmedians import KMedians
+        from exclust.reference import KMedians
 
         model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
         labels = _held(model.predict(data.X), data, config)

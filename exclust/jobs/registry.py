@@ -192,7 +192,7 @@ for _entry in (
     Algorithm("kdtree", "KDTree", "exclust.algorithms.histogram.kdtree:KDTree",
               "median cuts of the widest feature (a baseline)", CENTERS, "003 App. B.1",
               leaf_budget=True, curve=PAPER_003_CURVE,
-              options=lambda c: {"max_leaves": _leaves(c), "random_state": c.random_state}),
+              options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state}),
     Algorithm("cart", "CART", "exclust.algorithms.cart:CART",
               "scikit-learn's decision tree on the reference labels (a baseline)", LABELS, "000, 003 (baseline)",
               leaf_budget=True, curve=PAPER_003_CURVE,

@@ -2,8 +2,9 @@
 input, seeds drawn from one random stream, progress lines, and their parameter constraints.
 
 ``KMeans`` (``kmeans.py``), ``GaussianMixture`` (``gaussian_mixture.py``) and ``KMedians``
-(``kmedians.py``) all start a fit with ``prepare`` and check what they label with
-``check_predict_input``, so the three treat a ``Dataset``, a numpy array and a dask array alike.
+(``kmedians.py``) all start a fit with ``prepare`` (after the estimator's ``_fit_input``) and
+check what they label with the estimator's ``_predict_input``, so the three treat a ``Dataset``,
+a numpy array and a dask array alike.
 """
 from __future__ import annotations
 
@@ -57,21 +58,11 @@ def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
     return data, source, 1
 
 
-def check_predict_input(X, n_features: int):
-    """X as float64 (numpy or dask with one column chunk) of the width the model was fitted on."""
-    if isinstance(X, Dataset):
-        X = X.X
-    if is_lazy(X):
-        X = X.astype(np.float64)
-        if X.ndim == 2 and X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-    else:
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1:
-            X = X.reshape(1, -1)
-    if X.ndim != 2 or X.shape[1] != n_features:
-        raise InputError(f"the model was fitted on {n_features} features; got an array of shape {X.shape}")
-    return X
+def refuse_nonfinite(n_rows: float) -> None:
+    """A score's one line when its pass met rows holding NaN or inf (predict labels them -1 instead)."""
+    if n_rows:
+        raise InputError(f"X holds {int(n_rows)} row(s) with NaN or infinite values, which have no cost; "
+                         "score finite rows (predict labels such rows -1)")
 
 
 def random_stream(random_state) -> np.random.RandomState:

@@ -93,10 +93,8 @@ class GaussianMixture(ExclustEstimator):
     def fit(self, X, y=None) -> "GaussianMixture":
         """Fit the mixture by EM; returns self."""
         self._check_params()
-        data, _, passes = base.prepare(X, self.n_components)
+        data, _, passes = base.prepare(self._fit_input(X), self.n_components)
         X = data.X
-        self.n_features_in_ = data.n_features
-        self.feature_names_in_ = list(data.feature_names)
         n = data.n_rows
         diag = self.covariance_type == "diag"
         rs = base.random_stream(self.random_state)
@@ -216,16 +214,18 @@ class GaussianMixture(ExclustEstimator):
         return np.ascontiguousarray(means), np.ascontiguousarray(factor), const
 
     # ------------------------------------------------------------------ use
-    def _apply(self, X, block, out_cols: int | None, dtype):
-        self._check_fitted()
-        X = base.check_predict_input(X, self.n_features_in_)
+    def _kernel_args(self) -> tuple:
         diag = self.covariance_type == "diag"
-        args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
-        return parts.map_rows(block, X, *args, dtype=dtype, width=out_cols)
+        return (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
+
+    def _apply(self, X, block, out_cols: int | None, dtype):
+        X = self._predict_input(X)
+        return parts.map_rows(block, X, *self._kernel_args(), dtype=dtype, width=out_cols)
 
     def predict(self, X):
-        """Most probable component of every row: numpy in, numpy out; dask in, lazy dask out."""
-        return self._apply(X, gmm_assign_block, None, np.int64)
+        """Most probable component of every row, -1 for a row holding NaN or inf: numpy in, numpy
+        out; dask in, lazy dask out."""
+        return parts.label_rows(gmm_assign_block, self._predict_input(X), *self._kernel_args())
 
     def predict_proba(self, X):
         """Responsibilities (n x K): numpy in, numpy out; dask in, lazy dask out."""
@@ -236,19 +236,16 @@ class GaussianMixture(ExclustEstimator):
         return self._apply(X, gmm_loglik_block, None, np.float64)
 
     def score(self, X, y=None) -> float:
-        """Mean log-likelihood of the rows (one pass; a float for numpy and dask input alike)."""
-        self._check_fitted()
-        X = base.check_predict_input(X, self.n_features_in_)
-        diag = self.covariance_type == "diag"
-        args = (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
-        total, n = map_reduce(gmm_loglik_sum_block, X, args=args)
+        """Mean log-likelihood of the rows (one pass; a float for numpy and dask input alike); rows
+        holding NaN or inf are refused."""
+        X = self._predict_input(X)
+        total, n, nonfinite = map_reduce(gmm_loglik_sum_block, X, args=self._kernel_args())
+        base.refuse_nonfinite(nonfinite)
         return float(total / n)
 
     def fit_predict(self, X, y=None):
         """Fit, then return the most probable component of every row."""
-        data = X if isinstance(X, Dataset) else None
-        self.fit(X)
-        return self.predict(data.X if data is not None else X)
+        return self.fit(X).predict(X)  # a Dataset too: predict checks its names
 
     def bic(self, X) -> float:
         """Bayesian information criterion of the fitted model on X (lower is better)."""

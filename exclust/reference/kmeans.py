@@ -18,7 +18,8 @@ from exclust.reference import base
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.dataplane.parts import is_lazy
-from exclust.reference.passes import lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block
+from exclust.reference.passes import (lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block,
+                                      nearest_cost_block)
 from exclust.dataplane.residency import keep_parts
 from exclust.reference.seeding import parallel_seeding
 from exclust.dataplane.parts import map_reduce
@@ -133,8 +134,7 @@ class KMeans(ExclustEstimator):
         pass for it).
         """
         self._check_params()
-        data, source, passes = base.prepare(X, int(self.n_clusters))
-        self.feature_names_in_ = list(data.feature_names)
+        data, source, passes = base.prepare(self._fit_input(X), int(self.n_clusters))
         self._fit_matrix(data.X, sample)
         self.n_passes_ += passes
         if is_lazy(source) and self.backend_ == "sklearn":
@@ -254,11 +254,20 @@ class KMeans(ExclustEstimator):
         self.labels_ = kept.column("labels", np.int64)
 
     def predict(self, X):
-        """Index of the nearest center for every row: numpy in, numpy out; dask in, lazy dask out."""
-        self._check_fitted()
+        """Index of the nearest center for every row, -1 for a row holding NaN or inf: numpy in,
+        numpy out; dask in, lazy dask out."""
+        X = self._predict_input(X)
         centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
-        X = base.check_predict_input(X, self.n_features_in_)
-        return parts.map_rows(nearest_center_block, X, centers, dtype=np.int64)
+        return parts.label_rows(nearest_center_block, X, centers)
+
+    def score(self, X, y=None) -> float:
+        """Minus the k-means cost of X (squared distances to the nearest centers), as scikit-learn's
+        ``KMeans.score``: one pass; rows holding NaN or inf are refused."""
+        X = self._predict_input(X)
+        centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
+        cost, nonfinite = map_reduce(nearest_cost_block, X, args=(centers, "sqeuclidean"))
+        base.refuse_nonfinite(nonfinite)
+        return -float(cost)
 
     def fit_predict(self, X, y=None):
         """Fit, then return ``labels_``."""

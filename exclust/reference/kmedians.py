@@ -35,7 +35,7 @@ from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.scoring.kmedians_cost import cluster_medians
 from exclust.dataplane.parts import is_lazy
-from exclust.reference.passes import l1_counts_block, nearest_l1_block
+from exclust.reference.passes import l1_counts_block, nearest_cost_block, nearest_l1_block
 from exclust.reference.seeding import parallel_seeding
 from exclust.dataplane.parts import map_reduce
 
@@ -137,10 +137,8 @@ class KMedians(ExclustEstimator):
         """Fit the centers; returns self."""
         self._check_params()
         k, max_iter, tol = int(self.n_clusters), int(self.max_iter), float(self.tol)
-        data, source, passes = base.prepare(X, k)
+        data, source, passes = base.prepare(self._fit_input(X), k)
         X = data.X
-        self.feature_names_in_ = list(data.feature_names)
-        self.n_features_in_ = int(X.shape[1])
         rs = base.random_stream(self.random_state)
         start = time.perf_counter()
         if isinstance(self.init, str):
@@ -174,16 +172,26 @@ class KMedians(ExclustEstimator):
         self.inertia_ = float(inertia)
         self.n_iter_ = n_iter
         self.n_passes_ = passes
-        self.labels_ = self.predict(source if is_lazy(source) else X)
+        # The rows fit validated (the caller's own names were checked there): labelled as predict labels.
+        self.labels_ = parts.label_rows(nearest_l1_block, source if is_lazy(source) else X, centers)
         base.report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
                     k, self.inertia_, n_iter, passes, time.perf_counter() - start)
         return self
 
     def predict(self, X):
-        """Nearest center in l1 for every row: numpy in, numpy out; dask in, lazy dask out."""
-        self._check_fitted()
-        X = base.check_predict_input(X, self.n_features_in_)
-        return _labels(X, self.cluster_centers_)
+        """Nearest center in l1 for every row, -1 for a row holding NaN or inf: numpy in, numpy out;
+        dask in, lazy dask out."""
+        X = self._predict_input(X)
+        return parts.label_rows(nearest_l1_block, X, np.ascontiguousarray(self.cluster_centers_, dtype=np.float64))
+
+    def score(self, X, y=None) -> float:
+        """Minus the k-medians cost of X (l1 distances to the nearest centers), as ``KMeans.score``:
+        one pass; rows holding NaN or inf are refused."""
+        X = self._predict_input(X)
+        centers = np.ascontiguousarray(self.cluster_centers_, dtype=np.float64)
+        cost, nonfinite = map_reduce(nearest_cost_block, X, args=(centers, "l1"))
+        base.refuse_nonfinite(nonfinite)
+        return -float(cost)
 
     def fit_predict(self, X, y=None):
         return self.fit(X).labels_

@@ -46,6 +46,14 @@ def lloyd_summary(part: dict) -> tuple:
     return part["statistics"], part["inertia"]
 
 
+def nearest_cost_block(X: np.ndarray, centers: np.ndarray, distance: str) -> np.ndarray:
+    """``score``'s pass: [cost of the finite rows to their nearest center, rows holding NaN or inf]."""
+    X = _rows(X)
+    finite = np.isfinite(X).all(axis=1)
+    _, dist = NEAREST[distance](np.ascontiguousarray(X[finite]), centers)
+    return np.array([float(dist.sum()), float(X.shape[0] - finite.sum())])
+
+
 def nearest_center_block(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """k-means prediction: the nearest center (squared l2) of every row."""
     return distances.nearest_center(_rows(X), centers)[0]
@@ -79,7 +87,11 @@ def gmm_loglik_block(X, means, factor, const, diag):
 
 
 def gmm_loglik_sum_block(X, means, factor, const, diag):
-    return np.array([estep.gmm_loglik_sum(_rows(X), means, factor, const, diag), X.shape[0]])
+    """[log-likelihood of the finite rows, finite rows, rows holding NaN or inf]."""
+    X = _rows(X)
+    finite = np.isfinite(X).all(axis=1)
+    total = estep.gmm_loglik_sum(np.ascontiguousarray(X[finite]), means, factor, const, diag)
+    return np.array([total, float(finite.sum()), float(X.shape[0] - finite.sum())])
 
 
 # --------------------------------------------------------------------------- k-means|| / k-medians|| seeding

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.scoring._score_block import _reference_of
+from exclust.dataplane._center_distances import reference_label_of
 from exclust.tree._routing import leaf_of
 
 
@@ -70,7 +70,7 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
                 scale[g, j] = n_bins / w
     for i in range(n):
         leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
-        r = _reference_of(X, i, ref, ref_mode, centers)
+        r = reference_label_of(X, i, ref, ref_mode, centers)
         if ref_mode != 0 and r < 0:
             continue
         c = value[leaf]

@@ -17,18 +17,7 @@ import numba
 import numpy as np
 
 from exclust.tree._routing import leaf_of
-from exclust.dataplane._center_distances import nearest_center_of
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _as_label(v):
-    """Label value as int64; -1 for missing (NaN or -1); -2 for a label that is not a valid id."""
-    if v != v:
-        return -1
-    iv = np.int64(v)
-    if iv != v or iv < -1:
-        return -2
-    return iv
+from exclust.dataplane._center_distances import label_value, reference_label_of
 
 
 @numba.njit(cache=True, nogil=True)
@@ -37,22 +26,12 @@ def label_span(labels):
     top = -1
     bad = 0
     for i in range(labels.shape[0]):
-        v = _as_label(labels[i])
+        v = label_value(labels[i])
         if v == -2:
             bad += 1
         elif v > top:
             top = v
     return top, bad
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _reference_of(X, i, ref, ref_mode, centers):
-    """Reference label of row i: 0 none, 1 from labels, 2 nearest center."""
-    if ref_mode == 1:
-        return _as_label(ref[i])
-    if ref_mode == 2:
-        return nearest_center_of(X, i, centers)[0]
-    return -1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -80,9 +59,9 @@ def score_block(X, kind, feature, threshold, center, left, right,
     ref_truth = np.zeros((n_ref, n_truth), np.int64)
     for i in range(n):
         leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
-        r = _reference_of(X, i, ref, ref_mode, centers)
+        r = reference_label_of(X, i, ref, ref_mode, centers)
         if has_truth:
-            t = _as_label(truth[i])
+            t = label_value(truth[i])
             if t >= 0:
                 leaf_truth[leaf, t] += 1
                 if r >= 0:

@@ -9,13 +9,17 @@ is derived from both classes: the report's table, the Markdown digest, the CLI's
 the flow's artifacts read their labels, meanings and directions from it.
 
 A measure a run cannot compute (no reference, no centers, no truth, the k-medians price off)
-keeps its default, None (or 0 for counts of what was not there).
+keeps its default, None (or 0 for counts of what was not there). Every value is plain Python
+(int, float, bool, str, list, dict, None), never a numpy scalar or array: ``__post_init__``
+converts them, so ``exclust.score`` and metrics.json hold one kind of value.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 GROUPS = ("faithfulness", "tree", "theory", "cost", "run")
 DIRECTIONS = ("lower", "higher", None)
@@ -50,6 +54,22 @@ def measure(label: str, meaning: str, *, group: str, better: str | None = None, 
     info = {"label": label, "meaning": meaning, "better": better, "group": group, "integer": integer,
             "headline": headline, "omitted_when_none": omitted_when_none}
     return dataclasses.field(default=default, metadata={"measure": info})
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every numpy scalar or array, at any depth of lists and dicts, as plain Python."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
+
+
+def _make_plain(record: Any) -> None:
+    for f in dataclasses.fields(record):
+        object.__setattr__(record, f.name, plain(getattr(record, f.name)))
 
 
 def _as_dict(record: Any) -> dict[str, Any]:
@@ -145,6 +165,9 @@ class Score:
     passes: Any = measure("passes over the data", "full reads of the data to build and score the tree (per step in "
                           "a run); at scale each pass costs I/O", group="cost", better="lower", integer=True)
 
+    def __post_init__(self) -> None:
+        _make_plain(self)
+
     def as_dict(self) -> dict[str, Any]:
         """The score as metrics.json writes it (every field, in order)."""
         return _as_dict(self)
@@ -207,6 +230,9 @@ class RunFacts:
         "algorithm, from its paper (1 + H_(k-1) for k-medians)", group="faithfulness", omitted_when_none=True)
     bounds: dict | None = measure("bounds of paper 002", "what the theorems guarantee for a mixture with this ENR",
                                   group="theory", omitted_when_none=True)
+
+    def __post_init__(self) -> None:
+        _make_plain(self)
 
     def as_dict(self) -> dict[str, Any]:
         """The run's facts as metrics.json writes them (omitted: kernel price, guaranteed price, bounds when None)."""

@@ -187,14 +187,12 @@ class ThresholdTree:
     def _route(self, X, to_leaves: bool):
         from exclust.dataplane import parts
 
-        if parts.is_lazy(X):
-            self._check_width(X)
-            return parts.map_rows(self._route_block, X, to_leaves, dtype=np.int64)
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1:
-            X = X.reshape(1, -1)
+        if not parts.is_lazy(X):
+            X = np.asarray(X, dtype=np.float64)
+            if X.ndim == 1:
+                X = X.reshape(1, -1)
         self._check_width(X)
-        return self._route_block(X, to_leaves)
+        return parts.label_rows(self._route_block, X, to_leaves)
 
     def _route_block(self, X: np.ndarray, to_leaves: bool) -> np.ndarray:
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -204,11 +202,12 @@ class ThresholdTree:
         return route_to_clusters(*args, self.value)
 
     def predict(self, X):
-        """Cluster of every row: numpy in, numpy out; dask array in, dask array out."""
+        """Cluster of every row, -1 for a row holding NaN or inf (``parts.label_rows``): numpy in,
+        numpy out; dask array in, dask array out."""
         return self._route(X, to_leaves=False)
 
     def apply(self, X):
-        """Leaf node id of every row: numpy in, numpy out; dask array in, dask array out."""
+        """Leaf node id of every row, -1 for a row holding NaN or inf: numpy in, numpy out; dask in, dask out."""
         return self._route(X, to_leaves=True)
 
     # ------------------------------------------------------------------ words

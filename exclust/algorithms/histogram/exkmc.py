@@ -151,7 +151,8 @@ class ExKMC(CenterTreePredictor):
     Parameters
     ----------
     n_clusters : number of reference clusters k.
-    max_leaves : leaves of the final tree (>= n_clusters when ``base_tree="imm"``). The tree
+    max_leaves : leaves of the final tree (>= n_clusters when ``base_tree="imm"``); None (the
+        default): ``n_clusters``, the IMM tree itself, as the CLI's ``--leaves`` defaults. The tree
         stops short when every leaf holds only points of its own center: it then reproduces
         the reference clustering (Theorem 2) and more leaves cannot lower the cost.
     base_tree : ``"imm"`` (IMM's k-leaf tree first, as in the paper's main results) or ``"none"``.
@@ -169,11 +170,11 @@ class ExKMC(CenterTreePredictor):
 
     _parameter_constraints = {
         **CENTER_TREE_CONSTRAINTS,
-        "max_leaves": [Interval(Integral, 1, None, closed="left")],
+        "max_leaves": [None, Interval(Integral, 1, None, closed="left")],
         "base_tree": [StrOptions(set(BASE_TREES))],
     }
 
-    def __init__(self, n_clusters: int, max_leaves: int, base_tree: str = "imm", max_bins: int = 256,
+    def __init__(self, n_clusters: int, max_leaves: int | None = None, base_tree: str = "imm", max_bins: int = 256,
                  random_state=None, objective: str = "kmeans") -> None:
         self.n_clusters = n_clusters
         self.max_leaves = max_leaves
@@ -184,16 +185,20 @@ class ExKMC(CenterTreePredictor):
 
     def _check_params(self) -> None:
         super()._check_params()
-        k, m = self.n_clusters, self.max_leaves
+        k, m = self.n_clusters, self._leaf_budget()
         if self.base_tree == "imm" and m < k:
             raise ParameterError(
                 f"max_leaves={m} is smaller than n_clusters={k}: the IMM base tree already has "
                 f"{k} leaves; pass max_leaves >= {k}"
             )
 
+    def _leaf_budget(self) -> int:
+        return int(self.n_clusters if self.max_leaves is None else self.max_leaves)
+
     def fit(self, X, centers=None) -> "ExKMC":
         """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
+        X = self._fit_input(X)
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
         )
@@ -202,12 +207,11 @@ class ExKMC(CenterTreePredictor):
         else:
             tree = CodeTree()
         base_leaves = len(tree.leaves())
-        history = expand_by_surrogate(data, tree, int(self.max_leaves))
+        history = expand_by_surrogate(data, tree, self._leaf_budget())
         self.centers_ = centers
         self.n_passes_ = data.n_passes
         self.code_tree_ = tree
         self.mapper_ = data.mapper
-        self.feature_names_in_ = ds.feature_names
         self.split_order_ = history["order"]
         self.surrogate_costs_ = history["surrogate_costs"]
         self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))

@@ -200,6 +200,7 @@ class ExShallow(CenterTreePredictor):
 def fit_shallow(est, X, centers, depth_factor: float, algorithm: str):
     """Fit ExShallow's tree with ``depth_factor`` onto ``est`` (an ExShallow or ExGreedy whose
     parameters are checked): ``tree_``, ``centers_``, ``weighted_avg_depth_``, ``n_passes_``."""
+    X = est._fit_input(X)
     ds, centers, data = prepare_fit(
         X, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
         distances=True, between_extra=True,

@@ -27,7 +27,7 @@ OBJECTIVES = ("kmeans", "kmedians")
 
 # The parameters IMM, ExKMC and ExShallow share, declared once for all three.
 CENTER_TREE_CONSTRAINTS = {
-    "n_clusters": [Interval(Integral, 1, None, closed="left")],
+    "n_clusters": [Interval(Integral, 2, None, closed="left")],  # k >= 2, as the CLI's --k
     "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
     "objective": [StrOptions(set(OBJECTIVES))],
     "random_state": RANDOM_STATE,
@@ -211,6 +211,7 @@ class IMM(CenterTreePredictor):
     def fit(self, X, centers=None) -> "IMM":
         """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
+        X = self._fit_input(X)
         ds, centers, data = prepare_fit(
             X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
         )

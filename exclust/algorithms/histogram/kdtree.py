@@ -21,6 +21,7 @@ from exclust.algorithms.histogram._code_histograms import box_statistics
 from exclust.algorithms.histogram.imm import check_centers
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.sources.dataset import as_matrix
+from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.algorithms.histogram.engine import CodeTree
 from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
@@ -35,33 +36,43 @@ def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
 class KDTree(TreeExplainer):
     """KD-tree with ``max_leaves`` leaves, labelled by surrogate cost against reference centers.
 
+    ``max_leaves`` None: one leaf per cluster (``n_clusters``). ``n_clusters`` None: the number
+    of centers given to ``fit``; given, it must be that number.
+
     Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
     ``n_passes_`` (passes over the rows), ``split_order_`` (nodes in the order they were split)
     and ``node_value_`` (every node's cheapest center, for the prefix trees of ``tree_at``).
     """
 
     _parameter_constraints = {
-        "max_leaves": [Interval(Integral, 1, None, closed="left")],
+        "max_leaves": [None, Interval(Integral, 1, None, closed="left")],
         "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
         "random_state": RANDOM_STATE,
+        "n_clusters": [None, Interval(Integral, 2, None, closed="left")],
     }
 
-    def __init__(self, max_leaves: int, max_bins: int = 256, random_state=None) -> None:
+    def __init__(self, max_leaves: int | None = None, max_bins: int = 256, random_state=None, *,
+                 n_clusters: int | None = None) -> None:
         self.max_leaves = max_leaves
         self.max_bins = max_bins
         self.random_state = random_state
+        self.n_clusters = n_clusters
 
     def fit(self, X, centers) -> "KDTree":
         """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
         self._check_params()
-        m, max_bins = int(self.max_leaves), int(self.max_bins)
-        ds = as_matrix(X)
+        max_bins = int(self.max_bins)
+        ds = as_matrix(self._fit_input(X))
         centers = np.asarray(centers, dtype=np.float64)
         if centers.ndim != 2 or centers.shape[0] < 1:
             raise ValueError(
                 f"centers must be a 2-D array (n_clusters, n_features), got shape {centers.shape}"
             )
         centers = check_centers(centers, centers.shape[0], ds.n_features)
+        if self.n_clusters is not None and centers.shape[0] != self.n_clusters:
+            raise InputError(f"{centers.shape[0]} centers given for n_clusters={self.n_clusters}; "
+                             "pass one center per cluster")
+        m = int(self.max_leaves if self.max_leaves is not None else centers.shape[0])
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         passes = int(is_lazy(ds.X))
         mapper = edges_from_sample(sample, max_bins=max_bins)

@@ -191,8 +191,8 @@ class ConceptMMDT(_ConceptTree):
     in, so one statistics pass with full scatter on its labels is added). Growing the tree
     itself touches no data.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     tree_ : ThresholdTree over the concept names, K leaves, leaf k = base cluster k.
     summary_ : the MixtureSummary in concept coordinates that MMDT was grown from.
     latent_means_, latent_covariance_ : base means (K x d) and pooled covariance Sigma (d x d).
@@ -226,6 +226,7 @@ class ConceptMMDT(_ConceptTree):
         from exclust.algorithms.mmdt.mmdt import MMDT
 
         self._check_params()
+        X = self._fit_input(X)
         embedding_names = (
             list(X.feature_names) if isinstance(X, Dataset) else [f"x{j}" for j in range(self.cavs.n_features)]
         )
@@ -304,7 +305,7 @@ class ConceptCART(_ConceptTree):
         from exclust.algorithms.cart import CART
 
         self._check_params()
-        cavs, X = self._embedding(X)
+        cavs, X = self._embedding(self._fit_input(X))
         mixture = None
         if labels is None:
             _, labels, _, mixture = _fit_base_mixture(

@@ -332,6 +332,7 @@ class KernelMMDT(TreeExplainer):
     def fit(self, X: Any, labels: Any = None) -> "KernelMMDT":
         """Fit the base clustering (unless ``labels`` are given), sample per cluster, grow the tree, score it."""
         self._check_params()
+        X = self._fit_input(X)
         kernel_code(self.kernel)
         K = int(self.n_clusters)
         clock = time.perf_counter()
@@ -420,7 +421,6 @@ class KernelMMDT(TreeExplainer):
         self.samples_taken_ = taken
         self.cluster_sizes_ = sizes
         self.n_features_in_ = d
-        self.feature_names_in_ = list(ds.feature_names)
 
         self.kernel_price_ = None
         if self.compute_price:
@@ -436,13 +436,7 @@ class KernelMMDT(TreeExplainer):
         self.timings_ = timings
         return self
 
-    def _tree_input(self, X: Any) -> Any:
-        """A DataFrame's feature columns as a matrix; arrays pass as they are."""
-        if hasattr(X, "columns") and not is_lazy(X):
-            return as_matrix(X).X
-        return X
-
     def fit_predict(self, X: Any, labels: Any = None):
         """fit(X, labels) then the tree's cluster of every row of X."""
         ds = as_matrix(X, n_clusters=self.n_clusters)
-        return self.fit(ds, labels).predict(ds.X)
+        return self.fit(ds, labels).predict(ds)  # the Dataset, whose names predict checks

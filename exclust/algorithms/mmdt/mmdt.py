@@ -239,8 +239,8 @@ class MMDT(TreeExplainer):
     random_state : None, int or numpy Generator
         Breaks ties and draws the thresholds of ``"random"``; the same seed gives the same tree.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     tree_ : ThresholdTree with K leaves, leaf value k = component k.
     node_diagnostics_ : list of dicts, one per internal node (see ``fit``).
     enr_ : explainability-to-noise ratio of the mixture, paper 002 convention (Definition 2);
@@ -297,8 +297,7 @@ class MMDT(TreeExplainer):
         self.n_passes_ = 0  # built from the mixture's summary alone: no pass over the data
         self.summary_ = summary
         self._enr = None
-        self.n_features_in_ = d
-        self.feature_names_in_ = list(summary.feature_names)
+        self._record_features(d, summary.feature_names)
         return self
 
     def _check_inputs(self, summary: MixtureSummary) -> None:

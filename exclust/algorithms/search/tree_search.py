@@ -46,7 +46,7 @@ from exclust.algorithms.histogram.imm import CENTER_TREE_CONSTRAINTS, CenterTree
 from exclust.algorithms.search.optimal_tree import leaf_cost, nested_to_tree
 from exclust.sources.dataset import as_matrix
 from exclust.estimator import Integral, Interval
-from exclust.dataplane.parts import uniform_sample
+from exclust.dataplane.parts import is_lazy, uniform_sample
 from exclust.tree import LEAF
 
 LOCAL_SEARCH_STARTS = 2
@@ -368,7 +368,7 @@ class TreeSearch(CenterTreePredictor):
         self.cost_ = float(best_cost)
         self.n_search_rows_ = int(rows.shape[0])
         self.weighted_avg_depth_ = float(self.tree_.node_depths()[self.tree_.apply(rows)].mean())
-        self.n_passes_ = int(rows.shape[0] < ds.n_rows or getattr(ds, "is_distributed", False))
+        self.n_passes_ = int(rows.shape[0] < ds.n_rows or is_lazy(ds.X))
         return self
 
 
