@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from exclust.errors import InputError  # re-exported: exclust.data.InputError is public
+from exclust.feature_choice import Column, choose_features, frame_columns
 
 DEFAULT_PIECE_ROWS = 1_000_000
 
@@ -35,6 +36,9 @@ class Dataset:
     # The run's one exact uniform sample of these rows (pipeline.RunSample: rows, extra columns,
     # n_rows), drawn once and reused by every consumer: k-means seeding, bin edges, curve, plot.
     run_sample: Any = field(default=None, repr=False, compare=False)
+    # What loading decided that the user should hear: columns the default features left out as
+    # label-like (exclust.feature_choice); a run logs them.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
@@ -74,13 +78,13 @@ def read_parquet(
 ):
     """Lazy dask arrays (X, extras) for a Parquet source (path, folder, glob or URL), chunk sizes known.
 
-    Returns (X, feature names, extras, categories); see ``exclust.parquet``.
+    Returns (X, feature names, extras, categories, notes); see ``exclust.parquet``.
     """
     from exclust.parquet import plan, to_dask
 
     planned = plan(source, features, extra_columns, piece_rows, storage_options)
     X, extras, categories = to_dask(planned)
-    return X, planned.features, extras, categories
+    return X, planned.features, extras, categories, [planned.note] if planned.note else []
 
 
 # --------------------------------------------------------------------------- validation
@@ -210,8 +214,9 @@ def load_dataset(
 ) -> Dataset:
     """Load and validate any supported input into a Dataset.
 
-    ``features`` picks and orders the columns of tabular inputs (all numeric columns when
-    omitted, extra columns excluded); ``extra_columns`` are kept aside as 1-D arrays (ground
+    ``features`` picks and orders the columns of tabular inputs (when omitted: the numeric
+    columns but the extra columns and whole-number columns that look like labels, which
+    ``Dataset.notes`` names; see ``exclust.feature_choice``); ``extra_columns`` are kept aside as 1-D arrays (ground
     truth, precomputed labels); string labels are coded as integers in sorted order.
     ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
     endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
@@ -224,15 +229,15 @@ def load_dataset(
     label = "array"
     if isinstance(source, (str, os.PathLike)):
         label = str(source)
-        X, names, extras, categories = read_parquet(source, features, extra_columns, piece_rows, storage_options)
+        X, names, extras, categories, notes = read_parquet(source, features, extra_columns, piece_rows, storage_options)
     else:
-        X, names, extras, categories, label = _from_object(source, features, extra_columns)
+        X, names, extras, categories, label, notes = _from_object(source, features, extra_columns)
     if prepare is not None:
         X, extras = prepare(X, extras)
     X, extras, n_dropped = validate_matrix(
         X, names, nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
     )
-    return Dataset(X, list(names), extras, label, n_dropped, categories)
+    return Dataset(X, list(names), extras, label, n_dropped, categories, notes=notes)
 
 
 def _from_object(source: Any, features, extra_columns):
@@ -245,10 +250,12 @@ def _from_object(source: Any, features, extra_columns):
     if isinstance(source, pd.DataFrame) or (dd is not None and isinstance(source, dd.DataFrame)):
         kind = "pandas DataFrame" if isinstance(source, pd.DataFrame) else "dask DataFrame"
         columns = list(source.columns)
-        if features is None:
-            features = [
-                c for c in columns if c not in extra_columns and pd.api.types.is_numeric_dtype(source[c].dtype)
-            ]
+        notes = []
+        if features is None:  # a dask frame's ranges would cost a pass: its columns are judged by type only
+            described = frame_columns(source) if isinstance(source, pd.DataFrame) else [
+                Column(c, pd.api.types.is_numeric_dtype(source[c].dtype)) for c in columns]
+            choice = choose_features(described, extra_columns)
+            features, notes = choice.require(f"the {kind}", columns), [choice.note()] if choice.note() else []
         features = list(features)
         unknown = [c for c in [*features, *extra_columns] if c not in columns]
         if unknown:
@@ -276,7 +283,7 @@ def _from_object(source: Any, features, extra_columns):
             arr = sub.astype("float64").to_dask_array(lengths=True)
             X = arr[:, : len(features)]
             extras = {c: arr[:, len(features) + i] for i, c in enumerate(extra_columns)}
-        return X, features, extras, categories, kind
+        return X, features, extras, categories, kind, notes
     if extra_columns:
         raise InputError("extra columns can only be named for tabular inputs (DataFrame or Parquet)")
     if is_dask_array(source):
@@ -301,7 +308,7 @@ def _from_object(source: Any, features, extra_columns):
             raise InputError(f"{len(features)} feature names for a {kind} with {d} columns")
     else:
         features = [f"x{j}" for j in range(d)]
-    return X, features, {}, {}, kind
+    return X, features, {}, {}, kind, []
 
 
 def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:

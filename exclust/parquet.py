@@ -30,6 +30,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from exclust.errors import InputError
+from exclust.feature_choice import choose_features, footer_columns
 from exclust.storage import Source, SourceFile, list_source
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # how Hive and Spark write a missing partition value
@@ -73,6 +74,7 @@ class Plan:
     partition_columns: list[str]  # requested columns taken from the path, in Segment.constants order
     categories: dict[str, list[str]]  # string columns -> sorted values (code = index)
     string_file_columns: list[str]  # string columns whose values need a pass to be known
+    note: str | None = None  # columns the default features left out as label-like (feature_choice)
 
     @property
     def columns(self) -> list[str]:
@@ -251,9 +253,8 @@ def plan(
     extras = list(dict.fromkeys(c for c in extra_columns if c))
     partition_keys = set(source.partition_keys)
     first = footers[0].schema.to_arrow_schema()
-    if features is None:
-        features = [n for n in first.names if n not in extras and numeric_type(first.field(n).type)]
-    features = list(features)
+    choice = choose_features(footer_columns(first, footers, numeric_type), extras) if features is None else None
+    features = list(features if choice is None else choice.require(source.url, first.names))
     if not features:
         raise InputError(f"no numeric feature columns in {source.url}; columns are {first.names}")
     known = set(partition_keys).union(*(meta.schema.names for meta in footers))
@@ -278,7 +279,8 @@ def plan(
     pieces = _pack(source, footers, constants, file_columns, piece_rows)
     if not pieces:
         raise InputError(f"no rows in {source.url}")
-    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_extras)
+    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_extras,
+                choice.note() if choice else None)
 
 
 # --------------------------------------------------------------------------- reading (on the workers)
