@@ -112,9 +112,12 @@ def test_tree_svg_has_one_box_per_node_with_the_tests_written_in():
         node = int(g.get("data-node"))
         assert title_of(g) == tree.describe_node(node)
     titles = {title_of(g) for g in internal}
-    assert titles == {"petal_length <= 2.45", "|petal_width - 1.3| <= 0.45"}
+    assert titles == {"petal_length <= 2.45", "0.85 <= petal_width <= 1.75"}  # |x - 1.3| <= 0.45 as its interval
     visible = " ".join(t.text for g in internal for t in g.iter(f"{SVG}text"))
-    assert "petal_length" in visible and "≤ 2.45" in visible and "|petal_width − 1.3|" in visible
+    assert "petal_length" in visible and "≤ 2.45" in visible and "petal_width in [0.85, 1.75]" in visible
+    # every box carries its node id, the one the per-node diagnostics name
+    tags = {t.text for t in root.iter(f"{SVG}text") if t.get("class") == "node-id"}
+    assert tags == {f"#{n}" for n in range(tree.node_count)}
     # the interval node is marked so it can be styled apart
     assert len(groups(root, "interval")) == 1
     palette = cluster_colors(3)
@@ -420,7 +423,10 @@ def test_report_is_self_contained_and_holds_every_rule(rng):
         assert line.replace("<", "&lt;").replace(">", "&gt;") in html
     for section in ('id="tree"', 'id="rules"', 'id="scatter"', 'id="curve"', 'id="metrics"', 'id="diagnostics"'):
         assert section in html
-    assert "petal_length" in re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)  # axis by name
+    diag = re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)
+    assert "petal_length" in diag  # axis by name
+    # the node is named by the tag the drawing puts on it
+    assert re.search(r"<td[^>]*>#0</td>", diag) and re.search(r'class="node-id"[^>]*>#0</text>', html)
     assert "98.0%" in html  # the summary reads the error rate as agreement
     # one colour per cluster, shared by leaves, rule swatches and scatter
     for c, color in enumerate(cluster_colors(3)):

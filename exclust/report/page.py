@@ -317,7 +317,8 @@ def render_report(
         sections.append(
             f'<section class="card" id="diagnostics"><h2>Per-node diagnostics</h2><p class="lead">For every cut: the axis, '
             f'the threshold, how far apart the node\'s means are on that axis in noise units, and the estimated share of '
-            f'the node\'s mass cut off from its own mean.</p>{_diagnostics_html(diagnostics, tree)}</section>'
+            f'the node\'s mass cut off from its own mean. Nodes are named by the # tag the tree drawing shows '
+            f'on them.</p>{_diagnostics_html(diagnostics, tree)}</section>'
         )
     if dataset_info:
         rows = "".join(
