@@ -71,7 +71,7 @@ def _rules_table_html(tree: ThresholdTree, palette: Sequence[str], leaf_counts: 
 
 
 _DIAG_HEADERS = {
-    "node": "node",
+    "node": "node (#, as in the tree)",
     "axis": "axis",
     "feature": "feature",
     "threshold": "threshold",
@@ -108,6 +108,8 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
                 text = tree.feature_names[int(v)]
             elif isinstance(v, (list, tuple)):
                 text = list_text(list(v), integer_like=True, head=6)
+            elif c == "node" and isinstance(v, (int, np.integer)):
+                text = f"#{int(v)}"  # the tag the tree drawing shows on that node
             elif c in ("threshold", "center") and isinstance(v, (float, np.floating)):
                 text = fmt_num(float(v))  # as the tree drawing writes it
             else:
