@@ -343,6 +343,19 @@ def test_cost_curve_has_every_series_and_the_reference_line():
         cost_curve_svg({"leaves": [3, 4, 6, 9], "exkmc": [1.0, 1.0]})
 
 
+def test_cost_curve_stays_readable_when_a_baseline_runs_far_above():
+    """The issue's curve: KDTree up to 3.6 squashed ExKMC, CART and the surrogate into one line at 1."""
+    curve = {"leaves": [5, 6, 8, 10], "exkmc": [1.02, 1.012, 1.006, 1.003], "cart": [1.05, 1.03, 1.02, 1.01],
+             "kdtree": [3.6, 2.9, 2.2, 1.8], "exkmc_surrogate": [1.03, 1.02, 1.01, 1.005], "k": 5}
+    svg = cost_curve_svg(curve)
+    texts = [t.text or "" for t in parse_svg(svg).iter(f"{SVG}text")]
+    assert "KDTree (up to 3.6, above the plot)" in texts
+    assert "ExKMC, surrogate cost" in texts and not any("exkmc_surrogate" in t for t in texts)
+    assert "reference clustering = 1" in texts  # in the legend, where no series crosses it
+    y_ticks = [float(t.replace("\u2212", "-")) for t in texts if re.fullmatch("\u2212?[0-9]+[.][0-9]+", t)]
+    assert y_ticks and max(y_ticks) < 1.2  # the y axis spans the explained tree's curve, not the baseline's 3.6
+
+
 def test_cost_curve_names_the_cost_it_shows_on_its_axis():
     curve = {"leaves": [3, 4], "exkmc": [1.2, 1.1], "kdtree": [1.5, 1.3], "reference_cost": 1234.5,
              "baselines": "CART and KDTree fitted on a uniform sample"}
@@ -542,3 +555,13 @@ def test_algorithm_names_are_spelled_as_in_the_papers():
     tree.meta["algorithm"] = "mmdt"
     assert "An MMDT tree" in render_report(tree=tree, metrics={})
     assert "A kernel MMDT tree" in render_report(tree=tree, metrics={"algorithm": "kernel_mmdt"})
+
+
+def test_a_price_below_one_is_explained_where_it_is_shown():
+    tree = interval_tree()
+    below = render_report(tree=tree, metrics={"price_kmeans": 0.9708, "n": 100})
+    kpi = re.search(r'<div class="kpi" data-key="price_kmeans">.*?</div></div>', below, flags=re.S).group(0)
+    assert "0.9708" in kpi and "below 1: the tree&#x27;s clusters, each scored by its own mean, cost less" in kpi
+    assert "1 is perfect" not in below
+    above = render_report(tree=tree, metrics={"price_kmeans": 1.02, "n": 100})
+    assert "below 1:" not in above and 'data-key="price_kmeans"' in above

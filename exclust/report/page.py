@@ -121,24 +121,33 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
 
 
 
+# Why a price can be below 1: the reference is not the k-means optimum (a Gaussian mixture, a
+# k-means local optimum, given labels), and the tree's clusters are scored by their own means.
+_PRICE_BELOW_ONE = ("below 1: the tree's clusters, each scored by its own mean, cost less than the reference "
+                    "clustering, which is not the best k-means clustering (a mixture's, labels' or a local optimum)")
+
+
 def _kpis_html(metrics: Mapping[str, Any]) -> str:
     cards = []
 
-    def add(key: str, label: str, bar: float | None = None) -> None:
+    def add(key: str, label: str, bar: float | None = None, note: str = "") -> None:
         v = metrics.get(key)
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return
         bar_html = ""
         if bar is not None and math.isfinite(bar):
             bar_html = f'<div class="bar"><span style="width:{max(0.0, min(1.0, bar)) * 100:.1f}%"></span></div>'
+        note_html = f'<div class="note">{esc(note)}</div>' if note else ""
         cards.append(f'<div class="kpi" data-key="{key}"><div class="v">{esc(fmt_value(v, integer_like=key in INTEGER_KEYS))}</div>'
-                     f'<div class="l">{esc(label)}</div>{bar_html}</div>')
+                     f'<div class="l">{esc(label)}</div>{note_html}{bar_html}</div>')
 
     def num(key: str) -> float | None:
         v = metrics.get(key)
         return float(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) else None
 
-    add("price_kmeans", "price of explainability (1 is perfect)")
+    price = num("price_kmeans")
+    add("price_kmeans", "price of explainability: the tree's k-means cost ÷ the reference's (1: no loss)",
+        note=_PRICE_BELOW_ONE if price is not None and price < 1 else "")
     err = num("error_rate")
     if err is not None:
         cards.append(f'<div class="kpi" data-key="agreement"><div class="v">{1 - err:.1%}</div>'
@@ -191,7 +200,9 @@ def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_i
         extras.append(f"it places {1 - float(err):.1%} of the points as the reference clustering does")
     price = metrics.get("price_kmeans")
     if isinstance(price, (int, float, np.number)) and math.isfinite(float(price)):
-        extras.append(f"its k-means cost is {float(price):.3f}× the reference's")
+        extras.append(f"its k-means cost is {float(price):.3f}× the reference's"
+                      + (" (less: the tree's clusters scored by their own means beat the reference)"
+                         if float(price) < 1 else ""))
     if extras:
         s += " " + " and ".join(extras).capitalize() + "."
     return s
