@@ -350,6 +350,12 @@ class ThresholdTree:
             return NotImplemented
         return self.to_dict() == other.to_dict()
 
+    def _repr_svg_(self) -> str:
+        """The tree's drawing in a notebook: the report's own SVG (``exclust.report.draw_tree``)."""
+        from exclust.report.tree_drawing import tree_svg
+
+        return tree_svg(self)
+
     def __repr__(self) -> str:
         return (
             f"ThresholdTree(n_leaves={self.n_leaves}, depth={self.depth}, "

@@ -565,3 +565,29 @@ def test_a_price_below_one_is_explained_where_it_is_shown():
     assert "1 is perfect" not in below
     above = render_report(tree=tree, metrics={"price_kmeans": 1.02, "n": 100})
     assert "below 1:" not in above and 'data-key="price_kmeans"' in above
+
+
+def test_a_tree_shows_its_drawing_in_a_notebook_and_every_picture_saves_as_svg_and_png(tmp_path, rng):
+    import matplotlib.image
+
+    import exclust
+    from exclust.errors import InputError
+
+    tree = interval_tree()
+    assert tree._repr_svg_() == tree_svg(tree)  # what Jupyter shows for a fitted tree
+    X = iris_like_sample(rng)
+    curve = {"leaves": [3, 4, 6], "exkmc": [1.1, 1.05, 1.0], "kdtree": [3.6, 2.0, 1.5]}
+    for what, extra in (("tree", {}), ("scatter", {"sample": X}), ("curve", {"curve": curve})):
+        svg = exclust.save_figure(tmp_path / f"{what}.svg", tree, what=what, **extra)
+        text = svg.read_text()
+        assert text.startswith('<?xml version="1.0"') and parse_svg(text[text.index("<svg"):]) is not None
+        png = exclust.save_figure(tmp_path / f"{what}.png", tree, what=what, **extra)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        pixels = matplotlib.image.imread(png)
+        assert pixels.shape[0] > 100 and pixels.shape[1] > 100
+        assert (pixels[..., :3] < 0.5).any(axis=-1).mean() > 0.005  # drawn on, not a blank page
+    drawn = parse_svg((tmp_path / "tree.svg").read_text().split("\n", 1)[1])
+    assert len(groups(drawn, "leaf")) == 3 and drawn.get("width") and drawn.get("height")
+    assert not list(tmp_path.glob(".*tmp*"))
+    with pytest.raises(InputError, match="name the file .svg or .png"):
+        exclust.save_figure(tmp_path / "tree.pdf", tree)

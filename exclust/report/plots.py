@@ -131,8 +131,10 @@ def scatter_svg(
     cluster_colors: Sequence[str] | None = None,
     max_points: int = 5000,
     random_state: int = 0,
-) -> str:
-    """A scatter of a sample on two features, coloured by cluster, with the tree's cuts drawn in their regions."""
+    as_figure: bool = False,
+) -> Any:
+    """A scatter of a sample on two features, coloured by cluster, with the tree's cuts drawn in their regions
+    (SVG text; the matplotlib Figure when ``as_figure``, for ``exclust.report.save_figure``)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -267,6 +269,8 @@ def scatter_svg(
     if 1 < len(present) <= 12:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5,
                   markerscale=1.8 if size < 10 else 1.0, handletextpad=0.3)
+    if as_figure:
+        return fig
     salt = hashlib.sha1(f"scatter{fx},{fy},{X.shape}{title}".encode()).hexdigest()[:10]
     label = f"Scatter of {X.shape[0]:,} sample points on {names[fx]}" + ("" if one_d else f" and {names[fy]}") + " with the tree's cuts"
     return _svg_from_figure(fig, salt, "scatter-svg", label)
@@ -316,8 +320,9 @@ def _series_points(leaves: np.ndarray, series: Any) -> tuple[np.ndarray, np.ndar
     return x[ok], y[ok]
 
 
-def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str:
-    """Cost ratio (tree / reference) against the number of leaves, one line per method, a dashed line at 1."""
+def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None, as_figure: bool = False) -> Any:
+    """Cost ratio (tree / reference) against the number of leaves, one line per method, a dashed line at 1
+    (SVG text; the matplotlib Figure when ``as_figure``, for ``exclust.report.save_figure``)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -346,9 +351,13 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
     for name, (x, y) in series.items():
         style = dict(_CURVE_STYLE.get(name, dict(label=str(name).replace("_", " "), marker="d", ls="-.", lw=1.4)))
         style.setdefault("ms", 5)
-        if float(np.max(y)) > top * 1.0001:
+        above = y > top * 1.0001
+        if above.any():
             style["label"] = f"{style['label']} (up to {fmt_num(float(np.max(y)))}, above the plot)"
-        ax.plot(x, y, gid=f"series-{name}", **style)
+        line, = ax.plot(x, y, gid=f"series-{name}", **style)
+        if above.any():  # the points above, marked at the top edge
+            ax.plot(x[above], np.full(int(above.sum()), top), ls="none", marker="^", ms=7, clip_on=False,
+                    color=line.get_color(), zorder=6, gid=f"series-{name}-above")
     ax.axhline(1.0, color="#666666", ls="--", lw=1.1, zorder=1, gid="reference-line", label="reference clustering = 1")
     if curve.get("k") is not None:
         ax.axvline(float(curve["k"]), color="#bbbbbb", ls=":", lw=1, zorder=0)
@@ -370,6 +379,8 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
         ax.set_title(str(title or curve.get("title")), loc="left", fontsize=11)
     # beside the plot, so that no entry hides a line and no line crosses a label
     ax.legend(frameon=False, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if as_figure:
+        return fig
     salt = hashlib.sha1(f"curve{sorted(map(str, curve))}{leaves.tolist()}".encode()).hexdigest()[:10]
     what = curve_cost_words(curve).split(" (")[0]
     return _svg_from_figure(fig, salt, "curve-svg", f"{what[0].upper()}{what[1:]} ratio against number of leaves")

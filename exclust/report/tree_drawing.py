@@ -20,7 +20,8 @@ from exclust.report.format import (
     text_color_on,
     text_width,
 )
-from exclust.tree import ThresholdTree
+# ThresholdTree in annotations only: exclust.tree draws itself with this module (a lazy import in
+# ThresholdTree._repr_svg_), so this module does not import it back.
 
 # ---------------------------------------------------------------------------- tree drawing
 def tree_layout(tree: ThresholdTree) -> tuple[dict[int, float], dict[int, int], list[int]]:
