@@ -331,7 +331,7 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None, as_fig
     if "leaves" not in curve:
         raise ValueError("the curve needs a 'leaves' list (number of leaves of each tree) besides its series")
     leaves = np.asarray(curve["leaves"], dtype=float)
-    fig = Figure(figsize=(7.4, 3.8))
+    fig = Figure(figsize=(6.4, 3.8))
     ax = fig.add_subplot(1, 1, 1)
     skip = {"leaves", "k", "title", "dataset", "baselines", "cost", "reference_cost"}  # not series
     series = {}
@@ -377,8 +377,9 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None, as_fig
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if title or curve.get("title"):
         ax.set_title(str(title or curve.get("title")), loc="left", fontsize=11)
-    # beside the plot, so that no entry hides a line and no line crosses a label
-    ax.legend(frameon=False, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    # under the plot, so that no entry hides a line and no line crosses a label (beside it, it would
+    # widen the figure and shrink its text in the report's half-width column)
+    ax.legend(frameon=False, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, borderaxespad=0.0)
     if as_figure:
         return fig
     salt = hashlib.sha1(f"curve{sorted(map(str, curve))}{leaves.tolist()}".encode()).hexdigest()[:10]
