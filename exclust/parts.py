@@ -31,6 +31,7 @@ import functools
 import logging
 import operator
 import os
+import sys
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
@@ -49,12 +50,11 @@ SOURCE_LAYER_PREFIXES = ("read_piece",)  # exclust.parquet.read_piece: the one P
 
 
 def is_lazy(a: Any) -> bool:
-    """True for a dask array (the rows live on the cluster), False for anything in memory."""
-    try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return False
-    return isinstance(a, da.Array)
+    """True for a dask array (the rows live on the cluster), False for anything in memory
+    (``data.is_dask_array``: no import of dask for a numpy input)."""
+    from exclust.data import is_dask_array
+
+    return is_dask_array(a)
 
 
 # --------------------------------------------------------------------------- threading policy
@@ -68,6 +68,8 @@ def blas_one_thread():
 
 
 def in_dask_worker() -> bool:
+    if "distributed" not in sys.modules:  # a worker process has imported it; importing it here costs ~1 s
+        return False
     try:
         from distributed import get_worker
 
