@@ -253,8 +253,22 @@ def cmd_demo(args) -> int:
         metrics = json.loads((out / "metrics.json").read_text())
         _summary(metrics, (out / "rules.txt").read_text(), summary["output"])
     print(f"demo done in {time.perf_counter() - t0:.1f} s; open {out / 'report.html'}")
-    print(f"label new data with: exclust label --tree {out / 'tree.json'} --input {data} --out {out}-labelled")
+    print(f"label new data with: {_command_name()} label --tree {out / 'tree.json'} --input {data} --out {out}-labelled")
     return 0
+
+
+def _command_name() -> str:
+    """How the user's shell reaches this exclust command: ``exclust`` when it is on the PATH (the
+    environment activated), else the script's path beside this Python, else ``python -m exclust.cli``."""
+    from pathlib import Path
+
+    beside = Path(sys.executable).parent / "exclust"
+    found = shutil.which("exclust")
+    if found and beside.exists() and Path(found).resolve() == beside.resolve():
+        return "exclust"
+    if beside.exists():
+        return os.path.relpath(beside)
+    return f"{os.path.relpath(sys.executable)} -m exclust.cli"
 
 
 def _error_line(exc: BaseException) -> str:
