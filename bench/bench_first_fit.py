@@ -102,7 +102,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=30_000)
     parser.add_argument("--only-after-setup", action="store_true", help="skip the cold setting (minutes)")
     parser.add_argument("--cache", help="numba cache folder of the 'after setup' setting (default: a new one); "
-                                        "the warm-up runs into it either way")
+                                        "the warm-up runs into it unless --warmed")
+    parser.add_argument("--warmed", action="store_true", help="--cache was filled by python -m exclust.warmup before")
     parser.add_argument("--child", nargs=2, metavar=("ALGORITHM", "DATA"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -119,7 +120,7 @@ def main() -> None:
             cache = args.cache if args.cache and setting == "after setup" else os.path.join(tmp, setting.replace(" ", "-"))
             os.makedirs(cache, exist_ok=True)
             env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
-            if setting == "after setup":
+            if setting == "after setup" and not args.warmed:
                 t = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "exclust.warmup"], env=env, cwd=ROOT, check=True)
                 print(f"warm-up (python -m exclust.warmup, once after installing): {time.perf_counter() - t:.1f} s")
