@@ -7,7 +7,10 @@ Needs only python3 (3.11+).  Usage:
     python3 bootstrap.py install                       # only set up .venv
     python3 bootstrap.py test [pytest options]         # install with test extras, then run pytest
 
-The environment lives in ./.venv and is re-installed only when pyproject.toml changes.
+The environment lives in ./.venv and is re-installed only when pyproject.toml changes; after
+installing, numba's kernels are compiled once into numba's cache (``python -m exclust.jobs.warmup``),
+where the command line, your own Python and the Dask workers all find them.
+Afterwards ``source .venv/bin/activate`` puts the ``exclust`` command on the PATH.
 """
 from __future__ import annotations
 
@@ -20,15 +23,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".exclust-installed"
+ACTIVATE_HINT = (f"[bootstrap] to use the exclust command and this environment's Python in your shell: "
+                 f"source {os.path.relpath(VENV / 'bin' / 'activate')}")
 
 
 def _venv_python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
+def _stamp(extras: str) -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
+
+
 def _install(extras: str) -> None:
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted and _venv_python().exists():
+    """Install exclust with ``extras`` unless installed from this pyproject.toml already (with the
+    test extras also serving a run that needs none), then compile the kernels once."""
+    wanted = _stamp(extras)
+    satisfied = {wanted, _stamp("test")} if not extras else {wanted}
+    if STAMP.exists() and STAMP.read_text() in satisfied and _venv_python().exists():
         return
     if sys.version_info < (3, 11):
         sys.exit(f"exclust needs Python 3.11 or newer; this is {sys.version.split()[0]}")
@@ -39,6 +51,12 @@ def _install(extras: str) -> None:
     print("[bootstrap] installing exclust and its dependencies (first run takes a few minutes)", flush=True)
     subprocess.check_call(pip + ["install", "-q", "--upgrade", "pip"])
     subprocess.check_call(pip + ["install", "-q", "-e", f"{ROOT}[{extras}]" if extras else str(ROOT)])
+    # Compiled kernels go where numba caches by default (__pycache__ beside the sources, unless
+    # the user's own NUMBA_CACHE_DIR says otherwise): the one place every later process looks,
+    # the command, a user's Python and the Dask workers alike.
+    if subprocess.call([str(_venv_python()), "-m", "exclust.jobs.warmup"], cwd=ROOT) != 0:
+        print("[bootstrap] warning: compiling the kernels ahead failed; each will compile on its first use instead",
+              flush=True)
     STAMP.write_text(wanted)
 
 
@@ -47,16 +65,16 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
-    _install("test")
-    env = dict(os.environ)
-    # numba caches compiled kernels next to the sources; keep that inside the checkout.
-    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".venv" / "numba-cache"))
+    _install("test" if command == "test" else "")
     if command == "install":
+        print(ACTIVATE_HINT, flush=True)
         return 0
     if command == "demo":
         exe = VENV / "bin" / "exclust"
-        return subprocess.call([str(exe), "demo", *rest], cwd=ROOT, env=env)
-    return subprocess.call([str(_venv_python()), "-m", "pytest", *rest], cwd=ROOT, env=env)
+        code = subprocess.call([str(exe), "demo", *rest], cwd=ROOT)
+        print(ACTIVATE_HINT, flush=True)
+        return code
+    return subprocess.call([str(_venv_python()), "-m", "pytest", *rest], cwd=ROOT)
 
 
 if __name__ == "__main__":

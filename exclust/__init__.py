@@ -46,6 +46,7 @@ _PUBLIC = {
     "cost_ratio_curve": "exclust.jobs.cost_curve",
     # what a person looks at
     "render_report": "exclust.report",
+    "save_figure": "exclust.report",
     # what a user can fix: a bad estimator parameter
     "ParameterError": "exclust.errors",
     # synthetic data of the papers

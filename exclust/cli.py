@@ -3,7 +3,9 @@
 ``explain`` and ``label`` call the library directly (no Prefect needed); ``demo`` writes a
 sample dataset and runs the Prefect ``explain`` flow in-process, with a temporary Prefect home
 unless a Prefect API is configured (``PREFECT_API_URL``), so it needs no server and no network.
-Exit status: 0 done, 2 bad input or options (the message says what to change), 1 anything else.
+Exit status: 0 done, 2 bad input or options (the message says what to change), 3 ``label
+--fail-on-drift`` labelled data that drifted from what the tree was built on (all of it written),
+1 anything else.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Iterator, Sequence
 from exclust.jobs import registry
 
 THRESHOLDS = tuple(registry.THRESHOLDS)
+DRIFT_EXIT = 3  # label --fail-on-drift: the output is written, but the data moved
 
 
 def _algorithm_help() -> str:
@@ -97,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="output folder or s3:// prefix for the labelled files (same relative paths as the input)")
     lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
                     "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
+    lb.add_argument("--fail-on-drift", action="store_true",
+                    help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data the "
+                         "tree was built on (PSI above 0.2); the labelled output is written either way")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")
     lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
@@ -147,9 +153,11 @@ def cmd_label(args) -> int:
     from exclust.jobs.nightly import has_date, label_command
 
     if args.date or has_date(args.input) or has_date(args.out):
-        return label_command(args, _log(args.quiet))
+        outcomes = label_command(args, _log(args.quiet))
+        return _drift_status(args, [(o.name, o.result.drift) for o in outcomes if o.result is not None])
     from exclust.jobs.labeling import plan_label, run_label
     from exclust.dataplane.cluster import dask_cluster
+    from exclust.scoring.drift import drift_text
     from exclust.dataplane.progress import StepTimer
     from exclust.sources.storage import parse_storage_options
 
@@ -163,10 +171,19 @@ def cmd_label(args) -> int:
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
         print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")
-    if result.drift is not None:
-        verdict = "drifted" if result.drift["drifted"] else "no drift"
-        print(f"  leaf drift: PSI {result.drift['psi']:.3g} ({verdict}; alert above {result.drift['threshold']:g})")
-    return 0
+    print(f"  {drift_text(result.drift)}")
+    return _drift_status(args, [(args.input, result.drift)])
+
+
+def _drift_status(args, drifts: list[tuple[str, dict | None]]) -> int:
+    """0, or ``DRIFT_EXIT`` with one line naming the drifted dates when ``--fail-on-drift`` asks for it."""
+    drifted = [(name, drift) for name, drift in drifts if drift is not None and drift["drifted"]]
+    if not (args.fail_on_drift and drifted):
+        return 0
+    names = ", ".join(f"{name} (PSI {drift['psi']:.3g})" for name, drift in drifted)
+    print(f"exclust label: drift: {len(drifted)} of {len(drifts)} labelled input(s) drifted from the data the tree "
+          f"was built on: {names}; exit {DRIFT_EXIT} (--fail-on-drift)", file=sys.stderr)
+    return DRIFT_EXIT
 
 
 def _summary(metrics: dict, rules: str, out) -> None:
@@ -249,8 +266,22 @@ def cmd_demo(args) -> int:
         metrics = json.loads((out / "metrics.json").read_text())
         _summary(metrics, (out / "rules.txt").read_text(), summary["output"])
     print(f"demo done in {time.perf_counter() - t0:.1f} s; open {out / 'report.html'}")
-    print(f"label new data with: exclust label --tree {out / 'tree.json'} --input {data} --out {out}-labelled")
+    print(f"label new data with: {_command_name()} label --tree {out / 'tree.json'} --input {data} --out {out}-labelled")
     return 0
+
+
+def _command_name() -> str:
+    """How the user's shell reaches this exclust command: ``exclust`` when it is on the PATH (the
+    environment activated), else the script's path beside this Python, else ``python -m exclust.cli``."""
+    from pathlib import Path
+
+    beside = Path(sys.executable).parent / "exclust"
+    found = shutil.which("exclust")
+    if found and beside.exists() and Path(found).resolve() == beside.resolve():
+        return "exclust"
+    if beside.exists():
+        return os.path.relpath(beside)
+    return f"{os.path.relpath(sys.executable)} -m exclust.cli"
 
 
 def _error_line(exc: BaseException) -> str:

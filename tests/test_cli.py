@@ -458,3 +458,34 @@ def test_cli_and_python_refuse_fewer_than_two_clusters(capsys):
             cls(n_clusters=1).fit(X, X[:1])
     with pytest.raises(ParameterError, match="'n_clusters' parameter"):
         KernelMMDT(1).fit(X)
+
+
+def test_explain_on_the_demo_data_without_features_never_cuts_on_truth(tmp_path, capsys, dask_client):
+    """The issue's run: ``exclust explain --input exclust-demo-data --k 5`` cut on ``truth`` (error 0)."""
+    from exclust.datasets.synthetic import write_gmm_parquet
+
+    data = tmp_path / "exclust-demo-data"
+    write_gmm_parquet(data, 6000, 5, 2, rows_per_file=2000, random_state=0)
+    rc = main(["explain", "--input", str(data), "--k", "5", "--scheduler", dask_client.scheduler.address,
+               "--out", str(tmp_path / "out")])
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "note: left out of the features: 'truth' (0..4)" in captured.err
+    rules = (tmp_path / "out" / "rules.txt").read_text()
+    assert "truth" not in rules and ("x0" in rules or "x1" in rules)
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["d"] == 2
+
+
+def test_the_hints_name_the_command_as_the_shell_reaches_it(tmp_path):
+    """``exclust`` when the environment is activated (its bin first on PATH), else the script's path."""
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "exclust").exists():
+        pytest.fail(f"no exclust script beside {sys.executable}: the package is not installed in this environment")
+    code = "from exclust.cli import _command_name; print(_command_name())"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bare = subprocess.run([sys.executable, "-c", code], env={**env, "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(tmp_path, bare).resolve() == (bin_dir / "exclust").resolve()
+    activated = subprocess.run([sys.executable, "-c", code], env={**env, "PATH": f"{bin_dir}:/usr/bin:/bin"},
+                               cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
+    assert activated == "exclust"

@@ -256,3 +256,25 @@ def test_read_blocks_live_in_their_own_mappings_and_behave_like_numpy_arrays():
         big[:] = 1.0
         del big
     assert resident_mb() - before < 200
+
+
+def test_default_features_leave_out_named_and_label_like_columns(tmp_path, rng, dask_client):
+    """Without a feature list: the run's own label columns and whole-number columns of few values
+    are never features (told from the footers for Parquet, from memory for a DataFrame); a
+    whole-number column of many values, and any column named as a feature, stay usable."""
+    n = 400
+    frame = pd.DataFrame({"x0": rng.normal(size=n), "truth": np.repeat(np.arange(4), n // 4),
+                          "count": np.arange(n) * 3, "flag": rng.integers(0, 2, n).astype(bool),
+                          "x1": rng.normal(size=n), "name": ["p", "q"] * (n // 2)})
+    folder = write_parts(tmp_path / "ds", [frame.iloc[:150], frame.iloc[150:]])
+    for source in (folder, frame):
+        ds = load_dataset(source)
+        assert ds.feature_names == ["x0", "count", "x1"]
+        assert len(ds.notes) == 1 and "'truth' (0..3)" in ds.notes[0] and "'flag' (0..1)" in ds.notes[0]
+        named = load_dataset(source, extra_columns=["truth"])
+        assert named.feature_names == ["x0", "count", "x1"] and "'truth'" not in named.notes[0]
+        assert load_dataset(source, ["x0", "truth"]).feature_names == ["x0", "truth"]  # named: the user's call
+        assert load_dataset(source, ["x0", "truth"]).notes == []
+    only_labels = write_parts(tmp_path / "labels", [frame[["truth", "name"]]])
+    with pytest.raises(InputError, match=r"no feature columns .* \['truth'\], hold few whole numbers like a label"):
+        load_dataset(only_labels)

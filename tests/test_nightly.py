@@ -57,9 +57,10 @@ def feed(tmp_path_factory, dask_client):
     return {"root": root, "tree": root / "explain" / "tree.json", "scheduler": dask_client.scheduler.address}
 
 
-def _label(feed, incoming: Path, labelled: Path, dates: str) -> int:
+def _label(feed, incoming: Path, labelled: Path, dates: str, *options: str) -> int:
     return main(["label", "--tree", str(feed["tree"]), "--input", f"{incoming}/date={{date}}",
-                 "--out", f"{labelled}/date={{date}}", "--date", dates, "--scheduler", feed["scheduler"], "--quiet"])
+                 "--out", f"{labelled}/date={{date}}", "--date", dates, "--scheduler", feed["scheduler"], "--quiet",
+                 *options])
 
 
 def _rows(folder: Path):
@@ -159,17 +160,36 @@ def _night_drift(labelled: Path, tree: ThresholdTree) -> dict:
     return leaf_drift(tree.meta, {int(a): int(b) for a, b in zip(leaves, counts) if a >= 0})
 
 
-def test_drift_flag_rises_when_the_data_moved_and_stays_down_when_not(feed, tmp_path):
+def test_drift_flag_rises_when_the_data_moved_and_stays_down_when_not(feed, tmp_path, capsys):
     incoming, labelled = tmp_path / "incoming", tmp_path / "labelled"
     _night(incoming / "date=2026-11-20", 1500, seed=21)  # same mixture as the tree was built on
     _night(incoming / "date=2026-11-21", 1500, seed=22, weights=(0.8, 0.1, 0.1))  # most rows moved to one cluster
-    assert _label(feed, incoming, labelled, "2026-11-20..2026-11-21") == 0
+    assert _label(feed, incoming, labelled, "2026-11-20..2026-11-21") == 0  # without --fail-on-drift: exit 0
     tree = ThresholdTree.from_json(feed["tree"])
     calm = _night_drift(labelled / "date=2026-11-20", tree)
     moved = _night_drift(labelled / "date=2026-11-21", tree)
     assert calm["drifted"] is False and calm["psi"] < 0.05
     assert moved["drifted"] is True and moved["psi"] > calm["threshold"]
     assert {leaf["leaf"] for leaf in moved["leaves"]} == set(tree.leaves.tolist())
+    # The terminal says it too: one line per night with its PSI, the drifted night marked.
+    lines = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("2026-")}
+    assert f"leaf drift PSI {calm['psi']:.3g}: no drift" in lines["2026-11-20"]
+    assert f"leaf drift PSI {moved['psi']:.3g}: DRIFTED" in lines["2026-11-21"]
+
+
+def test_fail_on_drift_exits_3_after_writing_every_night_and_0_on_calm_nights(feed, tmp_path, capsys):
+    incoming, labelled = tmp_path / "incoming", tmp_path / "labelled"
+    _night(incoming / "date=2026-11-20", 1500, seed=21)
+    _night(incoming / "date=2026-11-21", 1500, seed=22, weights=(0.8, 0.1, 0.1))
+    _night(incoming / "date=2026-11-22", 1500, seed=23)
+    assert _label(feed, incoming, labelled, "2026-11-20", "--fail-on-drift") == 0
+    assert "drifted" not in capsys.readouterr().err
+    assert _label(feed, incoming, labelled, "2026-11-21..2026-11-22", "--fail-on-drift") == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 2 labelled input(s) drifted" in err[0] and "2026-11-21 (PSI" in err[0]
+    assert "2026-11-22" not in err[0]
+    assert _visible(labelled) == {"date=2026-11-20", "date=2026-11-21", "date=2026-11-22"}  # written all the same
+    assert _rows(labelled / "date=2026-11-21").num_rows == 1500
 
 
 def test_labelling_records_drift_in_labels_json(feed, tmp_path):

@@ -112,9 +112,12 @@ def test_tree_svg_has_one_box_per_node_with_the_tests_written_in():
         node = int(g.get("data-node"))
         assert title_of(g) == tree.describe_node(node)
     titles = {title_of(g) for g in internal}
-    assert titles == {"petal_length <= 2.45", "|petal_width - 1.3| <= 0.45"}
+    assert titles == {"petal_length <= 2.45", "0.85 <= petal_width <= 1.75"}  # |x - 1.3| <= 0.45 as its interval
     visible = " ".join(t.text for g in internal for t in g.iter(f"{SVG}text"))
-    assert "petal_length" in visible and "≤ 2.45" in visible and "|petal_width − 1.3|" in visible
+    assert "petal_length" in visible and "≤ 2.45" in visible and "petal_width in [0.85, 1.75]" in visible
+    # every box carries its node id, the one the per-node diagnostics name
+    tags = {t.text for t in root.iter(f"{SVG}text") if t.get("class") == "node-id"}
+    assert tags == {f"#{n}" for n in range(tree.node_count)}
     # the interval node is marked so it can be styled apart
     assert len(groups(root, "interval")) == 1
     palette = cluster_colors(3)
@@ -340,6 +343,19 @@ def test_cost_curve_has_every_series_and_the_reference_line():
         cost_curve_svg({"leaves": [3, 4, 6, 9], "exkmc": [1.0, 1.0]})
 
 
+def test_cost_curve_stays_readable_when_a_baseline_runs_far_above():
+    """The issue's curve: KDTree up to 3.6 squashed ExKMC, CART and the surrogate into one line at 1."""
+    curve = {"leaves": [5, 6, 8, 10], "exkmc": [1.02, 1.012, 1.006, 1.003], "cart": [1.05, 1.03, 1.02, 1.01],
+             "kdtree": [3.6, 2.9, 2.2, 1.8], "exkmc_surrogate": [1.03, 1.02, 1.01, 1.005], "k": 5}
+    svg = cost_curve_svg(curve)
+    texts = [t.text or "" for t in parse_svg(svg).iter(f"{SVG}text")]
+    assert "KDTree (up to 3.6, above the plot)" in texts
+    assert "ExKMC, surrogate cost" in texts and not any("exkmc_surrogate" in t for t in texts)
+    assert "reference clustering = 1" in texts  # in the legend, where no series crosses it
+    y_ticks = [float(t.replace("\u2212", "-")) for t in texts if re.fullmatch("\u2212?[0-9]+[.][0-9]+", t)]
+    assert y_ticks and max(y_ticks) < 1.2  # the y axis spans the explained tree's curve, not the baseline's 3.6
+
+
 def test_cost_curve_names_the_cost_it_shows_on_its_axis():
     curve = {"leaves": [3, 4], "exkmc": [1.2, 1.1], "kdtree": [1.5, 1.3], "reference_cost": 1234.5,
              "baselines": "CART and KDTree fitted on a uniform sample"}
@@ -420,7 +436,10 @@ def test_report_is_self_contained_and_holds_every_rule(rng):
         assert line.replace("<", "&lt;").replace(">", "&gt;") in html
     for section in ('id="tree"', 'id="rules"', 'id="scatter"', 'id="curve"', 'id="metrics"', 'id="diagnostics"'):
         assert section in html
-    assert "petal_length" in re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)  # axis by name
+    diag = re.search(r'id="diagnostics".*?</table>', html, flags=re.S).group(0)
+    assert "petal_length" in diag  # axis by name
+    # the node is named by the tag the drawing puts on it
+    assert re.search(r"<td[^>]*>#0</td>", diag) and re.search(r'class="node-id"[^>]*>#0</text>', html)
     assert "98.0%" in html  # the summary reads the error rate as agreement
     # one colour per cluster, shared by leaves, rule swatches and scatter
     for c, color in enumerate(cluster_colors(3)):
@@ -539,3 +558,39 @@ def test_algorithm_names_are_spelled_as_in_the_papers():
     assert "An MMDT tree" in render_report(tree=tree, metrics={}, titles=titles())
     assert "A kernel MMDT tree" in render_report(tree=tree, metrics={"algorithm": "kernel_mmdt"}, titles=titles())
     assert "A mmdt tree" in render_report(tree=tree, metrics={})  # no spelling given: the name as it is
+
+
+def test_a_price_below_one_is_explained_where_it_is_shown():
+    tree = interval_tree()
+    below = render_report(tree=tree, metrics={"price_kmeans": 0.9708, "n": 100})
+    kpi = re.search(r'<div class="kpi" data-key="price_kmeans">.*?</div></div>', below, flags=re.S).group(0)
+    assert "0.9708" in kpi and "below 1: the tree&#x27;s clusters, each scored by its own mean, cost less" in kpi
+    assert "1 is perfect" not in below
+    above = render_report(tree=tree, metrics={"price_kmeans": 1.02, "n": 100})
+    assert "below 1:" not in above and 'data-key="price_kmeans"' in above
+
+
+def test_a_tree_shows_its_drawing_in_a_notebook_and_every_picture_saves_as_svg_and_png(tmp_path, rng):
+    import matplotlib.image
+
+    import exclust
+    from exclust.errors import InputError
+
+    tree = interval_tree()
+    assert tree._repr_svg_() == tree_svg(tree)  # what Jupyter shows for a fitted tree
+    X = iris_like_sample(rng)
+    curve = {"leaves": [3, 4, 6], "exkmc": [1.1, 1.05, 1.0], "kdtree": [3.6, 2.0, 1.5]}
+    for what, extra in (("tree", {}), ("scatter", {"sample": X}), ("curve", {"curve": curve})):
+        svg = exclust.save_figure(tmp_path / f"{what}.svg", tree, what=what, **extra)
+        text = svg.read_text()
+        assert text.startswith('<?xml version="1.0"') and parse_svg(text[text.index("<svg"):]) is not None
+        png = exclust.save_figure(tmp_path / f"{what}.png", tree, what=what, **extra)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        pixels = matplotlib.image.imread(png)
+        assert pixels.shape[0] > 100 and pixels.shape[1] > 100
+        assert (pixels[..., :3] < 0.5).any(axis=-1).mean() > 0.005  # drawn on, not a blank page
+    drawn = parse_svg((tmp_path / "tree.svg").read_text().split("\n", 1)[1])
+    assert len(groups(drawn, "leaf")) == 3 and drawn.get("width") and drawn.get("height")
+    assert not list(tmp_path.glob(".*tmp*"))
+    with pytest.raises(InputError, match="name the file .svg or .png"):
+        exclust.save_figure(tmp_path / "tree.pdf", tree)

@@ -110,3 +110,38 @@ def test_svg_elements_are_parsed_into_the_dom(tmp_path):
     assert 'id="series-exkmc"' in dom
     for n in np.flatnonzero(tree.kind != 0):
         assert f"<title>{tree.describe_node(int(n)).replace('<', '&lt;').replace('>', '&gt;')}</title>" in dom
+
+
+def test_the_issues_report_reads_right_in_a_browser(tmp_path):
+    """The report of issue 19 (price 0.9708, a KDTree curve up to 3.6 over ExKMC, CART and the surrogate near
+    1, per-node diagnostics, an interval cut), as Chromium draws and parses it. Set EXCLUST_SCREENSHOTS to a
+    folder to keep the screenshot for a person to look at."""
+    from matplotlib.image import imread
+
+    binary = _chromium()
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 3)) * [1.0, 2.0, 1.5]
+    curve = {"leaves": [5, 6, 8, 10], "exkmc": [1.02, 1.012, 1.006, 1.003], "cart": [1.05, 1.03, 1.02, 1.01],
+             "kdtree": [3.6, 2.9, 2.2, 1.8], "exkmc_surrogate": [1.03, 1.02, 1.01, 1.005], "k": 5}
+    diagnostics = [{"node": 0, "axis": 0, "threshold": 0.0, "normalized_separation": 4.2, "cutoff_share": 0.003},
+                   {"node": 2, "axis": 2, "threshold": 1.5, "normalized_separation": 2.9, "cutoff_share": 0.02}]
+    tree = _five_cluster_tree()
+    metrics = {"algorithm": "ExKMC", "k": 5, "d": 3, "n": 30_000, "price_kmeans": 0.9708, "error_rate": 0.011}
+    page = tmp_path / "report.html"
+    page.write_text(render_report(tree=tree, metrics=metrics, title="issue 19 report", sample=X, curve=curve,
+                                  diagnostics=diagnostics), encoding="utf-8")
+    dom = _run_chromium(binary, tmp_path, "--dump-dom", page.as_uri()).stdout
+    assert "below 1: the tree's clusters, each scored by its own mean" in dom.replace("&#x27;", "'")
+    assert "KDTree (up to 3.6, above the plot)" in dom and "ExKMC, surrogate cost" in dom
+    assert "exkmc_surrogate<" not in dom and "reference clustering = 1" in dom
+    for n in (0, 2):  # the diagnostics' nodes carry the tags the drawing shows
+        assert f">#{n}</td>" in dom and f'class="node-id"' in dom and f">#{n}</text>" in dom
+    assert "in [-1, 2]" in dom and "|tenure_years" not in dom  # the interval cut as an interval
+    shot = tmp_path / "shot.png"
+    _run_chromium(binary, tmp_path, f"--screenshot={shot}", "--window-size=1280,3200", page.as_uri())
+    img = imread(str(shot))
+    assert float(img[:, :, :3].std()) > 0.05, "the screenshot is blank"
+    assert _pixels_near(img, "#0072B2") > 1200  # KDTree's markers and cluster 0's colour are drawn
+    keep = os.environ.get("EXCLUST_SCREENSHOTS")
+    if keep:
+        shutil.copyfile(shot, os.path.join(keep, "report_issue19.png"))

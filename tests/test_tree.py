@@ -39,8 +39,10 @@ def test_rules_merge_bounds_per_feature():
     rules = small_tree().rules()
     assert rules[0] == "petal_width <= 1.3"
     assert rules[2] == "sepal_length > 5 and 1.5 <= petal_width <= 2.5"
-    # cluster 1 has two leaves; the outside-the-band leaf keeps its exclusion in words
-    assert rules[1] == "(sepal_length <= 5 and petal_width > 1.3) or (sepal_length > 5 and petal_width > 1.3 and petal_width outside [1.5, 2.5])"
+    # cluster 1 has two leaves; the outside-the-band leaf's values on petal_width are merged into two intervals
+    assert rules[1] == ("(sepal_length <= 5 and petal_width > 1.3) or "
+                        "(sepal_length > 5 and (1.3 < petal_width < 1.5 or petal_width > 2.5))")
+    assert small_tree().describe_node(4) == "1.5 <= petal_width <= 2.5"  # an interval cut, plain arithmetic
     assert small_tree().rules_text().startswith("cluster 0: petal_width <= 1.3\n")
 
 

@@ -32,6 +32,7 @@ import functools
 import logging
 import operator
 import os
+import sys
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
@@ -53,12 +54,11 @@ SOURCE_LAYER_PREFIXES = ("read_piece",)  # exclust.sources.parquet_reader.read_p
 
 
 def is_lazy(a: Any) -> bool:
-    """True for a dask array (the rows live on the cluster), False for anything in memory."""
-    try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return False
-    return isinstance(a, da.Array)
+    """True for a dask array (the rows live on the cluster), False for anything in memory. Looks
+    dask.array up rather than importing it: an object of its type exists only once it is imported,
+    and importing it cost a numpy input's first fit 1-2 s (bench/bench_first_fit.py)."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(a, da.Array)
 
 
 # --------------------------------------------------------------------------- threading policy
@@ -72,6 +72,8 @@ def blas_one_thread():
 
 
 def in_dask_worker() -> bool:
+    if "distributed" not in sys.modules:  # a worker process has imported it; importing it here costs ~1 s
+        return False
     try:
         from distributed import get_worker
 

@@ -109,8 +109,15 @@ class NightOutcome:
         """One line for logs and the command line."""
         if self.skipped is not None:
             return f"{self.name}: nothing to label ({self.skipped}); nothing written"
+        from exclust.scoring.drift import drift_text
+
         r = self.result
-        return f"{self.name}: labelled {r.n_rows} rows in {r.n_files} file(s) into {r.out}"
+        return f"{self.name}: labelled {r.n_rows} rows in {r.n_files} file(s) into {r.out}; {drift_text(r.drift)}"
+
+    @property
+    def drifted(self) -> bool:
+        """Whether this date was labelled and its rows per leaf drifted from the built-on shares."""
+        return self.result is not None and bool(self.result.drift) and bool(self.result.drift["drifted"])
 
     def to_dict(self) -> dict[str, Any]:
         doc = {"date": self.day.isoformat() if self.day else None, "input": self.input, "output": self.output,
@@ -150,8 +157,9 @@ def label_dates(
     return outcomes
 
 
-def label_command(args, log: Callable[[str], None] | None) -> int:
-    """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date."""
+def label_command(args, log: Callable[[str], None] | None) -> list[NightOutcome]:
+    """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date
+    (with its drift); returns the outcomes, for the command's exit status."""
     from exclust.dataplane.cluster import dask_cluster
     from exclust.tree import ThresholdTree
 
@@ -165,6 +173,5 @@ def label_command(args, log: Callable[[str], None] | None) -> int:
     if log is not None:
         log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
     with dask_cluster(args.scheduler):
-        label_dates(tree, args.input, args.out, days, on_night=report,
-                    cluster_column=args.cluster_column, leaf_column=args.leaf_column)
-    return 0
+        return label_dates(tree, args.input, args.out, days, on_night=report,
+                           cluster_column=args.cluster_column, leaf_column=args.leaf_column)

@@ -40,6 +40,8 @@ class Run:
 
 def _load(run: Run) -> None:
     run.data = pipeline.load(run.config)
+    for note in run.data.notes:  # e.g. a label-like column left out of the default features
+        run.timer.log(f"[{run.timer.elapsed:7.1f} s]   note: {note}")
 
 
 def _fit_reference(run: Run) -> None:

@@ -7,15 +7,16 @@ HTML). Nothing is fetched from the network when the page is opened: styles are i
 plots are inline SVG, so the report can be mailed, archived or attached to a Prefect run as
 one file. Modules: ``format`` (colours, numbers, text), ``tree_drawing``, ``plots`` (scatter,
 curve, contingency), ``measures`` (the metrics table), ``page`` (the page, its ``page.css``,
-and the Markdown digest).
+and the Markdown digest), ``figures`` (``save_figure``: one picture as an SVG or PNG file).
 """
 from __future__ import annotations
 
-from exclust.report.format import cluster_colors
+from exclust.report.figures import save_figure
+from exclust.tree.style import cluster_colors
 from exclust.report.measures import metrics_table_html
 from exclust.report.page import render_report, summary_markdown
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, cut_regions, scatter_svg
-from exclust.report.tree_drawing import TreeDrawing, draw_tree, tree_svg
+from exclust.tree.drawing import TreeDrawing, draw_tree, tree_svg
 
 __all__ = [
     "cluster_colors",
@@ -30,4 +31,5 @@ __all__ = [
     "contingency_svg",
     "render_report",
     "summary_markdown",
+    "save_figure",
 ]

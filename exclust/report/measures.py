@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from exclust.report.format import esc, fmt_value, list_text
+from exclust.tree.style import esc, fmt_value, list_text
 from exclust.scoring.scorecard import INTEGER_KEYS, MEASURES
 
 # ---------------------------------------------------------------------------- metrics

@@ -10,10 +10,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from exclust.report.format import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
+from exclust.tree.style import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
 from exclust.report.measures import metrics_table_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
-from exclust.report.tree_drawing import draw_tree
+from exclust.tree.drawing import draw_tree
 from exclust.scoring.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
 from exclust.tree import ThresholdTree
 
@@ -70,7 +70,7 @@ def _rules_table_html(tree: ThresholdTree, palette: Sequence[str], leaf_counts: 
 
 
 _DIAG_HEADERS = {
-    "node": "node",
+    "node": "node (#, as in the tree)",
     "axis": "axis",
     "feature": "feature",
     "threshold": "threshold",
@@ -107,6 +107,8 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
                 text = tree.feature_names[int(v)]
             elif isinstance(v, (list, tuple)):
                 text = list_text(list(v), integer_like=True, head=6)
+            elif c == "node" and isinstance(v, (int, np.integer)):
+                text = f"#{int(v)}"  # the tag the tree drawing shows on that node
             elif c in ("threshold", "center") and isinstance(v, (float, np.floating)):
                 text = fmt_num(float(v))  # as the tree drawing writes it
             else:
@@ -118,24 +120,33 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
 
 
 
+# Why a price can be below 1: the reference is not the k-means optimum (a Gaussian mixture, a
+# k-means local optimum, given labels), and the tree's clusters are scored by their own means.
+_PRICE_BELOW_ONE = ("below 1: the tree's clusters, each scored by its own mean, cost less than the reference "
+                    "clustering, which is not the best k-means clustering (a mixture's, labels' or a local optimum)")
+
+
 def _kpis_html(metrics: Mapping[str, Any]) -> str:
     cards = []
 
-    def add(key: str, label: str, bar: float | None = None) -> None:
+    def add(key: str, label: str, bar: float | None = None, note: str = "") -> None:
         v = metrics.get(key)
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return
         bar_html = ""
         if bar is not None and math.isfinite(bar):
             bar_html = f'<div class="bar"><span style="width:{max(0.0, min(1.0, bar)) * 100:.1f}%"></span></div>'
+        note_html = f'<div class="note">{esc(note)}</div>' if note else ""
         cards.append(f'<div class="kpi" data-key="{key}"><div class="v">{esc(fmt_value(v, integer_like=key in INTEGER_KEYS))}</div>'
-                     f'<div class="l">{esc(label)}</div>{bar_html}</div>')
+                     f'<div class="l">{esc(label)}</div>{note_html}{bar_html}</div>')
 
     def num(key: str) -> float | None:
         v = metrics.get(key)
         return float(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) else None
 
-    add("price_kmeans", "price of explainability (1 is perfect)")
+    price = num("price_kmeans")
+    add("price_kmeans", "price of explainability: the tree's k-means cost ÷ the reference's (1: no loss)",
+        note=_PRICE_BELOW_ONE if price is not None and price < 1 else "")
     err = num("error_rate")
     if err is not None:
         cards.append(f'<div class="kpi" data-key="agreement"><div class="v">{1 - err:.1%}</div>'
@@ -191,7 +202,9 @@ def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_i
         extras.append(f"it places {1 - float(err):.1%} of the points as the reference clustering does")
     price = metrics.get("price_kmeans")
     if isinstance(price, (int, float, np.number)) and math.isfinite(float(price)):
-        extras.append(f"its k-means cost is {float(price):.3f}× the reference's")
+        extras.append(f"its k-means cost is {float(price):.3f}× the reference's"
+                      + (" (less: the tree's clusters scored by their own means beat the reference)"
+                         if float(price) < 1 else ""))
     if extras:
         s += " " + " and ".join(extras).capitalize() + "."
     return s
@@ -322,7 +335,8 @@ def render_report(
         sections.append(
             f'<section class="card" id="diagnostics"><h2>Per-node diagnostics</h2><p class="lead">For every cut: the axis, '
             f'the threshold, how far apart the node\'s means are on that axis in noise units, and the estimated share of '
-            f'the node\'s mass cut off from its own mean.</p>{_diagnostics_html(diagnostics, tree)}</section>'
+            f'the node\'s mass cut off from its own mean. Nodes are named by the # tag the tree drawing shows '
+            f'on them.</p>{_diagnostics_html(diagnostics, tree)}</section>'
         )
     if dataset_info:
         rows = "".join(

@@ -13,8 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from exclust.tree import LEAF, ONE_SIDED
-from exclust.report.format import FONT_STACK, esc, palette_for, scoped_css
-from exclust.report.tree_drawing import tree_layout
+from exclust.tree.style import FONT_STACK, esc, fmt_num, palette_for, scoped_css
+from exclust.tree.drawing import tree_layout
 from exclust.tree import ThresholdTree
 
 # ---------------------------------------------------------------------------- scatter with cuts
@@ -131,8 +131,10 @@ def scatter_svg(
     cluster_colors: Sequence[str] | None = None,
     max_points: int = 5000,
     random_state: int = 0,
-) -> str:
-    """A scatter of a sample on two features, coloured by cluster, with the tree's cuts drawn in their regions."""
+    as_figure: bool = False,
+) -> Any:
+    """A scatter of a sample on two features, coloured by cluster, with the tree's cuts drawn in their regions
+    (SVG text; the matplotlib Figure when ``as_figure``, for ``exclust.report.save_figure``)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -267,6 +269,8 @@ def scatter_svg(
     if 1 < len(present) <= 12:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5,
                   markerscale=1.8 if size < 10 else 1.0, handletextpad=0.3)
+    if as_figure:
+        return fig
     salt = hashlib.sha1(f"scatter{fx},{fy},{X.shape}{title}".encode()).hexdigest()[:10]
     label = f"Scatter of {X.shape[0]:,} sample points on {names[fx]}" + ("" if one_d else f" and {names[fy]}") + " with the tree's cuts"
     return _svg_from_figure(fig, salt, "scatter-svg", label)
@@ -291,7 +295,11 @@ _CURVE_STYLE = {
     "imm": dict(label="IMM", color="#CC79A7", marker="*", ls="none", ms=13, zorder=6),
     "cart": dict(label="CART", color="#E69F00", marker="s", ls="--", lw=1.6, zorder=4),
     "kdtree": dict(label="KDTree", color="#0072B2", marker="^", ls=":", lw=1.8, zorder=3),
+    "exkmc_surrogate": dict(label="ExKMC, surrogate cost", color="#009E73", marker="v", ls="-", lw=1.4, zorder=4),
 }
+# The baselines: a curve is drawn to show the tree being explained, so a baseline far above it is
+# cut off at the top (its legend entry says how high it goes) rather than squashing the others.
+_CURVE_BASELINES = ("cart", "kdtree")
 
 
 def _series_points(leaves: np.ndarray, series: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -312,8 +320,9 @@ def _series_points(leaves: np.ndarray, series: Any) -> tuple[np.ndarray, np.ndar
     return x[ok], y[ok]
 
 
-def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str:
-    """Cost ratio (tree / reference) against the number of leaves, one line per method, a dashed line at 1."""
+def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None, as_figure: bool = False) -> Any:
+    """Cost ratio (tree / reference) against the number of leaves, one line per method, a dashed line at 1
+    (SVG text; the matplotlib Figure when ``as_figure``, for ``exclust.report.save_figure``)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -324,29 +333,38 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
     leaves = np.asarray(curve["leaves"], dtype=float)
     fig = Figure(figsize=(6.4, 3.8))
     ax = fig.add_subplot(1, 1, 1)
-    ymax = 1.0
-    plotted = 0
     skip = {"leaves", "k", "title", "dataset", "baselines", "cost", "reference_cost"}  # not series
+    series = {}
     for name in list(_CURVE_STYLE) + [n for n in curve if n not in _CURVE_STYLE and n not in skip]:
-        if name not in curve or curve[name] is None:
-            continue
-        x, y = _series_points(leaves, curve[name])
-        if not len(y):
-            continue
-        style = dict(_CURVE_STYLE.get(name, dict(label=str(name), marker="d", ls="-.", lw=1.4)))
+        if name in curve and curve[name] is not None:
+            x, y = _series_points(leaves, curve[name])
+            if len(y):
+                series[name] = (x, y)
+    every = [y for _, y in series.values()]
+    ymin = min([1.0] + [float(np.min(y)) for y in every])
+    ymax = max([1.0] + [float(np.max(y)) for y in every])
+    main = [y for name, (_, y) in series.items() if name not in _CURVE_BASELINES] or every
+    main_top = max([1.0] + [float(np.max(y)) for y in main])
+    # Clip the baselines above 1.5x the span of the explained tree's own curve (at least 0.1 above 1).
+    clip = main_top + 1.5 * max(main_top - ymin, 0.1)
+    top = min(ymax, clip)
+    for name, (x, y) in series.items():
+        style = dict(_CURVE_STYLE.get(name, dict(label=str(name).replace("_", " "), marker="d", ls="-.", lw=1.4)))
         style.setdefault("ms", 5)
-        ax.plot(x, y, gid=f"series-{name}", **style)
-        ymax = max(ymax, float(np.max(y)))
-        plotted += 1
-    ax.axhline(1.0, color="#666666", ls="--", lw=1.1, zorder=1, gid="reference-line")
-    ax.text(0.01, 1.0, "reference = 1", transform=ax.get_yaxis_transform(), va="bottom", ha="left",
-            fontsize=8.5, color="#555555")
+        above = y > top * 1.0001
+        if above.any():
+            style["label"] = f"{style['label']} (up to {fmt_num(float(np.max(y)))}, above the plot)"
+        line, = ax.plot(x, y, gid=f"series-{name}", **style)
+        if above.any():  # the points above, marked at the top edge
+            ax.plot(x[above], np.full(int(above.sum()), top), ls="none", marker="^", ms=7, clip_on=False,
+                    color=line.get_color(), zorder=6, gid=f"series-{name}-above")
+    ax.axhline(1.0, color="#666666", ls="--", lw=1.1, zorder=1, gid="reference-line", label="reference clustering = 1")
     if curve.get("k") is not None:
         ax.axvline(float(curve["k"]), color="#bbbbbb", ls=":", lw=1, zorder=0)
         ax.text(float(curve["k"]), 1.0, " k", transform=ax.get_xaxis_transform(), va="top", fontsize=8.5,
                 color="#777777")
-    top = ymax + 0.08 * max(ymax - 1.0, 0.1)
-    ax.set_ylim(min(0.97, ax.get_ylim()[0]), top)
+    span = max(top - ymin, 0.02)
+    ax.set_ylim(ymin - 0.06 * span, top + 0.06 * span)
     ax.set_xlabel("number of leaves")
     ax.set_ylabel(_CURVE_AXIS.get(str(curve.get("cost", "kmeans")), "cost ratio (tree / reference)"))
     for side in ("top", "right"):
@@ -359,8 +377,11 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None) -> str
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if title or curve.get("title"):
         ax.set_title(str(title or curve.get("title")), loc="left", fontsize=11)
-    if plotted:
-        ax.legend(frameon=False, fontsize=9)
+    # under the plot, so that no entry hides a line and no line crosses a label (beside it, it would
+    # widen the figure and shrink its text in the report's half-width column)
+    ax.legend(frameon=False, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, borderaxespad=0.0)
+    if as_figure:
+        return fig
     salt = hashlib.sha1(f"curve{sorted(map(str, curve))}{leaves.tolist()}".encode()).hexdigest()[:10]
     what = curve_cost_words(curve).split(" (")[0]
     return _svg_from_figure(fig, salt, "curve-svg", f"{what[0].upper()}{what[1:]} ratio against number of leaves")

@@ -60,3 +60,12 @@ def leaf_drift(tree_meta: Mapping[str, Any], leaf_counts: Mapping[int, int], thr
             for leaf, b, s, t in zip(leaves, built / built.sum(), tonight, terms)
         ],
     }
+
+
+def drift_text(drift: Mapping[str, Any] | None) -> str:
+    """One phrase for a terminal line: the PSI and whether it crossed the alert threshold."""
+    if drift is None:
+        return "drift not checked (the tree stores no leaf shares; explain again to store them)"
+    if drift["drifted"]:
+        return f"leaf drift PSI {drift['psi']:.3g}: DRIFTED (above the alert threshold {drift['threshold']:g})"
+    return f"leaf drift PSI {drift['psi']:.3g}: no drift (alert above {drift['threshold']:g})"

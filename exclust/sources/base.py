@@ -27,6 +27,7 @@ class Columns:
     feature_names: list[str]
     extras: dict[str, Any] = field(default_factory=dict)  # 1-D columns kept aside (truth, labels, concepts)
     categories: dict[str, list[str]] = field(default_factory=dict)  # string columns' values (code = index)
+    notes: list[str] = field(default_factory=list)  # what a run should say about the read (columns left out)
 
 
 class DataSource(ABC):

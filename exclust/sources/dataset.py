@@ -34,6 +34,9 @@ class Dataset:
     # The run's one exact uniform sample of these rows (pipeline.RunSample: rows, extra columns,
     # n_rows), drawn once and reused by every consumer: k-means seeding, bin edges, curve, plot.
     run_sample: Any = field(default=None, repr=False, compare=False)
+    # What loading decided that the user should hear: columns the default features left out as
+    # label-like (exclust.sources.feature_choice); a run logs them.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
@@ -172,8 +175,9 @@ def load_dataset(
 ) -> Dataset:
     """Load and validate any supported input into a Dataset.
 
-    ``features`` picks and orders the columns of tabular inputs (all numeric columns when
-    omitted, extra columns excluded); ``extra_columns`` are kept aside as 1-D arrays (ground
+    ``features`` picks and orders the columns of tabular inputs (when omitted: the numeric
+    columns but the extra columns and whole-number columns that look like labels, which
+    ``Dataset.notes`` names; see ``exclust.sources.feature_choice``); ``extra_columns`` are kept aside as 1-D arrays (ground
     truth, precomputed labels); string labels are coded as integers in sorted order.
     ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
     endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
@@ -186,13 +190,13 @@ def load_dataset(
     reader = open_source(source, storage_options)
     label = reader.describe()
     read = reader.columns(features, extra_columns, piece_rows=piece_rows)
-    X, names, extras, categories = read.X, read.feature_names, read.extras, read.categories
+    X, names, extras, categories, notes = read.X, read.feature_names, read.extras, read.categories, read.notes
     if prepare is not None:
         X, extras = prepare(X, extras)
     X, extras, n_dropped = validate_matrix(
         X, names, nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
     )
-    return Dataset(X, list(names), extras, label, n_dropped, categories)
+    return Dataset(X, list(names), extras, label, n_dropped, categories, notes=notes)
 
 
 def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 Dask arrays. Small in-memory inputs stay numpy: they do not pay for a cluster."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from exclust.dataplane.parts import is_lazy
 from exclust.errors import InputError
 from exclust.sources.base import Columns, DataSource
+from exclust.sources.feature_choice import Column, choose_features, frame_columns
 
 
 class InMemorySource(DataSource):
@@ -28,34 +30,31 @@ class InMemorySource(DataSource):
 
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
                 piece_rows: int = 1_000_000) -> Columns:
-        X, names, extras, categories, _ = _columns_of(self.spec, features, list(extra_columns))
-        return Columns(X, names, extras, categories)
+        X, names, extras, categories, _, notes = _columns_of(self.spec, features, list(extra_columns))
+        return Columns(X, names, extras, categories, notes)
 
     def describe(self) -> str:
-        import dask.dataframe as dd
-        import pandas as pd
-
-        if isinstance(self.spec, pd.DataFrame):
+        pd, dd = sys.modules.get("pandas"), sys.modules.get("dask.dataframe")
+        if pd is not None and isinstance(self.spec, pd.DataFrame):
             return "pandas DataFrame"
-        if isinstance(self.spec, dd.DataFrame):
+        if dd is not None and isinstance(self.spec, dd.DataFrame):
             return "dask DataFrame"
         return "dask array" if is_lazy(self.spec) else "array"
 
 
 def _columns_of(source: Any, features, extra_columns):
-    import pandas as pd
-
-    try:
-        import dask.dataframe as dd
-    except ImportError:  # pragma: no cover
-        dd = None
-    if isinstance(source, pd.DataFrame) or (dd is not None and isinstance(source, dd.DataFrame)):
+    # Modules looked up, not imported: an object of their types exists only once they are
+    # imported, and importing dask costs a numpy input's first fit 1-2 s (bench_first_fit).
+    pd, dd = sys.modules.get("pandas"), sys.modules.get("dask.dataframe")
+    if (pd is not None and isinstance(source, pd.DataFrame)) or (dd is not None and isinstance(source, dd.DataFrame)):
         kind = "pandas DataFrame" if isinstance(source, pd.DataFrame) else "dask DataFrame"
         columns = list(source.columns)
-        if features is None:
-            features = [
-                c for c in columns if c not in extra_columns and pd.api.types.is_numeric_dtype(source[c].dtype)
-            ]
+        notes = []
+        if features is None:  # a dask frame's ranges would cost a pass: its columns are judged by type only
+            described = frame_columns(source) if isinstance(source, pd.DataFrame) else [
+                Column(c, pd.api.types.is_numeric_dtype(source[c].dtype)) for c in columns]
+            choice = choose_features(described, extra_columns)
+            features, notes = choice.require(f"the {kind}", columns), [choice.note()] if choice.note() else []
         features = list(features)
         unknown = [c for c in [*features, *extra_columns] if c not in columns]
         if unknown:
@@ -83,7 +82,7 @@ def _columns_of(source: Any, features, extra_columns):
             arr = sub.astype("float64").to_dask_array(lengths=True)
             X = arr[:, : len(features)]
             extras = {c: arr[:, len(features) + i] for i, c in enumerate(extra_columns)}
-        return X, features, extras, categories, kind
+        return X, features, extras, categories, kind, notes
     if extra_columns:
         raise InputError("extra columns can only be named for tabular inputs (DataFrame or Parquet)")
     if is_lazy(source):
@@ -108,9 +107,7 @@ def _columns_of(source: Any, features, extra_columns):
             raise InputError(f"{len(features)} feature names for a {kind} with {d} columns")
     else:
         features = [f"x{j}" for j in range(d)]
-    return X, features, {}, {}, kind
-
-
+    return X, features, {}, {}, kind, []
 
 
 def _codes(series) -> tuple[np.ndarray, list[str] | None]:

@@ -30,6 +30,7 @@ import numpy as np
 
 from exclust.errors import InputError
 from exclust.sources.base import Columns, DataSource
+from exclust.sources.feature_choice import choose_features, footer_columns
 from exclust.sources.guards import input_guards, validate_input_path
 from exclust.sources.parquet_reader import Piece, Segment, read_piece, unique_strings
 from exclust.sources.storage import Source, SourceFile, list_source
@@ -51,6 +52,7 @@ class Plan:
     partition_columns: list[str]  # requested columns taken from the path, in Segment.constants order
     categories: dict[str, list[str]]  # string columns -> sorted values (code = index)
     string_file_columns: list[str]  # string columns whose values need a pass to be known
+    note: str | None = None  # columns the default features left out as label-like (feature_choice)
 
     @property
     def columns(self) -> list[str]:
@@ -229,9 +231,8 @@ def plan(
     extras = list(dict.fromkeys(c for c in extra_columns if c))
     partition_keys = set(source.partition_keys)
     first = footers[0].schema.to_arrow_schema()
-    if features is None:
-        features = [n for n in first.names if n not in extras and numeric_type(first.field(n).type)]
-    features = list(features)
+    choice = choose_features(footer_columns(first, footers, numeric_type), extras) if features is None else None
+    features = list(features if choice is None else choice.require(source.url, first.names))
     if not features:
         raise InputError(f"no numeric feature columns in {source.url}; columns are {first.names}")
     known = set(partition_keys).union(*(meta.schema.names for meta in footers))
@@ -256,7 +257,8 @@ def plan(
     pieces = _pack(source, footers, constants, file_columns, piece_rows)
     if not pieces:
         raise InputError(f"no rows in {source.url}")
-    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_extras)
+    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_extras,
+                choice.note() if choice else None)
 
 
 def to_dask(plan_: Plan):
@@ -313,7 +315,7 @@ class ParquetSource(DataSource):
                 piece_rows: int = 1_000_000) -> Columns:
         planned = plan(self.spec, features, extra_columns, piece_rows, self.storage_options)
         X, extras, categories = to_dask(planned)
-        return Columns(X, planned.features, extras, categories)
+        return Columns(X, planned.features, extras, categories, [planned.note] if planned.note else [])
 
     def guards(self) -> list:
         return input_guards(self.spec, storage_options=self.storage_options)

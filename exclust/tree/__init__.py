@@ -2,7 +2,9 @@
 
 Lives here: ``threshold_tree.py`` (the tree, its prefixes by ``prune``, ``TreeBuilder``), ``file_format.py``
 (``tree.json``'s schema, written and read back with every entry checked), ``node_kinds.py`` (what
-a node is: a leaf, a one-sided cut, an interval), ``_routing.py`` (numba: routing rows through a tree).
+a node is: a leaf, a one-sided cut, an interval), ``drawing.py`` (the tree as SVG: what the report and a
+notebook show) with ``style.py`` (cluster colours, number and text formatting, shared with the
+report), ``_routing.py`` (numba: routing rows through a tree).
 May import: ``exclust.errors`` and the data plane (``exclust.dataplane``); nothing above.
 """
 from __future__ import annotations

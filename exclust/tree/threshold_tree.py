@@ -35,6 +35,47 @@ def _format_number(v: float) -> str:
     return f"{v:.6g}"
 
 
+@dataclass(frozen=True)
+class _Span:
+    """An interval of one feature's values, each end open or closed (infinite ends open)."""
+
+    low: float
+    low_closed: bool
+    high: float
+    high_closed: bool
+
+    @property
+    def empty(self) -> bool:
+        return self.low > self.high or (self.low == self.high and not (self.low_closed and self.high_closed))
+
+    def text(self, name: str) -> str:
+        """``a < name <= b``, ``name > a``, ``name = a``; empty for the whole line."""
+        lo, hi = _format_number(self.low), _format_number(self.high)
+        below, above = ("<=" if self.low_closed else "<"), ("<=" if self.high_closed else "<")
+        if self.low == self.high:
+            return f"{name} = {lo}"
+        if math.isinf(self.low) and math.isinf(self.high):
+            return ""
+        if math.isinf(self.low):
+            return f"{name} {above} {hi}"
+        if math.isinf(self.high):
+            return f"{name} {'>=' if self.low_closed else '>'} {lo}"
+        return f"{lo} {below} {name} {above} {hi}"
+
+
+def _intersect(spans: Sequence[_Span], cut: Sequence[_Span]) -> list[_Span]:
+    """The values in both sets of disjoint spans, in increasing order."""
+    out = []
+    for a in spans:
+        for b in cut:
+            low, low_closed = max((a.low, not a.low_closed), (b.low, not b.low_closed))
+            high, high_closed = min((a.high, a.high_closed), (b.high, b.high_closed))
+            span = _Span(low, not low_closed, high, high_closed)
+            if not span.empty:
+                out.append(span)
+    return sorted(out, key=lambda s: (s.low, not s.low_closed))
+
+
 class ThresholdTree:
     """An axis-aligned decision tree whose leaves stand for clusters."""
 
@@ -217,9 +258,9 @@ class ThresholdTree:
         t = self.threshold[node]
         if self.kind[node] == ONE_SIDED:
             return f"{name} <= {_format_number(t)}"
-        if self.kind[node] == INTERVAL:
+        if self.kind[node] == INTERVAL:  # |x - c| <= t, written as the interval it is
             c = self.center[node]
-            return f"|{name} - {_format_number(c)}| <= {_format_number(t)}"
+            return f"{_format_number(c - t)} <= {name} <= {_format_number(c + t)}"
         return f"cluster {self.value[node]}"
 
     def leaf_paths(self) -> dict[int, list[tuple[int, bool]]]:
@@ -236,45 +277,29 @@ class ThresholdTree:
         return paths
 
     def leaf_rule(self, path: list[tuple[int, bool]]) -> str:
-        """One leaf's conditions, merged into at most one interval per feature."""
-        lower: dict[int, tuple[float, bool]] = {}  # feature -> (bound, inclusive)
-        upper: dict[int, tuple[float, bool]] = {}
-        excluded: list[tuple[int, float, float]] = []  # feature, a, b: x outside [a, b]
+        """One leaf's conditions, merged per feature into the set of values that reach the leaf:
+        ``1.5 <= x <= 2.5``, or a union such as ``(1.3 < x < 1.5 or x > 2.5)`` after an interval
+        cut's outside branch."""
+        allowed: dict[int, list[_Span]] = {}  # feature -> disjoint spans of the values reaching the leaf
         for node, went_left in path:
             f, t = int(self.feature[node]), float(self.threshold[node])
             if self.kind[node] == ONE_SIDED:
-                if went_left:
-                    if f not in upper or t < upper[f][0]:
-                        upper[f] = (t, True)
-                elif f not in lower or t >= lower[f][0]:
-                    lower[f] = (t, False)
+                cut = [_Span(-math.inf, False, t, True)] if went_left else [_Span(t, False, math.inf, False)]
             else:
                 a, b = float(self.center[node]) - t, float(self.center[node]) + t
-                if went_left:
-                    if f not in lower or a > lower[f][0]:
-                        lower[f] = (a, True)
-                    if f not in upper or b < upper[f][0]:
-                        upper[f] = (b, True)
-                else:
-                    excluded.append((f, a, b))
+                cut = ([_Span(a, True, b, True)] if went_left
+                       else [_Span(-math.inf, False, a, False), _Span(b, False, math.inf, False)])
+            allowed[f] = _intersect(allowed.get(f, [_Span(-math.inf, False, math.inf, False)]), cut)
         parts = []
-        for f in sorted(set(lower) | set(upper) | {e[0] for e in excluded}):
-            name = self.feature_names[f]
-            lo, hi = lower.get(f), upper.get(f)
-            if lo and hi:
-                parts.append(
-                    f"{_format_number(lo[0])} {'<=' if lo[1] else '<'} {name} "
-                    f"{'<=' if hi[1] else '<'} {_format_number(hi[0])}"
-                )
-            elif lo:
-                parts.append(f"{name} {'>=' if lo[1] else '>'} {_format_number(lo[0])}")
-            elif hi:
-                parts.append(f"{name} {'<=' if hi[1] else '<'} {_format_number(hi[0])}")
-            lo_v = lo[0] if lo else -math.inf
-            hi_v = hi[0] if hi else math.inf
-            for ef, a, b in excluded:
-                if ef == f and a < hi_v and b > lo_v:  # an exclusion disjoint from the bounds says nothing
-                    parts.append(f"{name} outside [{_format_number(a)}, {_format_number(b)}]")
+        for f in sorted(allowed):
+            words = [span.text(self.feature_names[f]) for span in allowed[f]]
+            words = [w for w in words if w]
+            if len(allowed[f]) == 0:
+                parts.append(f"{self.feature_names[f]} in no interval (no point reaches this leaf)")
+            elif len(words) == 1:
+                parts.append(words[0])
+            elif words:
+                parts.append("(" + " or ".join(words) + ")")
         return " and ".join(parts) if parts else "all points"
 
     def rules(self) -> dict[int, str]:
@@ -322,6 +347,12 @@ class ThresholdTree:
         if not isinstance(other, ThresholdTree):
             return NotImplemented
         return self.to_dict() == other.to_dict()
+
+    def _repr_svg_(self) -> str:
+        """The tree's drawing in a notebook: the report's own SVG (``exclust.tree.drawing.tree_svg``)."""
+        from exclust.tree.drawing import tree_svg
+
+        return tree_svg(self)
 
     def __repr__(self) -> str:
         return (

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from exclust.tree import ThresholdTree
+# No import of exclust.tree: a tree draws itself with tree_drawing (ThresholdTree._repr_svg_, a
+# lazy import), so the drawing's modules name ThresholdTree in annotations only.
 
 # ---------------------------------------------------------------------------- colours
 # Okabe & Ito's palette is distinguishable under the common colour-vision deficiencies; it

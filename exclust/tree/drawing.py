@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from exclust.tree import INTERVAL, LEAF, ONE_SIDED
-from exclust.report.format import (
+from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
+from exclust.tree.style import (
     FONT_STACK,
     esc,
     fmt_num,
@@ -20,7 +20,8 @@ from exclust.report.format import (
     text_color_on,
     text_width,
 )
-from exclust.tree import ThresholdTree
+# ThresholdTree in annotations only: exclust.tree draws itself with this module (a lazy import in
+# ThresholdTree._repr_svg_), so this module does not import it back.
 
 # ---------------------------------------------------------------------------- tree drawing
 def tree_layout(tree: ThresholdTree) -> tuple[dict[int, float], dict[int, int], list[int]]:
@@ -51,12 +52,13 @@ def tree_layout(tree: ThresholdTree) -> tuple[dict[int, float], dict[int, int], 
 
 def _node_lines(tree: ThresholdTree, node: int, two_lines: bool) -> list[str]:
     name = short(tree.feature_names[int(tree.feature[node])])
-    t = fmt_num(float(tree.threshold[node]))
     if tree.kind[node] == ONE_SIDED:
-        head, tail = name, f"≤ {t}"
-    else:
-        head, tail = f"|{name} − {fmt_num(float(tree.center[node]))}|", f"≤ {t}"
-    return [head, tail] if two_lines else [f"{head} {tail}"]
+        t = fmt_num(float(tree.threshold[node]))
+        return [name, f"≤ {t}"] if two_lines else [f"{name} ≤ {t}"]
+    # an interval cut |x - c| <= t is drawn as the interval it keeps (yes: inside)
+    c, t = float(tree.center[node]), float(tree.threshold[node])
+    low, high = fmt_num(c - t), fmt_num(c + t)
+    return [name, f"in [{low}, {high}]"] if two_lines else [f"{low} ≤ {name} ≤ {high}"]
 
 
 @dataclass(frozen=True)
@@ -154,8 +156,9 @@ def draw_tree(
     else:
         box_h = line_h + 10
         row_h = box_h + 8.0
-        col_lines = {n: (_node_lines(tree, n, False) if tree.kind[n] != LEAF else
-                         [leaf_label(n) + (f"  ·  {leaf_count_text(n)}" if leaf_count_text(n) else "")])
+        # rows start with the node's id, the one the per-node diagnostics name (top-down: a tag above)
+        col_lines = {n: ([f"#{n}  " + _node_lines(tree, n, False)[0]] if tree.kind[n] != LEAF else
+                         [f"#{n}  " + leaf_label(n) + (f"  ·  {leaf_count_text(n)}" if leaf_count_text(n) else "")])
                      for n in order}
         widths = {n: text_width(col_lines[n][0], fs, bold=True) + 2 * pad_x for n in order}
         # one column per depth, as wide as its widest box plus room for the edge labels
@@ -229,6 +232,8 @@ def draw_tree(
     for n in order:
         cx, cy, w, h, lines = boxes[n]
         x, y = cx - w / 2, cy - h / 2
+        if top_down:  # the node's id, as the per-node diagnostics name it
+            parts.append(f'<text class="node-id" x="{x + 2:.1f}" y="{y - 4:.1f}">#{n}</text>')
         if tree.kind[n] == LEAF:
             c = int(tree.value[n])
             fill = palette[c % len(palette)]
@@ -272,6 +277,7 @@ def draw_tree(
         ".test-feature{font-weight:600;fill:#1d2630}"
         ".test-threshold{fill:#1d2630}"
         ".leaf-label{font-weight:600}"
+        f".node-id{{font-size:{fs_small - 1:.0f}px;fill:#6b7580;text-anchor:start}}"
         f".leaf-count{{font-size:{fs_small:.0f}px;opacity:.9}}"
         ".node rect{filter:drop-shadow(0 1px 1px rgba(0,0,0,.12))}"
     )

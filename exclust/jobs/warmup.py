@@ -1,0 +1,98 @@
+"""Compile exclust's numba kernels once, into numba's cache, so that no later run pays for it.
+
+Every kernel is ``numba.njit(cache=True)``: compiled on its first call with a given set of
+argument types (seconds each; 6-33 s for a first IMM, ExKMC or ExShallow fit) and kept in
+numba's cache, which a later process loads in milliseconds. That cache lies in ``__pycache__``
+beside the sources unless ``NUMBA_CACHE_DIR`` moves it, so the command line, a user's own
+Python and the Dask workers of a local cluster all share it as long as none of them sets
+``NUMBA_CACHE_DIR`` differently.
+
+Because a kernel is compiled per argument types, the warm-up runs what runs do, on small data:
+an explain run of every registered algorithm in memory (the Python API), then the same runs on
+Parquet through a local Dask cluster (the command line, the flows and the workers).
+``bootstrap.py`` runs it once after installing; by hand: ``python -m exclust.jobs.warmup``.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _blobs(rows: int = 3000, seed: int = 0):
+    """Three well-separated blobs in 3 features as a DataFrame (x0, x1, x2, truth)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0.0, 0.0, 0.0], [6.0, 0.0, 1.0], [0.0, 6.0, -1.0]])
+    truth = rng.integers(0, len(centers), rows)
+    X = centers[truth] + rng.normal(size=(rows, 3))
+    return pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1], "x2": X[:, 2], "truth": truth})
+
+
+def _runs(data):
+    """One explain config per registered algorithm and objective it builds for (and every MMDT
+    threshold): whatever the registry holds, so a new algorithm is warmed without a change here.
+    Algorithms that need columns the warm-up data lack (concept labels) are left out."""
+    from exclust.jobs import registry
+    from exclust.jobs.config import ExplainConfig
+
+    common = dict(input=data, features=["x0", "x1", "x2"], k=3, truth="truth", random_state=0)
+    for name, entry in registry.ALGORITHMS.items():
+        if entry.requires:
+            continue
+        for objective in entry.objectives:
+            reference = {registry.CENTERS: objective, registry.LABELS: "kmeans"}.get(entry.needs, "gmm")
+            yield ExplainConfig(algorithm=name, reference=reference, objective=objective,
+                                leaves=6 if entry.leaf_budget else None, **common)
+        if entry.threshold and entry.needs == registry.SUMMARY:
+            for threshold in registry.THRESHOLDS:
+                yield ExplainConfig(algorithm=name, reference="gmm", threshold=threshold, **common)
+
+
+def warm_in_memory() -> None:
+    """Every registered algorithm's explain run on a DataFrame in memory (the Python API's types)."""
+    from exclust.jobs.steps import explain
+
+    for config in _runs(_blobs()):
+        explain(config)
+
+
+def warm_explain_job() -> None:
+    """The same runs on a small Parquet dataset through a local Dask cluster (the driver's and the
+    workers' argument types, which may differ from numpy input's)."""
+    import pyarrow as pa
+
+    from exclust.dataplane.cluster import dask_cluster
+    from exclust.jobs.steps import explain
+
+    frame = _blobs(6000, seed=1)
+    with tempfile.TemporaryDirectory(prefix="exclust-warmup-") as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir()
+        import pyarrow.parquet as pq
+
+        for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
+            pq.write_table(pa.Table.from_pandas(frame.iloc[rows], preserve_index=False), data / f"part-{i}.parquet")
+        with dask_cluster(None):
+            for config in _runs(str(data)):
+                explain(config)
+
+
+def main() -> int:
+    t0 = time.perf_counter()
+    print("[warm-up] compiling exclust's numba kernels once (a few minutes; later runs load them from the cache)",
+          flush=True)
+    warm_in_memory()
+    print(f"[warm-up] in-memory fits done in {time.perf_counter() - t0:.0f} s; now an explain job on a local "
+          "Dask cluster", flush=True)
+    warm_explain_job()
+    print(f"[warm-up] done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
