@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
     ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                     help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
+    ex.add_argument("--table-version", type=int, metavar="N",
+                    help="a Delta or Iceberg table input: read version N (Iceberg: snapshot id) instead of the latest")
+    ex.add_argument("--as-of", metavar="TIMESTAMP",
+                    help="a Delta or Iceberg table input: read the latest version as of this time (ISO 8601)")
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
     algorithms = tuple(registry.ALGORITHMS)
     ex.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms, help=_algorithm_help())
@@ -128,7 +132,7 @@ def cmd_explain(args) -> int:
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
         storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
         depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve,
-        kmedians_price=args.kmedians_price,
+        kmedians_price=args.kmedians_price, table_version=args.table_version, as_of=args.as_of,
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
