@@ -93,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="output folder or s3:// prefix for the labelled files (same relative paths as the input)")
     lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
                     "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
+    lb.add_argument("--out-format", choices=("auto", "folder", "delta"), default="auto",
+                    help="delta: --out is a Delta table (made on the first night), each --date one commit of its "
+                         "partition; auto (default): delta when --out is a Delta table already, else folder")
+    lb.add_argument("--date-column", default="date", help="a table output's date partition column (default date)")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")
     lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
@@ -142,7 +146,9 @@ def cmd_explain(args) -> int:
 def cmd_label(args) -> int:
     from exclust.jobs.nightly import has_date, label_command
 
-    if args.date or has_date(args.input) or has_date(args.out):
+    from exclust.jobs.table_labeling import output_table_format
+
+    if args.date or has_date(args.input) or has_date(args.out) or output_table_format(args.out, args.out_format):
         return label_command(args, _log(args.quiet))
     from exclust.jobs.labeling import plan_label, run_label
     from exclust.dataplane.cluster import dask_cluster
