@@ -75,7 +75,7 @@ class DataSource(ABC):
 
 # Built-in sources as "module:Class" (imported only when asked), then registered classes; asked last first.
 SOURCES: list[Any] = ["exclust.sources.in_memory:InMemorySource", "exclust.sources.parquet:ParquetSource",
-                      "exclust.sources.delta:DeltaSource"]
+                      "exclust.sources.delta:DeltaSource", "exclust.sources.iceberg:IcebergSource"]
 
 
 def register_source(source: type[DataSource]) -> type[DataSource]:
