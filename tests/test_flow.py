@@ -166,7 +166,7 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     root = Path(__file__).resolve().parents[1] / "deploy"
     doc = yaml.safe_load((root / "prefect.yaml").read_text())
     model = PrefectYamlModel.model_validate(doc)
-    assert {d.name for d in model.deployments} == {"explain", "label-nightly"}
+    assert {d.name for d in model.deployments} == {"explain", "label-nightly", "label-nightly-delta"}
     (tmp_path / "explain").mkdir()
     (tmp_path / "explain" / "tree.json").write_text("{}")
     # an earlier explain run wrote it, whole: its marker and its _SUCCESS manifest
@@ -183,6 +183,9 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     nightly = next(d for d in model.deployments if d.name == "label-nightly")
     assert nightly.schedules[0].cron == "30 2 * * *" and nightly.concurrency_limit == 1
     assert nightly.parameters["params"]["output"].endswith("/labelled/date={date}")
+    into_table = LabelParams(**apply_values(next(d for d in model.deployments if d.name == "label-nightly-delta")
+                                            .parameters, {})["params"])
+    assert into_table.table == "delta" and into_table.dated  # each night one commit of the table's date partition
     # deploying with EXCLUST_DASK_SCHEDULER unset must not warn: the file does not template it
     assert "$EXCLUST_DASK_SCHEDULER" not in (root / "prefect.yaml").read_text()
     compose = yaml.safe_load((root / "docker-compose.yml").read_text())
