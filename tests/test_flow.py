@@ -135,6 +135,30 @@ def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api,
     assert sum(r["rows"] for r in rows if r["cluster"] != "total") == 4000
 
 
+def test_label_flow_labels_nights_into_a_delta_table_and_explain_reads_it(tmp_path, prefect_api, dask_client):
+    import deltalake
+
+    from flows.explain import explain
+    from flows.label import label
+
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "in" / "date=2026-11-20", seed=1)
+    _parts(tmp_path / "in" / "date=2026-11-21", rows=500, seed=2)
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
+                              output=str(tmp_path / "table"), output_format="delta", date="2026-11-20..2026-11-21",
+                              scheduler_address=dask_client.scheduler.address), return_state=True)
+    assert state.is_completed(), state.message
+    assert [n["n_rows"] for n in state.result()["nights"]] == [4000, 1000]
+    table = deltalake.DeltaTable(str(tmp_path / "table"))
+    assert table.version() == 1 and table.history(1)[0]["exclust"]["date"] == "2026-11-21"
+    params = ExplainParams(input=str(tmp_path / "table"), output=str(tmp_path / "out"), columns="u,v", n_clusters=2,
+                           reference="labels", reference_column="cluster", algorithm="imm", table_version=0,
+                           cost_curve=False, scheduler_address=dask_client.scheduler.address)
+    state = explain(params, return_state=True)
+    assert state.is_completed(), state.message
+    assert state.result()["metrics"]["n"] == 4000  # version 0: the first night only
+
+
 def test_label_flow_on_corrupt_file_fails_naming_it_without_retrying(tmp_path, prefect_api):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
