@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
     ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                     help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
+    ex.add_argument("--table-version", type=int, metavar="N",
+                    help="a Delta or Iceberg table input: read version N (Iceberg: snapshot id) instead of the latest")
+    ex.add_argument("--as-of", metavar="TIMESTAMP",
+                    help="a Delta or Iceberg table input: read the latest version as of this time (ISO 8601)")
     ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
     algorithms = tuple(registry.ALGORITHMS)
     ex.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms, help=_algorithm_help())
@@ -103,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--fail-on-drift", action="store_true",
                     help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data the "
                          "tree was built on (PSI above 0.2); the labelled output is written either way")
+    lb.add_argument("--out-format", choices=("auto", "folder", "delta"), default="auto",
+                    help="delta: --out is a Delta table (made on the first night), each --date one commit of its "
+                         "partition; auto (default): delta when --out is a Delta table already, else folder")
+    lb.add_argument("--date-column", default="date", help="a table output's date partition column (default date)")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")
     lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
@@ -142,18 +150,44 @@ def cmd_explain(args) -> int:
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
         storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
         depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve,
-        kmedians_price=args.kmedians_price,
+        kmedians_price=args.kmedians_price, table_version=args.table_version, as_of=args.as_of,
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
     return 0
 
 
-def cmd_label(args) -> int:
-    from exclust.jobs.nightly import has_date, label_command
+def _label_by_date(args, log) -> list:
+    """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date
+    (with its drift); returns the outcomes, for the command's exit status."""
+    from exclust.dataplane.cluster import dask_cluster
+    from exclust.jobs.nightly import NightOutcome, check_templates, label_dates, parse_dates
+    from exclust.jobs.table_labeling import output_table_format
+    from exclust.tree import ThresholdTree
 
-    if args.date or has_date(args.input) or has_date(args.out):
-        outcomes = label_command(args, _log(args.quiet))
+    days = parse_dates(args.date) if args.date else []
+    table = output_table_format(args.out, getattr(args, "out_format", None))
+    check_templates(args.input, args.out, dated=bool(days), table=table)
+    tree = ThresholdTree.from_json(args.tree)  # a bad tree file fails before any cluster starts
+
+    def report(outcome: NightOutcome) -> None:
+        print(outcome.summary(), flush=True)
+
+    if log is not None:
+        log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
+    with dask_cluster(args.scheduler):
+        return label_dates(tree, args.input, args.out, days, on_night=report,
+                           cluster_column=args.cluster_column, leaf_column=args.leaf_column,
+                           **({"table_format": table, "date_column": getattr(args, "date_column", None)} if table else {}))
+
+
+def cmd_label(args) -> int:
+    from exclust.jobs.nightly import has_date
+
+    from exclust.jobs.table_labeling import output_table_format
+
+    if args.date or has_date(args.input) or has_date(args.out) or output_table_format(args.out, args.out_format):
+        outcomes = _label_by_date(args, _log(args.quiet))
         return _drift_status(args, [(o.name, o.result.drift) for o in outcomes if o.result is not None])
     from exclust.jobs.labeling import plan_label, run_label
     from exclust.dataplane.cluster import dask_cluster

@@ -33,8 +33,10 @@ quiet_bad_input()
       retry_condition_fn=retry_if_transient, cache_policy=NO_CACHE, persist_result=False)
 def label_date_task(tree: ThresholdTree, params: LabelParams, day: date | None) -> NightOutcome:
     """Label one date's partitions (one Dask task per file) into that date's folder, atomically."""
+    table = params.table  # a table output: the night is one commit of its date partition
     return label_date(tree, params.input, params.output, day,
-                      cluster_column=params.cluster_column, leaf_column=params.leaf_column)
+                      cluster_column=params.cluster_column, leaf_column=params.leaf_column,
+                      **({"table_format": table, "date_column": params.date_column} if table else {}))
 
 
 def scheduled_date() -> date:

@@ -68,6 +68,12 @@ def _kmedians_price_choice(value):
     return value
 
 
+class OutputFormat(str, Enum):
+    auto = "auto"
+    folder = "folder"
+    delta = "delta"
+
+
 class NanPolicy(str, Enum):
     """What to do with rows holding NaN or infinite feature values."""
 
@@ -100,6 +106,13 @@ def _allowed_output(value: str) -> str:
     """An output folder exclust may write (not /, HOME, a file, or a folder it did not write)."""
     validate_output_dir(value)
     return value
+
+
+def _allowed_label_output(value: str) -> str:
+    """A label output: a Delta table (its commits guard it), or a folder exclust may write."""
+    from exclust.sources.delta import is_delta_table
+
+    return value if is_delta_table(value) else _allowed_output(value)
 
 
 def _existing_or_dated_input(value: str) -> str:
@@ -166,6 +179,12 @@ class ExplainParams(BaseModel):
     )
     random_state: int = Field(default=0, description="Seed of every random choice.")
     nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
+    table_version: int = Field(
+        default=-1, ge=-1, description="A Delta table input: the version to read; -1: the latest (or as_of)."
+    )
+    as_of: str = Field(
+        default="", description="A Delta table input: read the latest version as of this time (ISO 8601); blank: the latest."
+    )
     storage_options: str = Field(
         default="",
         description="Options of the object store an s3:// input lives on: comma-separated key=value "
@@ -216,6 +235,7 @@ class ExplainParams(BaseModel):
             random_state=self.random_state, nan_policy=self.nan_policy, plot_features=_names(self.plot_features),
             storage_options=self.storage_options_dict(), objective=self.objective, depth_factor=self.depth_factor,
             trials=self.trials, cost_curve=self.cost_curve, kmedians_price=_KMEDIANS_PRICE[self.kmedians_price],
+            table_version=None if self.table_version < 0 else self.table_version, as_of=self.as_of.strip() or None,
         )
 
 
@@ -238,6 +258,12 @@ class LabelParams(BaseModel):
         description="Date to label when the paths hold {date}: YYYY-MM-DD, or FIRST..LAST for an inclusive backfill; "
                     "blank: the date the run was scheduled for (UTC).",
     )
+    output_format: OutputFormat = Field(
+        default=OutputFormat.auto,
+        description="delta: output is a Delta table (made on the first night), each date one commit of its date "
+                    "partition; auto: delta when output is a Delta table already, else folders.",
+    )
+    date_column: str = Field(default="date", min_length=1, description="A table output's date partition column.")
     cluster_column: str = Field(default="cluster", min_length=1, description="Name of the cluster column added to every file.")
     leaf_column: str = Field(default="leaf", min_length=1, description="Name of the leaf-id column added to every file.")
     scheduler_address: str = Field(default="", description=SCHEDULER_HELP)
@@ -245,7 +271,7 @@ class LabelParams(BaseModel):
     _texts = field_validator("date", "scheduler_address", mode="before")(_one_text)
     _tree_exists = field_validator("tree")(validate_input_path)
     _input_exists = field_validator("input")(_existing_or_dated_input)
-    _output_allowed = field_validator("output")(_allowed_output)
+    _output_allowed = field_validator("output")(_allowed_label_output)
 
     @field_validator("date")
     @classmethod
@@ -256,11 +282,18 @@ class LabelParams(BaseModel):
 
     @model_validator(mode="after")
     def _templates_agree(self) -> "LabelParams":
-        dated = bool(self.date) or has_date(self.input) or has_date(self.output)
-        check_templates(self.input, self.output, dated)
+        dated = bool(self.date) or has_date(self.input) or has_date(self.output) or self.table is not None
+        check_templates(self.input, self.output, dated, table=self.table)
         return self
 
     @property
+    def table(self) -> str | None:
+        """The output's table format ("delta"), or None for folders."""
+        from exclust.jobs.table_labeling import output_table_format
+
+        return output_table_format(self.output, self.output_format)
+
+    @property
     def dated(self) -> bool:
-        """True when the run labels by date ({date} in the paths)."""
-        return has_date(self.output)
+        """True when the run labels by date ({date} in the paths, or a table output)."""
+        return has_date(self.output) or self.table is not None

@@ -136,6 +136,30 @@ def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api,
     assert sum(r["rows"] for r in rows if r["cluster"] != "total") == 4000
 
 
+def test_label_flow_labels_nights_into_a_delta_table_and_explain_reads_it(tmp_path, prefect_api, dask_client):
+    import deltalake
+
+    from flows.explain import explain
+    from flows.label import label
+
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "in" / "date=2026-11-20", seed=1)
+    _parts(tmp_path / "in" / "date=2026-11-21", rows=500, seed=2)
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
+                              output=str(tmp_path / "table"), output_format="delta", date="2026-11-20..2026-11-21",
+                              scheduler_address=dask_client.scheduler.address), return_state=True)
+    assert state.is_completed(), state.message
+    assert [n["n_rows"] for n in state.result()["nights"]] == [4000, 1000]
+    table = deltalake.DeltaTable(str(tmp_path / "table"))
+    assert table.version() == 1 and table.history(1)[0]["exclust"]["date"] == "2026-11-21"
+    params = ExplainParams(input=str(tmp_path / "table"), output=str(tmp_path / "out"), columns="u,v", n_clusters=2,
+                           reference="labels", reference_column="cluster", algorithm="imm", table_version=0,
+                           cost_curve=False, scheduler_address=dask_client.scheduler.address)
+    state = explain(params, return_state=True)
+    assert state.is_completed(), state.message
+    assert state.result()["metrics"]["n"] == 4000  # version 0: the first night only
+
+
 def test_label_flow_on_corrupt_file_fails_naming_it_without_retrying(tmp_path, prefect_api):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId
@@ -167,7 +191,7 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     root = Path(__file__).resolve().parents[1] / "deploy"
     doc = yaml.safe_load((root / "prefect.yaml").read_text())
     model = PrefectYamlModel.model_validate(doc)
-    assert {d.name for d in model.deployments} == {"explain", "label-nightly"}
+    assert {d.name for d in model.deployments} == {"explain", "label-nightly", "label-nightly-delta"}
     (tmp_path / "explain").mkdir()
     (tmp_path / "explain" / "tree.json").write_text("{}")
     # an earlier explain run wrote it, whole: its marker and its _SUCCESS manifest
@@ -184,6 +208,9 @@ def test_deploy_files_parse_and_match_the_flows(tmp_path, monkeypatch):
     nightly = next(d for d in model.deployments if d.name == "label-nightly")
     assert nightly.schedules[0].cron == "30 2 * * *" and nightly.concurrency_limit == 1
     assert nightly.parameters["params"]["output"].endswith("/labelled/date={date}")
+    into_table = LabelParams(**apply_values(next(d for d in model.deployments if d.name == "label-nightly-delta")
+                                            .parameters, {})["params"])
+    assert into_table.table == "delta" and into_table.dated  # each night one commit of the table's date partition
     # deploying with EXCLUST_DASK_SCHEDULER unset must not warn: the file does not template it
     assert "$EXCLUST_DASK_SCHEDULER" not in (root / "prefect.yaml").read_text()
     compose = yaml.safe_load((root / "docker-compose.yml").read_text())

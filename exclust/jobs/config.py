@@ -47,6 +47,10 @@ class ExplainConfig:
     # The k-medians price costs 2+ passes of its own: None (auto) prices it when the run is about
     # k-medians (its objective or its reference), True/False forces it.
     kmedians_price: bool | None = None
+    # A table input's snapshot (Delta, Iceberg): a version number, or the latest version as of a
+    # timestamp (ISO 8601); the latest when both are None. Refused for inputs that are not tables.
+    table_version: int | None = None
+    as_of: str | None = None
 
     @classmethod
     def parse_reference(cls, text: str) -> tuple[str, str | None]:
@@ -102,7 +106,12 @@ class ExplainConfig:
 
     def source(self):
         """The data source that reads ``input`` (``exclust.sources.base.open_source``: decided there, once)."""
-        return open_source(self.input, self.storage_options)
+        return open_source(self.input, self.storage_options, self.source_options)
+
+    @property
+    def source_options(self) -> dict[str, Any]:
+        """The options ``open_source`` hands the source (a table's snapshot); unset ones left out."""
+        return {k: v for k, v in (("table_version", self.table_version), ("as_of", self.as_of)) if v is not None}
 
     @property
     def wants_kmedians_price(self) -> bool:

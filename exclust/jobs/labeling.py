@@ -10,12 +10,13 @@ a guess. Output goes through ``exclust.outputs.staging``: whole or nothing, neve
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -119,6 +120,23 @@ def _with_partition_columns(table, file: SourceFile, needed: Sequence[str]):
     return table, added
 
 
+def read_and_label(tree: ThresholdTree, fs: Any, file: SourceFile, cluster_column: str, leaf_column: str):
+    """One input file read whole and labelled: its columns plus the cluster and leaf columns."""
+    import pyarrow.parquet as pq
+
+    try:
+        with fs.open(file.path, "rb") as f:
+            table = pq.read_table(f)
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise InputError(f"cannot read Parquet file {file.path}: {exc}; replace or remove that file") from exc
+    table, added = _with_partition_columns(table, file, tree_columns(tree))
+    try:
+        out = label_table(tree, table, cluster_column, leaf_column)
+    except InputError as exc:
+        raise InputError(f"{file.path}: {exc}") from exc
+    return out.drop_columns(added)
+
+
 # Tasks running in this process, per run: the driver asks the workers before it removes staging.
 _RUNNING: dict[str, int] = {}
 _RUNNING_LOCK = threading.Lock()
@@ -129,6 +147,20 @@ def running_tasks(run_id: str) -> int:
         return _RUNNING.get(run_id, 0)
 
 
+@contextlib.contextmanager
+def task_running(run_id: str) -> Iterator[None]:
+    """Count a task of run ``run_id`` as running in this process while the block runs (``running_tasks``)."""
+    with _RUNNING_LOCK:
+        _RUNNING[run_id] = _RUNNING.get(run_id, 0) + 1
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING[run_id] -= 1
+            if not _RUNNING[run_id]:
+                del _RUNNING[run_id]
+
+
 def _label_file(tree_doc: dict, fs: Any, file: SourceFile, area: StagingArea, run_id: str,
                 cluster_column: str, leaf_column: str) -> dict[str, Any]:
     """One task: read a file, label it, write it below the staging root; return its counts."""
@@ -137,18 +169,7 @@ def _label_file(tree_doc: dict, fs: Any, file: SourceFile, area: StagingArea, ru
     with _RUNNING_LOCK:
         _RUNNING[run_id] = _RUNNING.get(run_id, 0) + 1
     try:
-        tree = ThresholdTree.from_dict(tree_doc)
-        try:
-            with fs.open(file.path, "rb") as f:
-                table = pq.read_table(f)
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            raise InputError(f"cannot read Parquet file {file.path}: {exc}; replace or remove that file") from exc
-        table, added = _with_partition_columns(table, file, tree_columns(tree))
-        try:
-            out = label_table(tree, table, cluster_column, leaf_column)
-        except InputError as exc:
-            raise InputError(f"{file.path}: {exc}") from exc
-        out = out.drop_columns(added)
+        out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
         with area.open_write(file.relpath) as f:
             pq.write_table(out, f)
         return {"relpath": file.relpath, "rows": out.num_rows,
@@ -252,16 +273,22 @@ def run_label(plan: LabelPlan, *, cluster_column: str = "cluster", leaf_column: 
 
 
 def _collect(stage: StagedOutput, per_file: list[dict], tree: ThresholdTree) -> LabelResult:
+    for part in per_file:
+        stage.record_rows(part["relpath"], part["rows"])
+    return tally(per_file, tree, stage.target.shown)
+
+
+def tally(per_file: list[dict], tree: ThresholdTree, out: Any) -> LabelResult:
+    """The run's result from its tasks' counts: rows per cluster and leaf, drift against the tree's shares."""
     counts: dict[int, int] = {}
     leaf_counts: dict[int, int] = {}
     for part in per_file:
-        stage.record_rows(part["relpath"], part["rows"])
         for c, n in part["clusters"].items():
             counts[c] = counts.get(c, 0) + n
         for leaf, n in part["leaves"].items():
             leaf_counts[leaf] = leaf_counts.get(leaf, 0) + n
     drift = leaf_drift(tree.meta, {k: v for k, v in leaf_counts.items() if k >= 0})
-    return LabelResult(stage.target.shown, len(per_file), sum(p["rows"] for p in per_file), counts,
+    return LabelResult(out, len(per_file), sum(p["rows"] for p in per_file), counts,
                        leaf_counts=leaf_counts, drift=drift)
 
 

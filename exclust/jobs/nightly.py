@@ -63,8 +63,20 @@ def fill_date(template: str | os.PathLike, day: date | None) -> str:
     return text if day is None else text.replace(DATE_PLACEHOLDER, day.isoformat())
 
 
-def check_templates(input_template: str, output_template: str, dated: bool) -> None:
-    """InputError unless both paths hold ``{date}`` when labelling by date (and neither when not)."""
+def check_templates(input_template: str, output_template: str, dated: bool, table: str | None = None) -> None:
+    """InputError unless both paths hold ``{date}`` when labelling by date (and neither when not); a
+    table output (``table``: its format) holds every date as a partition: its path holds no ``{date}``."""
+    if table is not None:
+        if not dated:
+            raise InputError(f"a {table} table output takes each night as a partition of its date column: give "
+                             "--date (YYYY-MM-DD or FIRST..LAST)")
+        if has_date(output_template):
+            raise InputError(f"the output table {output_template} holds {DATE_PLACEHOLDER}: a table holds every "
+                             "night as a partition of its date column; give the table's path alone")
+        if not has_date(input_template):
+            raise InputError(f"the input path {input_template} has no {DATE_PLACEHOLDER}: every date would label the "
+                             f"same files; write it like incoming/date={DATE_PLACEHOLDER}")
+        return
     if not dated:
         for what, path in (("input", input_template), ("output", output_template)):
             if has_date(path):
@@ -133,12 +145,20 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
     """Label one date's input into that date's output folder (atomically); skip when the input is absent."""
     from exclust.jobs.labeling import label_parquet
 
+    table_format = options.pop("table_format", None)  # a lake table output: the night is one commit to it
+    date_column = options.pop("date_column", None) or "date"
     source, out = fill_date(input_template, day), fill_date(output_template, day)
     outcome = NightOutcome(day, source, out)
     if day is not None:
         outcome.skipped = missing_input(source)
         if outcome.skipped is not None:
             return outcome
+    if table_format is not None:
+        from exclust.jobs.table_labeling import label_night_into_table
+
+        outcome.result = label_night_into_table(tree, source, out, day, table_format=table_format,
+                                                date_column=date_column, **options)
+        return outcome
     outcome.result = label_parquet(tree, source, out, **options)
     return outcome
 
@@ -155,23 +175,3 @@ def label_dates(
             on_night(outcome)
         outcomes.append(outcome)
     return outcomes
-
-
-def label_command(args, log: Callable[[str], None] | None) -> list[NightOutcome]:
-    """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date
-    (with its drift); returns the outcomes, for the command's exit status."""
-    from exclust.dataplane.cluster import dask_cluster
-    from exclust.tree import ThresholdTree
-
-    days = parse_dates(args.date) if args.date else []
-    check_templates(args.input, args.out, dated=bool(days))
-    tree = ThresholdTree.from_json(args.tree)  # a bad tree file fails before any cluster starts
-
-    def report(outcome: NightOutcome) -> None:
-        print(outcome.summary(), flush=True)
-
-    if log is not None:
-        log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
-    with dask_cluster(args.scheduler):
-        return label_dates(tree, args.input, args.out, days, on_night=report,
-                           cluster_column=args.cluster_column, leaf_column=args.leaf_column)

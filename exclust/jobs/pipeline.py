@@ -104,7 +104,7 @@ def _load_held(config: ExplainConfig, extra: list[str]) -> Dataset:
         parts.PASSES.record(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
         return X, dict(zip(extras, columns))
 
-    data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,
+    data = load_dataset(config.source(), config.features, extra_columns=extra, nan_policy=config.nan_policy,
                         n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
     return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
 

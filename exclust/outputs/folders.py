@@ -146,6 +146,13 @@ def check_output(url: str | os.PathLike, job: str, guards: Iterable[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None) -> Location:
     """Every check that needs no writing: the location, overlap with what the run reads, replaceability."""
     loc = output_location(url, storage_options=storage_options, base=base)
+    check_disjoint(loc, guards)
+    check_replaceable(loc, job)
+    return loc
+
+
+def check_disjoint(loc: Location, guards: Iterable[Guard]) -> None:
+    """InputError when the output ``loc`` equals, contains or lies inside what the run reads."""
     for guard in guards:
         if guard.scheme != loc.scheme:
             continue
@@ -154,8 +161,6 @@ def check_output(url: str | os.PathLike, job: str, guards: Iterable[Guard] = (),
             relation = "is" if a == b else ("contains" if b.startswith(a + "/") else "lies inside")
             raise InputError(f"output {loc.url} {relation} {guard.what}, which this run reads; "
                              "write the output to a folder outside everything the run reads")
-    check_replaceable(loc, job)
-    return loc
 
 
 # --------------------------------------------------------------------------- owners

@@ -35,10 +35,19 @@ class DataSource(ABC):
 
     kind: str = "source"  # a word for messages: "Parquet", "array", "Delta table", ...
     needs_cluster: bool = True  # whether reading it is Dask work (False: it is in memory already)
+    # Source options this kind takes (a table's snapshot: "table_version", "as_of"); any other set option is refused.
+    option_names: tuple[str, ...] = ()
 
-    def __init__(self, spec: Any, storage_options: Mapping[str, Any] | None = None):
+    def __init__(self, spec: Any, storage_options: Mapping[str, Any] | None = None,
+                 options: Mapping[str, Any] | None = None):
         self.spec = spec
         self.storage_options = dict(storage_options or {})
+        self.options = {k: v for k, v in (options or {}).items() if v is not None}
+        refused = [k for k in self.options if k not in self.option_names]
+        if refused:
+            flags = ", ".join("--" + k.replace("_", "-") for k in refused)
+            raise InputError(f"{flags} applies to tables (Delta, Iceberg), but {self.describe()} is read as "
+                             f"{self.kind}; leave {flags} out or give a table")
 
     @classmethod
     @abstractmethod
@@ -66,7 +75,8 @@ class DataSource(ABC):
 
 
 # Built-in sources as "module:Class" (imported only when asked), then registered classes; asked last first.
-SOURCES: list[Any] = ["exclust.sources.in_memory:InMemorySource", "exclust.sources.parquet:ParquetSource"]
+SOURCES: list[Any] = ["exclust.sources.in_memory:InMemorySource", "exclust.sources.parquet:ParquetSource",
+                      "exclust.sources.delta:DeltaSource", "exclust.sources.iceberg:IcebergSource"]
 
 
 def register_source(source: type[DataSource]) -> type[DataSource]:
@@ -90,12 +100,14 @@ def _resolve(entry: Any) -> type[DataSource]:
     return entry
 
 
-def open_source(spec: Any, storage_options: Mapping[str, Any] | None = None) -> DataSource:
-    """The source that reads ``spec`` (an already opened source is returned as it is)."""
+def open_source(spec: Any, storage_options: Mapping[str, Any] | None = None,
+                options: Mapping[str, Any] | None = None) -> DataSource:
+    """The source that reads ``spec`` (an already opened source is returned as it is); ``options``
+    are source options such as a table's snapshot (``table_version``, ``as_of``)."""
     if isinstance(spec, DataSource):
         return spec
     for entry in reversed(SOURCES):
         cls = _resolve(entry)
         if cls.recognises(spec, storage_options):
-            return cls(spec, storage_options)
+            return cls(spec, storage_options, options)
     raise InputError(f"exclust cannot read {type(spec).__name__} inputs: give a path, a URL, an array or a DataFrame")

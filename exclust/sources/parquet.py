@@ -135,33 +135,38 @@ def _check_schemas(source: Source, footers, features, extras, partition_keys) ->
     """Fail naming the first file and column that cannot serve; return the string extra columns."""
     string_extras: dict[str, str] = {}
     for f, meta in zip(source.files, footers):
-        schema = meta.schema.to_arrow_schema()
-        names = schema.names
-        where = source.display(f)
-        for c in [*features, *extras]:
-            if c in partition_keys:
-                if c in names:
-                    raise InputError(f"column '{c}' is both a hive partition key ({c}=... in the path) and a column "
-                                     f"of Parquet file {where}; rename one of them")
-                continue
-            if c not in names:
-                raise InputError(f"Parquet file {where} lacks column '{c}' (it holds {names}); every file must hold "
-                                 "the requested columns: rewrite the file or leave the column out")
-            t = schema.field(c).type
-            if c in features and not numeric_type(t):
-                raise InputError(
-                    f"column '{c}' of Parquet file {where} holds {t} values, not numbers; exclust does not convert "
-                    f"text to numbers: write '{c}' as a numeric column or leave it out of the features"
-                )
-            if c in extras and c not in features:
-                kind = "string" if string_type(t) else "number" if numeric_type(t) else None
-                if kind is None:
-                    raise InputError(f"column '{c}' of Parquet file {where} has type {t}; use integer or string labels")
-                first = string_extras.setdefault(c, kind)
-                if first != kind:
-                    raise InputError(f"column '{c}' of Parquet file {where} holds {kind}s but earlier files hold "
-                                     f"{first}s; write it with one type in every file")
+        check_columns(meta.schema.to_arrow_schema(), f"Parquet file {source.display(f)}", features, extras,
+                      partition_keys, string_extras)
     return [c for c, kind in string_extras.items() if kind == "string"]
+
+
+def check_columns(schema, where: str, features, extras, partition_keys, string_extras: dict[str, str]) -> None:
+    """Fail naming ``where`` (a file, a table snapshot) and the first column of ``schema`` that
+    cannot serve; ``string_extras`` collects each extra column's kind across calls."""
+    names = schema.names
+    for c in [*features, *extras]:
+        if c in partition_keys:
+            if c in names:
+                raise InputError(f"column '{c}' is both a hive partition key ({c}=... in the path) and a column "
+                                 f"of {where}; rename one of them")
+            continue
+        if c not in names:
+            raise InputError(f"{where} lacks column '{c}' (it holds {names}); every file must hold "
+                             "the requested columns: rewrite the file or leave the column out")
+        t = schema.field(c).type
+        if c in features and not numeric_type(t):
+            raise InputError(
+                f"column '{c}' of {where} holds {t} values, not numbers; exclust does not convert "
+                f"text to numbers: write '{c}' as a numeric column or leave it out of the features"
+            )
+        if c in extras and c not in features:
+            kind = "string" if string_type(t) else "number" if numeric_type(t) else None
+            if kind is None:
+                raise InputError(f"column '{c}' of {where} has type {t}; use integer or string labels")
+            first = string_extras.setdefault(c, kind)
+            if first != kind:
+                raise InputError(f"column '{c}' of {where} holds {kind}s but earlier files hold "
+                                 f"{first}s; write it with one type in every file")
 
 
 def _recorded_bounds(meta, columns: list[str], groups: list[int]) -> tuple[tuple[float, float] | None, ...]:

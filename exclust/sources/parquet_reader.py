@@ -24,7 +24,7 @@ class Segment:
 
     path: str
     url: str  # for messages
-    row_groups: tuple[int, ...]
+    row_groups: tuple[int, ...]  # () for every row group (a table's file, planned from its log, not its footer)
     n_rows: int
     constants: tuple[float, ...] = ()  # one per partition column requested, coded
     whole: bool = False  # every row group of the file: read with its neighbours in one dataset scan
@@ -56,10 +56,14 @@ def _open(fs, seg: Segment, local: bool):
         yield pf
 
 
+def _read_groups(pf, seg: Segment, columns: list[str]):
+    return pf.read_row_groups(list(seg.row_groups), columns=columns) if seg.row_groups else pf.read(columns=columns)
+
+
 def _read_segment(fs, local: bool, seg: Segment, columns: list[str]):
     with _open(fs, seg, local) as pf:
         try:
-            table = pf.read_row_groups(list(seg.row_groups), columns=columns)
+            table = _read_groups(pf, seg, columns)
         except Exception as exc:  # decoding errors of damaged pages come in several types
             raise InputError(f"Parquet file {seg.url} is corrupt: {exc}; restore the file from its source or "
                              "rewrite it") from exc
@@ -215,6 +219,6 @@ def unique_strings(fs, local: bool, piece: Piece, column: str) -> set:
     found: set = set()
     for seg in piece.segments:
         with _open(fs, seg, local) as pf:
-            table = pf.read_row_groups(list(seg.row_groups), columns=[column])
+            table = _read_groups(pf, seg, [column])
         found.update(v for v in pc.unique(table.column(column)).to_pylist() if v is not None)
     return found

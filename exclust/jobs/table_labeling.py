@@ -1,0 +1,99 @@
+"""Labelling a night into a lake table: one Dask task per input file writes its labelled rows into
+the table's folder, and the driver commits them as the night's partition in one commit
+(``exclust.outputs.delta_table``). The input is read as for folder outputs
+(``labeling.read_and_label``); the rows are the same, only the commit differs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import date
+from typing import Any, Callable, Mapping
+
+from exclust.errors import InputError
+from exclust.jobs.labeling import LabelResult, load_tree, read_and_label, run_tasks, tally, task_running
+from exclust.outputs.delta_table import DeltaNight, file_stats
+from exclust.outputs.folders import json_text
+from exclust.sources.guards import file_folder_guard, input_guards
+from exclust.sources.delta import is_delta_table
+from exclust.sources.storage import SourceFile, list_source
+from exclust.tree import ThresholdTree
+
+TABLE_FORMATS = ("delta",)
+DEFAULT_DATE_COLUMN = "date"
+
+
+def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out_path: str, relpath: str,
+                     run_id: str, cluster_column: str, leaf_column: str) -> dict[str, Any]:
+    """One task: label one input file and write it at ``out_path`` in the table's folder; return its
+    add action's facts and its counts."""
+    import pyarrow.parquet as pq
+
+    from exclust.jobs.labeling import _value_counts
+
+    with task_running(run_id):
+        out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
+        out_fs.makedirs(out_path.rsplit("/", 1)[0], exist_ok=True)
+        with out_fs.open(out_path, "wb") as f:
+            pq.write_table(out, f)
+        return {"relpath": relpath, "rows": out.num_rows, "size": out_fs.size(out_path), "stats": file_stats(out),
+                "schema": out.schema, "clusters": _value_counts(out.column(cluster_column)),
+                "leaves": _value_counts(out.column(leaf_column))}
+
+
+def output_table_format(out: str | os.PathLike, requested: str | None,
+                        storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The table format ``out`` is written in: the one asked for ("folder" for none), else "delta"
+    when ``out`` is a Delta table already, else None (a folder of Parquet files)."""
+    if requested not in (None, "auto"):
+        if requested != "folder" and requested not in TABLE_FORMATS:
+            raise InputError(f"output format must be folder or {', '.join(TABLE_FORMATS)}, not {requested!r}")
+        return None if requested == "folder" else requested
+    return "delta" if is_delta_table(out, storage_options) else None
+
+
+def label_night_into_table(
+    tree: ThresholdTree | str | os.PathLike, source: str | os.PathLike, out: str | os.PathLike, day: date, *,
+    table_format: str = "delta", date_column: str = DEFAULT_DATE_COLUMN, cluster_column: str = "cluster",
+    leaf_column: str = "leaf", storage_options: Mapping[str, Any] | None = None,
+    before_commit: Callable[[], None] | None = None,
+) -> LabelResult:
+    """Label ``source`` (one night's Parquet files) with ``tree`` into the table ``out`` as the
+    partition ``date_column = day``, in one commit; a rerun of the night replaces it. Checks
+    everything before any work. ``before_commit`` runs after the files are written, before the commit."""
+    if table_format not in TABLE_FORMATS:
+        raise InputError(f"table format must be one of {', '.join(TABLE_FORMATS)}, not {table_format!r}")
+    start = time.perf_counter()
+    options = dict(storage_options or {})
+    guards = []
+    if not isinstance(tree, ThresholdTree):
+        guards.append(file_folder_guard(tree, "the tree file", options))
+        tree = load_tree(tree, options)
+    listed = list_source(source, options)
+    guards = input_guards(source, listed, options) + guards
+    night = DeltaNight(out, date_column, day, guards, options)
+    tree_doc = tree.to_dict()
+    try:
+        args = []
+        for i, f in enumerate(listed.files):
+            relpath = night.file_relpath(i)
+            args.append((tree_doc, listed.fs, f, night.fs, night.path(relpath), relpath, night.run_id,
+                         cluster_column, leaf_column))
+        per_file = run_tasks(_label_file_into, args, night.run_id)
+        for f, part in zip(listed.files, per_file):
+            if not part["schema"].equals(per_file[0]["schema"]):
+                raise InputError(f"input file {listed.display(f)} labels into columns {part['schema']} unlike "
+                                 f"{listed.display(listed.files[0])}'s {per_file[0]['schema']}; a night's files "
+                                 "must hold the same columns and types")
+        result = tally(per_file, tree, night.url)
+        figures = json.loads(json_text({**result.to_dict(), "date": day.isoformat(), "tree": tree.meta,
+                                        "source": listed.url}))
+        if before_commit is not None:
+            before_commit()
+        night.commit(per_file, per_file[0]["schema"], figures)
+    except BaseException:
+        night.discard()
+        raise
+    result.seconds = time.perf_counter() - start
+    return result
