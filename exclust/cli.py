@@ -3,12 +3,15 @@
 ``explain`` and ``label`` call the library directly (no Prefect needed); ``demo`` writes a
 sample dataset and runs the Prefect ``explain`` flow in-process, with a temporary Prefect home
 unless a Prefect API is configured (``PREFECT_API_URL``), so it needs no server and no network.
-Exit status: 0 done, 2 bad input or options (the message says what to change), 1 anything else.
+Exit status: 0 done, 2 bad input or options (the message says what to change), 1 anything else;
+a run stopped by SIGINT (Ctrl-C), SIGTERM (Prefect's Cancel, Kubernetes, systemd) or SIGHUP (a closed
+terminal) exits 128 + the signal's number (130, 143, 129) after removing its partial output.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -272,19 +275,39 @@ def _quiet_shutdown() -> None:
 
 
 _REDELIVER_SECONDS = 0.05
+# The signals that stop a run the way Ctrl-C does, and how the closing line names each.
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+
+
+@dataclasses.dataclass
+class _Stop:
+    """The signal that stopped the run, if one did."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum or signal.SIGINT)
+
+    @property
+    def name(self) -> str:
+        return STOP_SIGNALS.get(self.signum or signal.SIGINT, "Ctrl-C")
 
 
 @contextlib.contextmanager
-def _interrupts() -> Iterator[None]:
-    """First Ctrl-C: quiet the cluster's loggers and raise KeyboardInterrupt; later ones wait for the clean-up.
+def _interrupts() -> Iterator[_Stop]:
+    """First stop signal (``STOP_SIGNALS``): quiet the cluster's loggers and raise KeyboardInterrupt;
+    later ones wait for the clean-up. Every one of them stops a run alike: tasks cancelled, staging
+    removed, one line; the yielded ``_Stop`` records which signal it was (the exit code).
 
     Python swallows an exception raised inside a garbage-collector callback, a weakref callback
     or a finalizer (distributed registers such callbacks), printing "Exception ignored in ..."
     with a traceback and going on. Such a swallowed interrupt reaches ``sys.unraisablehook``:
     it is dropped there and delivered again once the callback has returned.
     """
+    stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stop
         return
     from exclust.progress import INTERRUPTED
 
@@ -295,6 +318,7 @@ def _interrupts() -> Iterator[None]:
         if interrupted:
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
         interrupted.append(signum)
+        stop.signum = stop.signum or signum
         INTERRUPTED.set()  # step boundaries check it too, whatever happens to the exception below
         _quiet_shutdown()
         raise KeyboardInterrupt
@@ -311,14 +335,15 @@ def _interrupts() -> Iterator[None]:
             return
         previous_hook(event)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     sys.unraisablehook = unraisable
     try:
-        yield
+        yield stop
     finally:
         inside[0] = False
         sys.unraisablehook = previous_hook
-        signal.signal(signal.SIGINT, previous)
+        for signum, action in previous.items():
+            signal.signal(signum, action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -328,16 +353,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Local-cluster workers report what matters through the driver; their warnings (a task
     # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    stop = _Stop()
     try:
-        with _interrupts():
+        with _interrupts() as stop:
             return commands[args.command](args)
     except _user_errors() as exc:
         print(f"exclust {args.command}: error: {_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"exclust {args.command}: interrupted (Ctrl-C); stopped the run and removed its partial output",
+        print(f"exclust {args.command}: interrupted ({stop.name}); stopped the run and removed its partial output",
               file=sys.stderr)
-        return 130
+        return stop.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

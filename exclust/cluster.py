@@ -1,7 +1,8 @@
 """Dask clients for a run: to a scheduler by address, or a local cluster on 127.0.0.1.
 
-A terminal's Ctrl-C reaches the whole process group: while a local cluster starts, its worker
-processes are made to ignore SIGINT, so the driver alone handles it and stops them cleanly.
+A terminal's Ctrl-C reaches the whole process group (and so may SIGTERM or SIGHUP): while a local
+cluster starts, its worker processes are made to ignore them, so the driver alone handles them and
+stops the workers cleanly.
 """
 from __future__ import annotations
 
@@ -65,16 +66,27 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
 
 
 class _DeferredInterrupts:
-    """SIGINT ignored for processes started meanwhile and held back for this one, until ``restore``."""
+    """The stop signals (SIGINT, SIGTERM, SIGHUP) ignored for processes started meanwhile and held back
+    for this one, until ``restore``.
+
+    Ctrl-C reaches the terminal's whole process group, and Prefect's Cancel, systemd or ``kill -- -PGID``
+    send SIGTERM to a whole group too: worker processes that ignore them leave the stopping to the
+    driver, which cancels their tasks and removes the run's staging before it closes the cluster (its
+    nannies end the workers with a stop message, then SIGKILL, never with these signals).
+    """
 
     def __init__(self) -> None:
         import signal
 
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # blocked, so a Ctrl-C stays pending
+        self.signals = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.signals)  # blocked, so a signal sent meanwhile stays pending
+        self.previous = {s: signal.signal(s, signal.SIG_IGN) for s in self.signals}
 
     def restore(self) -> None:
         import signal
 
-        signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.default_int_handler)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C arrives now
+        for s, action in self.previous.items():
+            if action is None:  # installed from C: the Python default of each
+                action = signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
+            signal.signal(s, action)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, self.signals)  # a pending signal arrives now
