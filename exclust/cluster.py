@@ -17,7 +17,9 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
     from distributed import Client, LocalCluster
 
     if address:
-        client = Client(address, timeout="30s")
+        timeout = connect_timeout()
+        check_scheduler(address, timeout)
+        client = Client(address, timeout=f"{timeout}s")
         try:
             yield client
         finally:
@@ -63,6 +65,78 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         nanny = logging.getLogger("distributed.nanny")
         nanny.setLevel(max(nanny.level, logging.ERROR))  # (a Ctrl-C may have silenced it entirely)
         cluster.close()
+
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+CONNECT_TIMEOUT_ENV = "EXCLUST_SCHEDULER_TIMEOUT"
+
+
+def connect_timeout() -> float:
+    """Seconds a run waits for a Dask scheduler to answer: ``EXCLUST_SCHEDULER_TIMEOUT``, default 10."""
+    from exclust.errors import InputError
+
+    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not text:
+        return CONNECT_TIMEOUT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise InputError(f"{CONNECT_TIMEOUT_ENV}={text!r} is not a positive number of seconds; set it to e.g. 30")
+    return value
+
+
+def check_scheduler(address: str, timeout: float) -> None:
+    """InputError, in one line, unless a Dask scheduler answers at ``address`` within ``timeout`` seconds.
+
+    distributed's own Client raises a ValueError deep in its address parsing for a malformed
+    address, retries a refused connection until its timeout, and waits without end for the
+    handshake of a server that speaks another protocol: this asks the scheduler who it is, with
+    every stage bounded, before the Client connects.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+    from distributed.security import Security
+
+    from exclust.errors import InputError
+
+    try:
+        scheme, location = parse_address(address)  # no scheme: tcp, as distributed reads it
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"Dask scheduler address {address!r} is not valid ({exc}); give it as tcp://HOST:PORT") from None
+
+    async def identity() -> dict:
+        comm = await connect(address, timeout=timeout, **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def ask() -> dict:
+        return asyncio.run(asyncio.wait_for(identity(), timeout + 1))  # connect's own error first, when it has one
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="exclust-scheduler-check")
+    try:
+        reply = pool.submit(ask).result(timeout + 5)
+    except (Exception, FutureTimeout) as exc:
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        reason = " ".join(reason.split())
+        raise InputError(f"no Dask scheduler answered at {address} within {timeout:g} s ({reason}); check the address "
+                         f"and that the scheduler runs (a slow network: raise {CONNECT_TIMEOUT_ENV})") from None
+    finally:
+        pool.shutdown(wait=False)
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise InputError(f"{address} is a Dask {kind or 'service'}, not a scheduler; give the scheduler's address")
 
 
 class _DeferredInterrupts:

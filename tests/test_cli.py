@@ -302,6 +302,57 @@ def test_ctrl_c_stops_explain_with_one_line_and_leaves_nothing(tmp_path):
     assert _everything(tmp_path) == before
 
 
+@pytest.fixture
+def wrong_protocol_server():
+    """A real HTTP server on 127.0.0.1: it listens, but speaks HTTP, not Dask's protocol."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # the bad requests it gets are the point, not news
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # free again once closed: nothing listens there
+
+
+@pytest.mark.parametrize("command", ["explain", "label"])
+def test_a_bad_scheduler_address_is_one_line_and_exit_2(command, tmp_path, capsys, monkeypatch, wrong_protocol_server):
+    """Not an address, an unknown scheme, nothing listening, a server speaking another protocol."""
+    monkeypatch.setenv("EXCLUST_SCHEDULER_TIMEOUT", "2")
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "data")
+    cases = {
+        "notanaddress": "Dask scheduler address 'notanaddress' is not valid (missing port number",
+        "tcp://127.0.0.1:x": "Dask scheduler address 'tcp://127.0.0.1:x' is not valid",
+        "http://127.0.0.1:8787": "Dask scheduler address 'http://127.0.0.1:8787' is not valid (unknown address scheme 'http'",
+        f"tcp://127.0.0.1:{_closed_port()}": "within 2 s (OSError: Timed out trying to connect",
+        f"tcp://{wrong_protocol_server}": f"no Dask scheduler answered at tcp://{wrong_protocol_server} within 2 s",
+    }
+    for address, message in cases.items():
+        if command == "explain":
+            argv = ["explain", "--input", str(tmp_path / "data"), "--k", "2", "--out", str(tmp_path / "out")]
+        else:
+            argv = ["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+        assert main([*argv, "--scheduler", address, "--quiet"]) == 2, address
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"exclust {command}: error: ") and message in captured.err, captured.err
+        assert captured.err.count("\n") == 1 and captured.out == "", captured.err
+        assert sorted(os.listdir(tmp_path)) == ["data", "tree.json"]  # no output, no staging
+
+
 def test_error_lines_use_the_words_of_the_command_line():
     from exclust.cli import _error_line
     from exclust.errors import InputError
