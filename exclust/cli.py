@@ -145,11 +145,12 @@ def cmd_label(args) -> int:
 
     options = parse_storage_options(args.storage_option)
     # Tree, input and output are all checked before a cluster starts.
-    plan = plan_label(args.tree, args.input, args.out, storage_options=options)
+    plan = plan_label(args.tree, args.input, args.out, storage_options=options,
+                      cluster_column=args.cluster_column, leaf_column=args.leaf_column)
     timer = StepTimer(_log(args.quiet), live=sys.stderr.isatty() and not args.quiet)
     with dask_cluster(args.scheduler):
         with timer.step("label", f"{args.input} -> {args.out}"):
-            result = run_label(plan, cluster_column=args.cluster_column, leaf_column=args.leaf_column)
+            result = run_label(plan)
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
         print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")

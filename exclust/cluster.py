@@ -7,8 +7,11 @@ stops the workers cleanly.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from typing import Any, Iterator
+
+from distributed.diagnostics.plugin import WorkerPlugin
 
 
 @contextlib.contextmanager
@@ -21,11 +24,11 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         check_scheduler(address, timeout)
         client = Client(address, timeout=f"{timeout}s")
         try:
+            client.register_plugin(QuietUserErrors())
             yield client
         finally:
             client.close()
         return
-    import logging
     import threading
 
     # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
@@ -57,6 +60,7 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
             interrupts.restore()
         client = Client(cluster)
         try:
+            client.register_plugin(QuietUserErrors())
             yield client
         finally:
             client.close()
@@ -65,6 +69,42 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         nanny = logging.getLogger("distributed.nanny")
         nanny.setLevel(max(nanny.level, logging.ERROR))  # (a Ctrl-C may have silenced it entirely)
         cluster.close()
+
+
+class UserErrorFilter(logging.Filter):
+    """Drops a worker's "Compute Failed" record (its repr and a traceback fragment) when the task
+    failed on bad input (an exclust ``InputError``, a damaged tree file) or on staging its stopped run removed
+    (``StagingGone``): the driver reports the one, in one line, and the other is the intended end."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if isinstance(record.msg, str) and record.msg.startswith("Compute Failed") and len(args) >= 4:
+            return str(args[3]).split("(", 1)[0] not in _quiet_error_names()  # args[3]: repr of the exception
+        return True
+
+
+def _quiet_error_names() -> set[str]:
+    from exclust.errors import InputError
+    from exclust.staging import StagingGone
+    from exclust.tree_json import TreeFormatError
+
+    names, todo = {StagingGone.__name__}, [InputError, TreeFormatError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return names
+
+
+class QuietUserErrors(WorkerPlugin):
+    """Installs ``UserErrorFilter`` on every worker's ``distributed.worker`` logger (once per worker)."""
+
+    name = "exclust-quiet-user-errors"
+
+    def setup(self, worker) -> None:
+        logger = logging.getLogger("distributed.worker")
+        if not any(isinstance(f, UserErrorFilter) for f in logger.filters):
+            logger.addFilter(UserErrorFilter())
 
 
 CONNECT_TIMEOUT_SECONDS = 10.0

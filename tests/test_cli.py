@@ -353,6 +353,50 @@ def test_a_bad_scheduler_address_is_one_line_and_exit_2(command, tmp_path, capsy
         assert sorted(os.listdir(tmp_path)) == ["data", "tree.json"]  # no output, no staging
 
 
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    """The command in a process of its own, with its own local Dask cluster: the workers' logs show on its stderr."""
+    return subprocess.run([sys.executable, "-m", "exclust.cli", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_label_checks_every_file_against_the_tree_when_it_plans(tmp_path):
+    """A file without the tree's column, one holding text, one with an output column's name: one line, exit 2,
+    before any worker starts (the local cluster is never made)."""
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "data", n_files=3)
+    bad = {"lacks": (pa.table({"a": [1.0, 2.0]}), "columns ['b'] used by the tree are missing"),
+           "text": (pa.table({"a": [1.0], "b": ["x"]}), "column 'b' has type string, but the tree cuts it as a number"),
+           "named": (pa.table({"a": [1.0], "b": [1.0], "cluster": [0]}), "the input already has a column 'cluster'")}
+    for name, (table, message) in bad.items():
+        pq.write_table(table, tmp_path / "data" / f"{name}.parquet")
+        proc = _cli("label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"),
+                    "--out", str(tmp_path / "out"))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(f"exclust label: error: {tmp_path / 'data' / name}.parquet") and message in proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr  # no worker log, no progress line: nothing started
+        (tmp_path / "data" / f"{name}.parquet").unlink()
+    assert sorted(os.listdir(tmp_path)) == ["data", "tree.json"]
+
+
+def test_bad_data_found_by_a_worker_is_one_line_without_worker_logs(tmp_path):
+    """Damaged data pages are found only when a worker decodes them: the run still ends in one line."""
+    (tmp_path / "data").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        table = pa.table({"a": rng.normal(size=400), "b": rng.normal(size=400)})
+        pq.write_table(table, tmp_path / "data" / f"p{i}.parquet", compression="none", use_dictionary=False)
+    damaged = tmp_path / "data" / "p1.parquet"
+    start = pq.read_metadata(damaged).row_group(0).column(0).data_page_offset + 64  # past the page header
+    raw = bytearray(damaged.read_bytes())
+    raw[start:start + 800] = rng.integers(0, 256, 800, dtype=np.uint8).tobytes()
+    damaged.write_bytes(bytes(raw))
+    proc = _cli("explain", "--input", str(tmp_path / "data"), "--k", "2", "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"exclust explain: error: Parquet file {damaged} is corrupt"), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr  # not a worker's "Compute Failed" with its traceback
+    assert sorted(os.listdir(tmp_path)) == ["data"]
+
+
 def test_error_lines_use_the_words_of_the_command_line():
     from exclust.cli import _error_line
     from exclust.errors import InputError
