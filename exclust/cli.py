@@ -1,8 +1,10 @@
 """The ``exclust`` command: ``explain``, ``label`` and ``demo``.
 
 ``explain`` and ``label`` call the library directly (no Prefect needed); ``demo`` writes a
-sample dataset and runs the Prefect ``explain`` flow in-process, with a temporary Prefect home
-unless a Prefect API is configured (``PREFECT_API_URL``), so it needs no server and no network.
+sample dataset and runs the explain job's steps on a local Dask cluster, without Prefect either.
+``demo --prefect`` runs the same steps through the Prefect ``explain`` flow: Prefect 3 records
+every flow run through an API, so without ``PREFECT_API_URL`` that starts Prefect's temporary
+local server (a temporary Prefect home, no network) for the run.
 Exit status: 0 done, 2 bad input or options (the message says what to change), 1 anything else;
 a run stopped by SIGINT (Ctrl-C), SIGTERM (Prefect's Cancel, Kubernetes, systemd) or SIGHUP (a closed
 terminal) exits 128 + the signal's number (130, 143, 129) after removing its partial output.
@@ -103,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--threshold", default="midpoint", choices=THRESHOLDS)
     dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
     dm.add_argument("--seed", type=int, default=0)
-    dm.add_argument("--no-prefect", action="store_true", help="run the steps directly, without the Prefect flow")
+    dm.add_argument("--prefect", action=argparse.BooleanOptionalAction, default=False,
+                    help="run the steps through the Prefect flow explain (without PREFECT_API_URL this starts "
+                         "Prefect's temporary local server, about 15 s); default: the steps directly, no Prefect")
     return parser
 
 
@@ -214,7 +218,7 @@ def cmd_demo(args) -> int:
         stamp.write_text(json.dumps(spec))
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
-    if args.no_prefect:
+    if not args.prefect:
         from exclust.pipeline import ExplainConfig
         from exclust.steps import run_explain
 

@@ -111,14 +111,15 @@ def test_explain_command_writes_outputs(tmp_path, capsys, dask_client):
     assert (tmp_path / "out" / "report.html").stat().st_size > 1000
 
 
-@pytest.mark.e2e
-def test_demo_e2e_runs_the_flow_with_no_server_in_a_fresh_home(tmp_path):
-    """`exclust demo` with an empty HOME and no Prefect settings: temporary server, local Dask cluster."""
+def _demo(tmp_path, *options: str) -> subprocess.CompletedProcess:
+    """`exclust demo` with an empty HOME and no Prefect or Dask settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DASK_"))}
     env["HOME"] = str(tmp_path / "home")
     (tmp_path / "home").mkdir()
+    # A Prefect flow run here would need an API: none is configured and no temporary server may start.
+    env["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"
     proc = subprocess.run(
-        [sys.executable, "-m", "exclust.cli", "demo", "--rows", "30000", "--out", str(tmp_path / "demo")],
+        [sys.executable, "-m", "exclust.cli", "demo", "--rows", "30000", "--out", str(tmp_path / "demo"), *options],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -126,9 +127,22 @@ def test_demo_e2e_runs_the_flow_with_no_server_in_a_fresh_home(tmp_path):
     assert {"tree.json", "metrics.json", "rules.txt", "report.html"} <= {p.name for p in out.iterdir()}
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["n"] == 30000 and metrics["k"] == 5 and metrics["algorithm"] == "mmdt"
-    assert "Finished in state Completed" in proc.stderr + proc.stdout
     assert not (tmp_path / "home" / ".prefect").exists()  # nothing written into the user's home
     assert len(list((tmp_path / "demo-data").glob("*.parquet"))) >= 2
+    return proc
+
+
+def test_demo_runs_without_any_prefect_server_in_a_fresh_home(tmp_path):
+    proc = _demo(tmp_path)
+    assert "Starting temporary server" not in proc.stderr + proc.stdout
+    assert "demo done in" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_demo_through_the_prefect_flow_starts_a_temporary_server_in_a_temporary_home(tmp_path):
+    """`exclust demo --prefect` without PREFECT_API_URL: the flow runs against Prefect's temporary server."""
+    proc = _demo(tmp_path, "--prefect")
+    assert "Finished in state Completed" in proc.stderr + proc.stdout
 
 
 def snapshot(folder) -> dict[str, bytes]:
