@@ -308,7 +308,11 @@ def _interrupts() -> Iterator[_Stop]:
     Python swallows an exception raised inside a garbage-collector callback, a weakref callback
     or a finalizer (distributed registers such callbacks), printing "Exception ignored in ..."
     with a traceback and going on. Such a swallowed interrupt reaches ``sys.unraisablehook``:
-    it is dropped there and delivered again once the callback has returned.
+    it is dropped there and delivered again once the callback has returned. A signal that lands
+    inside a garbage-collector callback is not raised there at all but delivered again a moment
+    later: distributed's GC diagnosis (its scheduler runs in this process with a local cluster)
+    times each collection from its "start" to its "stop" callback, and an interrupt between the
+    two leaves it failing an assertion at the next collection, printed as a traceback.
     """
     stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
@@ -322,6 +326,9 @@ def _interrupts() -> Iterator[_Stop]:
     def handler(signum, frame):
         if interrupted:
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
+        if _in_gc_callback(frame):
+            threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
+            return
         interrupted.append(signum)
         stop.signum = stop.signum or signum
         INTERRUPTED.set()  # step boundaries check it too, whatever happens to the exception below
@@ -349,6 +356,19 @@ def _interrupts() -> Iterator[_Stop]:
         sys.unraisablehook = previous_hook
         for signum, action in previous.items():
             signal.signal(signum, action)
+
+
+def _in_gc_callback(frame) -> bool:
+    """Whether ``frame`` or a caller of it runs a callback of the garbage collector (``gc.callbacks``)."""
+    import gc
+
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    codes.discard(None)
+    while frame is not None and codes:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
