@@ -1,16 +1,21 @@
 """The ``exclust`` command: ``explain``, ``label`` and ``demo``.
 
 ``explain`` and ``label`` call the library directly (no Prefect needed); ``demo`` writes a
-sample dataset and runs the Prefect ``explain`` flow in-process, with a temporary Prefect home
-unless a Prefect API is configured (``PREFECT_API_URL``), so it needs no server and no network.
+sample dataset and runs the explain job's steps on a local Dask cluster, without Prefect either.
+``demo --prefect`` runs the same steps through the Prefect ``explain`` flow: Prefect 3 records
+every flow run through an API, so without ``PREFECT_API_URL`` that starts Prefect's temporary
+local server (a temporary Prefect home, no network) for the run.
 Exit status: 0 done, 2 bad input or options (the message says what to change), 3 ``label
 --fail-on-drift`` labelled data that drifted from what the tree was built on (all of it written),
-1 anything else.
+1 anything else; a run stopped by SIGINT (Ctrl-C), SIGTERM (Prefect's Cancel, Kubernetes, systemd)
+or SIGHUP (a closed terminal) exits 128 + the signal's number (130, 143, 129) after removing its
+partial output.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -127,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--threshold", default="exact", choices=THRESHOLDS)
     dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
     dm.add_argument("--seed", type=int, default=0)
-    dm.add_argument("--no-prefect", action="store_true", help="run the steps directly, without the Prefect flow")
+    dm.add_argument("--prefect", action=argparse.BooleanOptionalAction, default=False,
+                    help="run the steps through the Prefect flow explain (without PREFECT_API_URL this starts "
+                         "Prefect's temporary local server, about 15 s); default: the steps directly, no Prefect")
     return parser
 
 
@@ -197,11 +204,12 @@ def cmd_label(args) -> int:
 
     options = parse_storage_options(args.storage_option)
     # Tree, input and output are all checked before a cluster starts.
-    plan = plan_label(args.tree, args.input, args.out, storage_options=options)
+    plan = plan_label(args.tree, args.input, args.out, storage_options=options,
+                      cluster_column=args.cluster_column, leaf_column=args.leaf_column)
     timer = StepTimer(_log(args.quiet), live=sys.stderr.isatty() and not args.quiet)
     with dask_cluster(args.scheduler):
         with timer.step("label", f"{args.input} -> {args.out}"):
-            result = run_label(plan, cluster_column=args.cluster_column, leaf_column=args.leaf_column)
+            result = run_label(plan)
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
         print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")
@@ -274,7 +282,7 @@ def cmd_demo(args) -> int:
         stamp.write_text(json.dumps(spec))
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
-    if args.no_prefect:
+    if not args.prefect:
         from exclust.jobs.config import ExplainConfig
         from exclust.jobs.steps import run_explain
 
@@ -350,19 +358,43 @@ def _quiet_shutdown() -> None:
 
 
 _REDELIVER_SECONDS = 0.05
+# The signals that stop a run the way Ctrl-C does, and how the closing line names each.
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+
+
+@dataclasses.dataclass
+class _Stop:
+    """The signal that stopped the run, if one did."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum or signal.SIGINT)
+
+    @property
+    def name(self) -> str:
+        return STOP_SIGNALS.get(self.signum or signal.SIGINT, "Ctrl-C")
 
 
 @contextlib.contextmanager
-def _interrupts() -> Iterator[None]:
-    """First Ctrl-C: quiet the cluster's loggers and raise KeyboardInterrupt; later ones wait for the clean-up.
+def _interrupts() -> Iterator[_Stop]:
+    """First stop signal (``STOP_SIGNALS``): quiet the cluster's loggers and raise KeyboardInterrupt;
+    later ones wait for the clean-up. Every one of them stops a run alike: tasks cancelled, staging
+    removed, one line; the yielded ``_Stop`` records which signal it was (the exit code).
 
     Python swallows an exception raised inside a garbage-collector callback, a weakref callback
     or a finalizer (distributed registers such callbacks), printing "Exception ignored in ..."
     with a traceback and going on. Such a swallowed interrupt reaches ``sys.unraisablehook``:
-    it is dropped there and delivered again once the callback has returned.
+    it is dropped there and delivered again once the callback has returned. A signal that lands
+    inside a garbage-collector callback is not raised there at all but delivered again a moment
+    later: distributed's GC diagnosis (its scheduler runs in this process with a local cluster)
+    times each collection from its "start" to its "stop" callback, and an interrupt between the
+    two leaves it failing an assertion at the next collection, printed as a traceback.
     """
+    stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stop
         return
     from exclust.dataplane.progress import INTERRUPTED
 
@@ -372,7 +404,11 @@ def _interrupts() -> Iterator[None]:
     def handler(signum, frame):
         if interrupted:
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
+        if _in_gc_callback(frame):
+            threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
+            return
         interrupted.append(signum)
+        stop.signum = stop.signum or signum
         INTERRUPTED.set()  # step boundaries check it too, whatever happens to the exception below
         _quiet_shutdown()
         raise KeyboardInterrupt
@@ -389,14 +425,28 @@ def _interrupts() -> Iterator[None]:
             return
         previous_hook(event)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     sys.unraisablehook = unraisable
     try:
-        yield
+        yield stop
     finally:
         inside[0] = False
         sys.unraisablehook = previous_hook
-        signal.signal(signal.SIGINT, previous)
+        for signum, action in previous.items():
+            signal.signal(signum, action)
+
+
+def _in_gc_callback(frame) -> bool:
+    """Whether ``frame`` or a caller of it runs a callback of the garbage collector (``gc.callbacks``)."""
+    import gc
+
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    codes.discard(None)
+    while frame is not None and codes:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -406,16 +456,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Local-cluster workers report what matters through the driver; their warnings (a task
     # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    stop = _Stop()
     try:
-        with _interrupts():
+        with _interrupts() as stop:
             return commands[args.command](args)
     except _user_errors() as exc:
         print(f"exclust {args.command}: error: {_error_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"exclust {args.command}: interrupted (Ctrl-C); stopped the run and removed its partial output",
+        print(f"exclust {args.command}: interrupted ({stop.name}); stopped the run and removed its partial output",
               file=sys.stderr)
-        return 130
+        return stop.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -111,14 +111,15 @@ def test_explain_command_writes_outputs(tmp_path, capsys, dask_client):
     assert (tmp_path / "out" / "report.html").stat().st_size > 1000
 
 
-@pytest.mark.e2e
-def test_demo_e2e_runs_the_flow_with_no_server_in_a_fresh_home(tmp_path):
-    """`exclust demo` with an empty HOME and no Prefect settings: temporary server, local Dask cluster."""
+def _demo(tmp_path, *options: str) -> subprocess.CompletedProcess:
+    """`exclust demo` with an empty HOME and no Prefect or Dask settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DASK_"))}
     env["HOME"] = str(tmp_path / "home")
     (tmp_path / "home").mkdir()
+    # A Prefect flow run here would need an API: none is configured and no temporary server may start.
+    env["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"
     proc = subprocess.run(
-        [sys.executable, "-m", "exclust.cli", "demo", "--rows", "30000", "--out", str(tmp_path / "demo")],
+        [sys.executable, "-m", "exclust.cli", "demo", "--rows", "30000", "--out", str(tmp_path / "demo"), *options],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -126,9 +127,22 @@ def test_demo_e2e_runs_the_flow_with_no_server_in_a_fresh_home(tmp_path):
     assert {"tree.json", "metrics.json", "rules.txt", "report.html"} <= {p.name for p in out.iterdir()}
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["n"] == 30000 and metrics["k"] == 5 and metrics["algorithm"] == "mmdt"
-    assert "Finished in state Completed" in proc.stderr + proc.stdout
     assert not (tmp_path / "home" / ".prefect").exists()  # nothing written into the user's home
     assert len(list((tmp_path / "demo-data").glob("*.parquet"))) >= 2
+    return proc
+
+
+def test_demo_runs_without_any_prefect_server_in_a_fresh_home(tmp_path):
+    proc = _demo(tmp_path)
+    assert "Starting temporary server" not in proc.stderr + proc.stdout
+    assert "demo done in" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_demo_through_the_prefect_flow_starts_a_temporary_server_in_a_temporary_home(tmp_path):
+    """`exclust demo --prefect` without PREFECT_API_URL: the flow runs against Prefect's temporary server."""
+    proc = _demo(tmp_path, "--prefect")
+    assert "Finished in state Completed" in proc.stderr + proc.stdout
 
 
 def snapshot(folder) -> dict[str, bytes]:
@@ -300,6 +314,101 @@ def test_ctrl_c_stops_explain_with_one_line_and_leaves_nothing(tmp_path):
     assert "Traceback" not in err and len(err) < 1000, err
     _wait_for_group_to_end(proc.pid)
     assert _everything(tmp_path) == before
+
+
+@pytest.fixture
+def wrong_protocol_server():
+    """A real HTTP server on 127.0.0.1: it listens, but speaks HTTP, not Dask's protocol."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # the bad requests it gets are the point, not news
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # free again once closed: nothing listens there
+
+
+@pytest.mark.parametrize("command", ["explain", "label"])
+def test_a_bad_scheduler_address_is_one_line_and_exit_2(command, tmp_path, capsys, monkeypatch, wrong_protocol_server):
+    """Not an address, an unknown scheme, nothing listening, a server speaking another protocol."""
+    monkeypatch.setenv("EXCLUST_SCHEDULER_TIMEOUT", "2")
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "data")
+    cases = {
+        "notanaddress": "Dask scheduler address 'notanaddress' is not valid (missing port number",
+        "tcp://127.0.0.1:x": "Dask scheduler address 'tcp://127.0.0.1:x' is not valid",
+        "http://127.0.0.1:8787": "Dask scheduler address 'http://127.0.0.1:8787' is not valid (unknown address scheme 'http'",
+        f"tcp://127.0.0.1:{_closed_port()}": "within 2 s (OSError: Timed out trying to connect",
+        f"tcp://{wrong_protocol_server}": f"no Dask scheduler answered at tcp://{wrong_protocol_server} within 2 s",
+    }
+    for address, message in cases.items():
+        if command == "explain":
+            argv = ["explain", "--input", str(tmp_path / "data"), "--k", "2", "--out", str(tmp_path / "out")]
+        else:
+            argv = ["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+        assert main([*argv, "--scheduler", address, "--quiet"]) == 2, address
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"exclust {command}: error: ") and message in captured.err, captured.err
+        assert captured.err.count("\n") == 1 and captured.out == "", captured.err
+        assert sorted(os.listdir(tmp_path)) == ["data", "tree.json"]  # no output, no staging
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    """The command in a process of its own, with its own local Dask cluster: the workers' logs show on its stderr."""
+    return subprocess.run([sys.executable, "-m", "exclust.cli", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_label_checks_every_file_against_the_tree_when_it_plans(tmp_path):
+    """A file without the tree's column, one holding text, one with an output column's name: one line, exit 2,
+    before any worker starts (the local cluster is never made)."""
+    _tree(tmp_path / "tree.json")
+    _parts(tmp_path / "data", n_files=3)
+    bad = {"lacks": (pa.table({"a": [1.0, 2.0]}), "columns ['b'] used by the tree are missing"),
+           "text": (pa.table({"a": [1.0], "b": ["x"]}), "column 'b' has type string, but the tree cuts it as a number"),
+           "named": (pa.table({"a": [1.0], "b": [1.0], "cluster": [0]}), "the input already has a column 'cluster'")}
+    for name, (table, message) in bad.items():
+        pq.write_table(table, tmp_path / "data" / f"{name}.parquet")
+        proc = _cli("label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"),
+                    "--out", str(tmp_path / "out"))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(f"exclust label: error: {tmp_path / 'data' / name}.parquet") and message in proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr  # no worker log, no progress line: nothing started
+        (tmp_path / "data" / f"{name}.parquet").unlink()
+    assert sorted(os.listdir(tmp_path)) == ["data", "tree.json"]
+
+
+def test_bad_data_found_by_a_worker_is_one_line_without_worker_logs(tmp_path):
+    """Damaged data pages are found only when a worker decodes them: the run still ends in one line."""
+    (tmp_path / "data").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        table = pa.table({"a": rng.normal(size=400), "b": rng.normal(size=400)})
+        pq.write_table(table, tmp_path / "data" / f"p{i}.parquet", compression="none", use_dictionary=False)
+    damaged = tmp_path / "data" / "p1.parquet"
+    start = pq.read_metadata(damaged).row_group(0).column(0).data_page_offset + 64  # past the page header
+    raw = bytearray(damaged.read_bytes())
+    raw[start:start + 800] = rng.integers(0, 256, 800, dtype=np.uint8).tobytes()
+    damaged.write_bytes(bytes(raw))
+    proc = _cli("explain", "--input", str(tmp_path / "data"), "--k", "2", "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"exclust explain: error: Parquet file {damaged} is corrupt"), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr  # not a worker's "Compute Failed" with its traceback
+    assert sorted(os.listdir(tmp_path)) == ["data"]
 
 
 def test_error_lines_use_the_words_of_the_command_line():

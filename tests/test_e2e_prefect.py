@@ -332,3 +332,50 @@ def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(
     out = data / "labelled" / f"date={night}"
     assert pq.read_table(sorted(out.glob("*.parquet"))).num_rows == 2_000
     assert json.loads((out / "_labels.json").read_text())["n_rows"] == 2_000
+
+
+def test_e2e_a_run_cancelled_through_the_api_ends_cancelled_and_leaves_nothing(stack):
+    """Cancel an explain run the way the UI's Cancel button does; the process worker stops the flow's
+    process with SIGTERM: the run ends Cancelled, with neither output nor staging.
+
+    The run is held in its load step, without a timing window: its scheduler has no workers, so
+    its first pass waits until the run is stopped."""
+    import prefect.settings
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.deployments import run_deployment
+    from prefect.states import Cancelling
+
+    from exclust.datasets.synthetic import write_gmm_parquet
+
+    data = stack["data"] / "to-cancel"
+    write_gmm_parquet(data / "input", 4_000, n_components=2, n_features=2, rows_per_file=2_000, random_state=2)
+    port = _free_port()
+    idle = f"tcp://127.0.0.1:{port}"
+    stack["svc"].start("dask-scheduler-no-workers", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
+                                                     "--port", str(port), "--dashboard-address", "127.0.0.1:0"])
+    from exclust.dataplane.cluster import check_scheduler
+
+    _wait(lambda: check_scheduler(idle, 5) is None, 120, "a Dask scheduler without workers")
+    before = sorted(os.listdir(data))
+    with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
+        run = run_deployment("explain/explain", timeout=0, parameters={"params": {
+            "input": str(data / "input"), "output": str(data / "out"), "columns": "x0,x1", "n_clusters": 2,
+            "scheduler_address": idle}})
+        with get_client(sync_client=True) as client:
+            only_run = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id]))
+
+            def loading() -> bool:
+                return any("] load: " in entry.message for entry in client.read_logs(log_filter=only_run))
+
+            _wait(loading, 300, "the run's load step")
+            assert [n for n in os.listdir(data) if n.startswith(".out.exclust-staging-")]  # staged before computing
+            client.set_flow_run_state(run.id, Cancelling(message="cancelled by the test"))
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                run = client.read_flow_run(run.id)
+                if run.state is not None and run.state.is_final():
+                    break
+                time.sleep(0.5)
+    assert run.state.is_cancelled(), f"{run.state.type}: {run.state.message}"
+    assert sorted(os.listdir(data)) == before  # no output, no staging, hidden entries included

@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from exclust.datasets.synthetic import write_gmm_parquet
 
@@ -48,8 +48,32 @@ def test_explain_flow_on_missing_or_corrupt_parquet_fails_naming_the_file(tmp_pa
     assert sorted(os.listdir(tmp_path)) == ["data"]  # no output, no staging, hidden entries included
 
 
+class KillOnFirstHeldResult(WorkerPlugin):
+    """A worker plugin: the first worker process to hold a task's result kills itself (SIGKILL), once
+    for the whole cluster (the marker file, made exclusively, records its pid and the key)."""
+
+    name = "kill-on-first-held-result"
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        if finish != "memory":
+            return
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            return
+        os.write(fd, f"{os.getpid()} {key}".encode())
+        os.close(fd)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api):
-    """SIGKILL one of two worker processes during an explain flow run: Dask recomputes what it held."""
+    """SIGKILL one of two worker processes during an explain flow run: Dask recomputes what it held.
+
+    The kill is driven by the run itself, not by a timing window: the first worker to hold a result
+    of the disturbed run kills itself, so the run must recompute what it lost."""
     from distributed import Client, LocalCluster
 
     from flows.explain import explain as explain_flow
@@ -62,40 +86,24 @@ def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api)
         def run(out: str):
             params = ExplainParams(input=str(tmp_path / "data"), output=str(tmp_path / out), columns=["x0", "x1"],
                                    n_clusters=4, truth_column="truth", scheduler_address=cluster.scheduler_address)
-            t0 = time.monotonic()
-            state = explain_flow(params, return_state=True)
-            return state, time.monotonic() - t0
+            return explain_flow(params, return_state=True)
 
-        calm_state, _ = run("calm")
+        calm_state = run("calm")
         assert calm_state.is_completed(), calm_state.message
-        victim_address, victim = sorted(client.run(os.getpid).items(), key=lambda item: item[1])[0]
         # The calm run's data are released with its client: once the workers hold nothing, any
-        # data the victim holds belong to the disturbed run.
+        # result a worker holds from now on belongs to the disturbed run.
         deadline = time.monotonic() + 30
         while any(client.has_what().values()) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not any(client.has_what().values()), "the calm run's data were not released"
-        killed_at: list[float] = []
-
-        def killer() -> None:
-            # Kill as soon as the victim holds data of this run (its held rows, kept labels or
-            # encoded parts), so the run must recompute them. A fixed delay missed the run once
-            # the job became fast (about a second here), and waiting for tasks in flight as well
-            # could miss it between two steps.
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if client.has_what().get(victim_address):
-                    break
-                time.sleep(0.005)
-            os.kill(victim, signal.SIGKILL)
-            killed_at.append(time.monotonic())
-
-        thread = threading.Thread(target=killer, daemon=True)
-        thread.start()
-        started = time.monotonic()
-        state, took = run("disturbed")
-        thread.join(5)
-        assert killed_at and killed_at[0] - started < took, "the worker was not killed during the run"
+        before = set(client.run(os.getpid).values())
+        marker = tmp_path / "killed-holding"
+        client.register_plugin(KillOnFirstHeldResult(str(marker)))
+        state = run("disturbed")
+        client.unregister_worker_plugin(KillOnFirstHeldResult.name)
+        assert marker.exists(), "no worker held a result of the run"
+        victim = int(marker.read_text().split()[0])
+        assert victim in before
         assert state.is_completed(), state.message
         assert victim not in client.run(os.getpid).values()  # the nanny started a fresh worker process
     assert (tmp_path / "disturbed" / "tree.json").read_text() == (tmp_path / "calm" / "tree.json").read_text()

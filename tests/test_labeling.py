@@ -158,8 +158,8 @@ def test_a_bad_file_among_good_ones_on_a_cluster_leaves_nothing_anywhere(tmp_pat
     assert everything(tmp_path) == before  # no output, no hidden staging, nothing written late
     time.sleep(1.0)  # a worker still writing after the driver gave up would show up now
     assert everything(tmp_path) == before
-    assert not dask_client.run(lambda: __import__("exclust.jobs.labeling").labeling._RUNNING) or \
-        all(not v for v in dask_client.run(lambda: dict(__import__("exclust.jobs.labeling").labeling._RUNNING)).values())
+    assert not dask_client.run(lambda: __import__("exclust.jobs.labeling").jobs.labeling._RUNNING) or \
+        all(not v for v in dask_client.run(lambda: dict(__import__("exclust.jobs.labeling").jobs.labeling._RUNNING)).values())
 
 
 def test_a_later_reader_never_sees_label_output_debris(tmp_path):

@@ -1,13 +1,17 @@
 """Dask clients for a run: to a scheduler by address, or a local cluster on 127.0.0.1.
 
-A terminal's Ctrl-C reaches the whole process group: while a local cluster starts, its worker
-processes are made to ignore SIGINT, so the driver alone handles it and stops them cleanly.
+A terminal's Ctrl-C reaches the whole process group (and so may SIGTERM or SIGHUP): while a local
+cluster starts, its worker processes are made to ignore them, so the driver alone handles them and
+stops the workers cleanly.
 """
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from typing import Any, Iterator
+
+from distributed.diagnostics.plugin import WorkerPlugin
 
 
 @contextlib.contextmanager
@@ -16,13 +20,15 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
     from distributed import Client, LocalCluster
 
     if address:
-        client = Client(address, timeout="30s")
+        timeout = connect_timeout()
+        check_scheduler(address, timeout)
+        client = Client(address, timeout=f"{timeout}s")
         try:
+            client.register_plugin(QuietUserErrors())
             yield client
         finally:
             client.close()
         return
-    import logging
     import threading
 
     # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
@@ -54,6 +60,7 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
             interrupts.restore()
         client = Client(cluster)
         try:
+            client.register_plugin(QuietUserErrors())
             yield client
         finally:
             client.close()
@@ -64,17 +71,136 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         cluster.close()
 
 
+class UserErrorFilter(logging.Filter):
+    """Drops a worker's "Compute Failed" record (its repr and a traceback fragment) when the task
+    failed on bad input (an exclust ``InputError``, a damaged tree file) or on staging its stopped run removed
+    (``StagingGone``): the driver reports the one, in one line, and the other is the intended end."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if isinstance(record.msg, str) and record.msg.startswith("Compute Failed") and len(args) >= 4:
+            return str(args[3]).split("(", 1)[0] not in _quiet_error_names()  # args[3]: repr of the exception
+        return True
+
+
+def _quiet_error_names() -> set[str]:
+    from exclust.errors import InputError
+    from exclust.outputs.staging import StagingGone
+    from exclust.tree.file_format import TreeFormatError
+
+    names, todo = {StagingGone.__name__}, [InputError, TreeFormatError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return names
+
+
+class QuietUserErrors(WorkerPlugin):
+    """Installs ``UserErrorFilter`` on every worker's ``distributed.worker`` logger (once per worker)."""
+
+    name = "exclust-quiet-user-errors"
+
+    def setup(self, worker) -> None:
+        logger = logging.getLogger("distributed.worker")
+        if not any(isinstance(f, UserErrorFilter) for f in logger.filters):
+            logger.addFilter(UserErrorFilter())
+
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+CONNECT_TIMEOUT_ENV = "EXCLUST_SCHEDULER_TIMEOUT"
+
+
+def connect_timeout() -> float:
+    """Seconds a run waits for a Dask scheduler to answer: ``EXCLUST_SCHEDULER_TIMEOUT``, default 10."""
+    from exclust.errors import InputError
+
+    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not text:
+        return CONNECT_TIMEOUT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise InputError(f"{CONNECT_TIMEOUT_ENV}={text!r} is not a positive number of seconds; set it to e.g. 30")
+    return value
+
+
+def check_scheduler(address: str, timeout: float) -> None:
+    """InputError, in one line, unless a Dask scheduler answers at ``address`` within ``timeout`` seconds.
+
+    distributed's own Client raises a ValueError deep in its address parsing for a malformed
+    address, retries a refused connection until its timeout, and waits without end for the
+    handshake of a server that speaks another protocol: this asks the scheduler who it is, with
+    every stage bounded, before the Client connects.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+    from distributed.security import Security
+
+    from exclust.errors import InputError
+
+    try:
+        scheme, location = parse_address(address)  # no scheme: tcp, as distributed reads it
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"Dask scheduler address {address!r} is not valid ({exc}); give it as tcp://HOST:PORT") from None
+
+    async def identity() -> dict:
+        comm = await connect(address, timeout=timeout, **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def ask() -> dict:
+        return asyncio.run(asyncio.wait_for(identity(), timeout + 1))  # connect's own error first, when it has one
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="exclust-scheduler-check")
+    try:
+        reply = pool.submit(ask).result(timeout + 5)
+    except (Exception, FutureTimeout) as exc:
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        reason = " ".join(reason.split())
+        raise InputError(f"no Dask scheduler answered at {address} within {timeout:g} s ({reason}); check the address "
+                         f"and that the scheduler runs (a slow network: raise {CONNECT_TIMEOUT_ENV})") from None
+    finally:
+        pool.shutdown(wait=False)
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise InputError(f"{address} is a Dask {kind or 'service'}, not a scheduler; give the scheduler's address")
+
+
 class _DeferredInterrupts:
-    """SIGINT ignored for processes started meanwhile and held back for this one, until ``restore``."""
+    """The stop signals (SIGINT, SIGTERM, SIGHUP) ignored for processes started meanwhile and held back
+    for this one, until ``restore``.
+
+    Ctrl-C reaches the terminal's whole process group, and Prefect's Cancel, systemd or ``kill -- -PGID``
+    send SIGTERM to a whole group too: worker processes that ignore them leave the stopping to the
+    driver, which cancels their tasks and removes the run's staging before it closes the cluster (its
+    nannies end the workers with a stop message, then SIGKILL, never with these signals).
+    """
 
     def __init__(self) -> None:
         import signal
 
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # blocked, so a Ctrl-C stays pending
+        self.signals = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.signals)  # blocked, so a signal sent meanwhile stays pending
+        self.previous = {s: signal.signal(s, signal.SIG_IGN) for s in self.signals}
 
     def restore(self) -> None:
         import signal
 
-        signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.default_int_handler)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C arrives now
+        for s, action in self.previous.items():
+            if action is None:  # installed from C: the Python default of each
+                action = signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
+            signal.signal(s, action)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, self.signals)  # a pending signal arrives now

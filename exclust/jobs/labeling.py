@@ -64,21 +64,10 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
     cavs = tree.meta.get("concept_activation_vectors")
     # A Concept-MMDT tree cuts concept coordinates: read its embedding columns and project them.
     columns = tree_columns(tree)
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise InputError(
-            f"columns {missing} used by the tree are missing (the data has {table.column_names}); "
-            "label data with the columns the tree was built on, or use the tree built for this data"
-        )
-    for name in (cluster_column, leaf_column):
-        if name in table.column_names:
-            raise InputError(f"the input already has a column '{name}'; choose another name for the output column")
+    check_label_schema(tree, table.schema, cluster_column, leaf_column)
     X = np.empty((table.num_rows, len(columns)), dtype=np.float64)
     for j, name in enumerate(columns):
         col = table.column(name)
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type)):
-            raise InputError(f"column '{name}' has type {col.type}, but the tree cuts it as a number; "
-                             "label data whose column holds numbers")
         # Nulls become NaN, so they are caught with the other non-finite values below.
         X[:, j] = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     if cavs:
@@ -96,6 +85,59 @@ def label_table(tree: ThresholdTree, table, cluster_column: str = "cluster", lea
     )
 
 
+def check_label_schema(tree: ThresholdTree, schema, cluster_column: str = "cluster", leaf_column: str = "leaf",
+                       from_path: Sequence[str] = ()) -> None:
+    """InputError unless data of this Arrow ``schema`` can be labelled with ``tree``: every column the
+    tree reads present (or among the hive keys ``from_path``) and numeric, no column named like an output
+    column. Planning checks every file's footer with it; ``label_table`` checks each table read."""
+    import pyarrow as pa
+
+    names = schema.names
+    missing = [c for c in tree_columns(tree) if c not in names and c not in from_path]
+    if missing:
+        raise InputError(
+            f"columns {missing} used by the tree are missing (the data has {names}); "
+            "label data with the columns the tree was built on, or use the tree built for this data"
+        )
+    for name in (cluster_column, leaf_column):
+        if name in names:
+            raise InputError(f"the input already has a column '{name}'; choose another name for the output column")
+    for name in tree_columns(tree):
+        if name not in names:
+            continue
+        t = schema.field(name).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            raise InputError(f"column '{name}' has type {t}, but the tree cuts it as a number; "
+                             "label data whose column holds numbers")
+
+
+def check_label_inputs(tree: ThresholdTree, source: Source, cluster_column: str = "cluster",
+                       leaf_column: str = "leaf") -> None:
+    """Every file of ``source`` checked against the tree from its footer (one read each, as explain's
+    planning does), so that a user error fails the run before any task reaches a worker."""
+    from exclust.sources.parquet import read_footers
+
+    needed = tree_columns(tree)
+    for file, meta in zip(source.files, read_footers(source)):
+        schema = meta.schema.to_arrow_schema()
+        from_path = [key for key, _ in file.partitions if key in needed and key not in schema.names]
+        try:
+            check_label_schema(tree, schema, cluster_column, leaf_column, from_path)
+        except InputError as exc:
+            raise InputError(f"{source.display(file)}: {exc}") from None
+        for key, value in file.partitions:
+            if key in from_path:
+                _partition_number(file, key, value)  # names the file itself
+
+
+def _partition_number(file: SourceFile, key: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(f"{file.path}: partition {key}={value} is not a number, but the tree cuts {key}; "
+                         "label data whose partition values are numbers") from None
+
+
 def tree_columns(tree: ThresholdTree) -> list[str]:
     """The input columns a tree reads (a Concept-MMDT tree reads its embedding columns)."""
     if tree.meta.get("concept_activation_vectors"):
@@ -110,11 +152,7 @@ def _with_partition_columns(table, file: SourceFile, needed: Sequence[str]):
     added = []
     for key, value in file.partitions:
         if key in needed and key not in table.column_names:
-            try:
-                number = float(value)
-            except ValueError:
-                raise InputError(f"{file.path}: partition {key}={value} is not a number, but the tree cuts {key}; "
-                                 "label data whose partition values are numbers") from None
+            number = _partition_number(file, key, value)
             table = table.append_column(key, pa.array(np.full(table.num_rows, number)))
             added.append(key)
     return table, added
@@ -233,6 +271,8 @@ class LabelPlan:
     guards: list[Guard]
     storage_options: dict[str, Any]
     base: str | os.PathLike | None
+    cluster_column: str = "cluster"
+    leaf_column: str = "leaf"
 
 
 def load_tree(tree: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> ThresholdTree:
@@ -244,8 +284,10 @@ def load_tree(tree: str | os.PathLike, storage_options: Mapping[str, Any] | None
 
 
 def plan_label(tree: ThresholdTree | str | os.PathLike, source: str | os.PathLike, out: str | os.PathLike, *,
-               storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None) -> LabelPlan:
-    """Every check that needs no computing: tree, input listing, output location (raises InputError)."""
+               storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None,
+               cluster_column: str = "cluster", leaf_column: str = "leaf") -> LabelPlan:
+    """Every check that needs no computing: tree, input listing, every file's schema against the tree
+    (from the footers), output location (raises InputError)."""
     options = dict(storage_options or {})
     tree_guards: list[Guard] = []
     if not isinstance(tree, ThresholdTree):
@@ -254,11 +296,15 @@ def plan_label(tree: ThresholdTree | str | os.PathLike, source: str | os.PathLik
     listed = list_source(source, options)
     guards = input_guards(source, listed, options) + tree_guards
     check_output(out, "label", guards, storage_options=options, base=base)
-    return LabelPlan(tree, listed, str(out), guards, options, base)
+    check_label_inputs(tree, listed, cluster_column, leaf_column)
+    return LabelPlan(tree, listed, str(out), guards, options, base, cluster_column, leaf_column)
 
 
-def run_label(plan: LabelPlan, *, cluster_column: str = "cluster", leaf_column: str = "leaf") -> LabelResult:
-    """Label every file of the plan and commit the output whole (see ``exclust.outputs.staging``)."""
+def run_label(plan: LabelPlan, *, cluster_column: str | None = None, leaf_column: str | None = None) -> LabelResult:
+    """Label every file of the plan (output columns: the plan's unless given) and commit the output whole
+    (see ``exclust.outputs.staging``)."""
+    cluster_column = cluster_column or plan.cluster_column
+    leaf_column = leaf_column or plan.leaf_column
     start = time.perf_counter()
     tree_doc = plan.tree.to_dict()
     with staged_output(plan.out, "label", plan.guards, storage_options=plan.storage_options, base=plan.base) as stage:
@@ -308,5 +354,6 @@ def label_parquet(
     paths or URLs (``s3://``), with ``storage_options`` for both. Runs on the current Dask client
     when one is active (one task per file), else file by file in this process.
     """
-    plan = plan_label(tree, source, out, storage_options=storage_options, base=base)
-    return run_label(plan, cluster_column=cluster_column, leaf_column=leaf_column)
+    plan = plan_label(tree, source, out, storage_options=storage_options, base=base,
+                      cluster_column=cluster_column, leaf_column=leaf_column)
+    return run_label(plan)

@@ -1,0 +1,188 @@
+"""Stop signals: SIGTERM (Prefect's Cancel, Kubernetes, systemd), SIGINT (Ctrl-C) and SIGHUP end a
+run of `exclust explain` or `exclust label` alike, in every step: the workers' tasks cancelled, the
+staging removed, exit 128 + the signal's number, one line, no worker traceback, no leaked semaphore.
+
+Each run is steered into the step under test without timing windows: the test holds the flock
+that a commit takes on the output's parent folder (exclust.outputs.staging), so the run can never commit
+before the signal lands, and it sends the signal once the run printed that step's progress line.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def _everything(folder) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+
+
+def _wait_for_group_to_end(pgid) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("worker processes outlived the command")
+
+
+@contextlib.contextmanager
+def _commits_held(folder: Path):
+    """Hold the lock a run takes on its output's parent folder to create its staging and to commit."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+@pytest.fixture(scope="module")
+def blobs(tmp_path_factory) -> Path:
+    """Four blobs, 200,000 rows in 10 files: every step of the run below lasts a pass or more."""
+    folder = tmp_path_factory.mktemp("blobs") / "data"
+    folder.mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(10):
+        centers = rng.integers(0, 4, size=20_000)[:, None] * np.array([[6.0, 3.0]])
+        X = centers + rng.normal(size=(20_000, 2))
+        pq.write_table(pa.table({"x0": X[:, 0], "x1": X[:, 1]}), folder / f"part-{i}.parquet")
+    return folder
+
+
+def _stop_explain_at(marker: str, blobs: Path, tmp_path: Path, signum: int, whole_group: bool):
+    """Run `exclust explain` (gmm reference, ExKMC tree: every step passes over the data), send
+    ``signum`` once it printed the progress line holding ``marker``; (stderr, exit code, progress
+    lines seen before the signal, staged names when the signal was sent)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    before = _everything(run)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exclust.cli", "explain", "--input", str(blobs), "--features", "x0,x1", "--k", "4",
+         "--algorithm", "exkmc", "--out", str(run / "out")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    progress: list[str] = []
+    held = contextlib.ExitStack()
+    try:
+        for line in proc.stderr:
+            progress.append(line)
+            if "] load: " in line:  # staging is made before the first step; from here on no commit can happen
+                held.enter_context(_commits_held(run))
+            if marker in line:
+                break
+        else:
+            raise AssertionError(f"the run never printed {marker!r}: " + "".join(progress))
+        staging = [p for p in run.iterdir() if p.name.startswith(".out.exclust-staging-")]
+        assert len(staging) == 1
+        staged = sorted(p.name for p in staging[0].iterdir() if not p.name.startswith("."))
+        if whole_group:
+            os.killpg(proc.pid, signum)
+        else:
+            os.kill(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)  # the bound on stopping, numba kernels running or not
+    finally:
+        held.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    _wait_for_group_to_end(proc.pid)
+    assert _everything(run) == before, _everything(run)  # no output, no staging, hidden entries included
+    return err, proc.returncode, progress, staged
+
+
+@pytest.mark.parametrize("step", ["load", "fit reference", "build tree"])
+def test_sigterm_stops_explain_in_each_computing_step_with_one_line_and_leaves_nothing(step, blobs, tmp_path):
+    """SIGTERM to the driver alone, as Kubernetes sends it to a pod's first process."""
+    err, code, progress, staged = _stop_explain_at(f"] {step}: ", blobs, tmp_path, signal.SIGTERM, whole_group=False)
+    assert code == 143, "".join(progress) + err[-3000:]
+    assert staged == []  # nothing written yet
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1] == "exclust explain: interrupted (SIGTERM); stopped the run and removed its partial output", err
+    # the signal landed in that step: its end was never logged; before the closing line, progress lines only
+    assert not any(f"] {step} done in " in line for line in lines), err
+    assert all(line.startswith("[") for line in lines[:-1]), err
+    assert "Traceback" not in err and "leaked semaphore" not in err, err
+
+
+def test_sigterm_while_the_outputs_are_written_leaves_nothing(blobs, tmp_path):
+    """The files are staged and the commit waits for the folder's lock (held here) when SIGTERM comes."""
+    err, code, progress, staged = _stop_explain_at("] write outputs done in ", blobs, tmp_path, signal.SIGTERM,
+                                                   whole_group=False)
+    assert code == 143, "".join(progress) + err[-3000:]
+    assert staged == ["metrics.json", "report.html", "rules.txt", "tree.json"]  # written, not yet committed
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1] == "exclust explain: interrupted (SIGTERM); stopped the run and removed its partial output", err
+    assert "Traceback" not in err and "leaked semaphore" not in err, err
+
+
+@pytest.mark.parametrize("signum, code, name", [(signal.SIGHUP, 129, "SIGHUP"), (signal.SIGINT, 130, "Ctrl-C")])
+def test_sighup_and_sigint_to_the_whole_group_stop_a_busy_fit_alike(signum, code, name, blobs, tmp_path):
+    """Sent to the whole process group (a closed terminal, Ctrl-C): the workers, busy in numba, ignore it."""
+    err, returncode, progress, _ = _stop_explain_at("] fit reference: ", blobs, tmp_path, signum, whole_group=True)
+    assert returncode == code, "".join(progress) + err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1] == f"exclust explain: interrupted ({name}); stopped the run and removed its partial output", err
+    assert "Traceback" not in err and "leaked semaphore" not in err, err
+
+
+def test_sigterm_to_the_whole_group_stops_label_midway_and_leaves_nothing(tmp_path):
+    """Prefect's process worker and `kill -- -PGID` signal the whole group: label stops like on Ctrl-C."""
+    from exclust.tree import TreeBuilder
+
+    (tmp_path / "model").mkdir()
+    b = TreeBuilder(n_features=2)
+    root = b.add_node()
+    left, right = b.split(root, feature=0, threshold=0.0)
+    b.make_leaf(left, 0)
+    b.make_leaf(right, 1)
+    b.build(feature_names=["a", "b"]).to_json(tmp_path / "model" / "tree.json")
+    (tmp_path / "in").mkdir()
+    rng = np.random.default_rng(5)
+    for i in range(400):
+        pq.write_table(pa.table({"a": rng.normal(size=1000), "b": rng.normal(size=1000)}), tmp_path / "in" / f"p{i:04d}.parquet")
+    before = _everything(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exclust.cli", "label", "--tree", str(tmp_path / "model" / "tree.json"),
+         "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--quiet"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    held = contextlib.ExitStack()
+    locked = False
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:  # wait until a file was labelled into staging
+            staging = [p for p in tmp_path.iterdir() if p.name.startswith(".out.exclust-staging-")]
+            if staging and not locked:
+                held.enter_context(_commits_held(tmp_path))  # staging exists: from here on no commit can happen
+                locked = True
+            if staging and any(p.suffix == ".parquet" for p in staging[0].iterdir()):
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError(f"the run never wrote into its staging folder (exit {proc.poll()})")
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        held.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err[-3000:]
+    assert err.strip() == "exclust label: interrupted (SIGTERM); stopped the run and removed its partial output"
+    _wait_for_group_to_end(proc.pid)
+    assert _everything(tmp_path) == before  # hidden entries included
