@@ -72,3 +72,11 @@ class ParameterError(InputError):
 class InputTypeError(InputError, TypeError):
     """Input of a type exclust cannot use (complex numbers, objects, strings, sparse matrices): a
     TypeError as scikit-learn raises for it, and an InputError for the CLI."""
+
+
+class TreeFormatError(ValueError):
+    """A tree file or tree arrays that do not describe a valid ThresholdTree."""
+
+
+class StagingGone(RuntimeError):
+    """The run's staging was removed (the run stopped): a late task must not write."""

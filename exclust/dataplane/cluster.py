@@ -84,9 +84,7 @@ class UserErrorFilter(logging.Filter):
 
 
 def _quiet_error_names() -> set[str]:
-    from exclust.errors import InputError
-    from exclust.outputs.staging import StagingGone
-    from exclust.tree.file_format import TreeFormatError
+    from exclust.errors import InputError, StagingGone, TreeFormatError
 
     names, todo = {StagingGone.__name__}, [InputError, TreeFormatError]
     while todo:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from exclust.errors import InputError
+from exclust.errors import InputError, StagingGone
 from exclust.outputs.folders import (MARKER, Location, check_output, check_replaceable, join_path, owner_gone,
                                      owner_record, read_json)
 from exclust.sources.guards import Guard, parent_and_name
@@ -140,10 +140,6 @@ def _exchange(a: str, b: str) -> bool:
 
 
 # --------------------------------------------------------------------------- staging
-class StagingGone(RuntimeError):
-    """The run's staging was removed (the run stopped): a late task must not write."""
-
-
 @dataclass(frozen=True)
 class StagingArea:
     """Where a run's files go before commit; picklable, so Dask tasks can write into it."""

@@ -15,16 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from exclust.errors import TreeFormatError
 from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 
 SCHEMA_NAME = "exclust.ThresholdTree"
 SCHEMA_VERSION = 1
 KIND_NAMES = {LEAF: "leaf", ONE_SIDED: "one_sided", INTERVAL: "interval"}
 _KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
-
-
-class TreeFormatError(ValueError):
-    """A tree file or tree arrays that do not describe a valid ThresholdTree."""
 
 
 _MAX_INDEX = 2**31  # node, feature and cluster indices are stored as int64; anything this large is corrupt
