@@ -33,10 +33,11 @@ def _blobs(rows: int = 3000, seed: int = 0):
     return pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1], "x2": X[:, 2], "truth": truth})
 
 
-def _runs(data):
+def _runs(data, every_variant: bool = True):
     """One explain config per registered algorithm and objective it builds for (and every MMDT
     threshold): whatever the registry holds, so a new algorithm is warmed without a change here.
-    Algorithms that need columns the warm-up data lack (concept labels) are left out."""
+    Algorithms that need columns the warm-up data lack (concept labels) are left out. Without
+    ``every_variant``, one run per algorithm (the variants share the kernels' argument types)."""
     from exclust.jobs import registry
     from exclust.jobs.config import ExplainConfig
 
@@ -44,11 +45,11 @@ def _runs(data):
     for name, entry in registry.ALGORITHMS.items():
         if entry.requires:
             continue
-        for objective in entry.objectives:
+        for objective in entry.objectives if every_variant else entry.objectives[:1]:
             reference = {registry.CENTERS: objective, registry.LABELS: "kmeans"}.get(entry.needs, "gmm")
             yield ExplainConfig(algorithm=name, reference=reference, objective=objective,
                                 leaves=6 if entry.leaf_budget else None, **common)
-        if entry.threshold and entry.needs == registry.SUMMARY:
+        if every_variant and entry.threshold and entry.needs == registry.SUMMARY:
             for threshold in registry.THRESHOLDS:
                 yield ExplainConfig(algorithm=name, reference="gmm", threshold=threshold, **common)
 
@@ -78,7 +79,7 @@ def warm_explain_job() -> None:
         for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
             pq.write_table(pa.Table.from_pandas(frame.iloc[rows], preserve_index=False), data / f"part-{i}.parquet")
         with dask_cluster(None):
-            for config in _runs(str(data)):
+            for config in _runs(str(data), every_variant=False):
                 explain(config)
 
 
