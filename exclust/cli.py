@@ -338,6 +338,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"exclust {args.command}: interrupted (Ctrl-C); stopped the run and removed its partial output",
               file=sys.stderr)
         return 130
+    except Exception as exc:
+        from exclust.cluster import SchedulerLost
+
+        if not isinstance(exc, SchedulerLost):
+            raise
+        _quiet_shutdown()  # the client's reconnection attempts are not news either
+        print(f"exclust {args.command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,15 @@ import os
 from typing import Any, Iterator
 
 
+class SchedulerLost(RuntimeError):
+    """The Dask scheduler went away during a run (its host, its process, or the network to it)."""
+
+
+def scheduler_lost(client: Any) -> bool:
+    """True once the client has lost its scheduler: it is reconnecting or closed, its futures cancelled."""
+    return client.status not in ("running", "newly-created")
+
+
 @contextlib.contextmanager
 def dask_cluster(address: str | None = None, n_workers: int | None = None, threads_per_worker: int = 1) -> Iterator[Any]:
     """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
@@ -19,6 +28,11 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         client = Client(address, timeout="30s")
         try:
             yield client
+        except Exception as exc:
+            if scheduler_lost(client):
+                raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
+                                    "nothing was committed; run again once the scheduler is back") from exc
+            raise
         finally:
             client.close()
         return

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from exclust.cluster import scheduler_lost
 from exclust.drift import leaf_drift
 from exclust.errors import InputError
 from exclust.outputs import Guard, check_output, file_folder_guard, input_guards, json_text
@@ -191,6 +192,10 @@ def run_tasks(fn: Callable, args: Sequence[tuple], run_id: str, *, timeout: floa
     try:
         return client.gather(futures)
     except BaseException:
+        if scheduler_lost(client):
+            # Nothing to cancel through; the workers lose the scheduler too, and a task still
+            # writing sees its staging gone (exclust.staging).
+            raise
         client.cancel(futures)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -79,13 +79,13 @@ def check_templates(input_template: str, output_template: str, dated: bool) -> N
                          f"same files; write it like incoming/date={DATE_PLACEHOLDER}")
 
 
-def missing_input(path: str) -> str | None:
+def missing_input(path: str, storage_options: dict | None = None) -> str | None:
     """Why there is nothing to label at ``path`` (it does not exist, or holds no Parquet file); None when there is."""
     from exclust.storage import filesystem, list_source
 
-    filesystem(path)  # a missing filesystem package is an error to fix, not an empty night
+    filesystem(path, storage_options)  # a missing filesystem package is an error to fix, not an empty night
     try:
-        list_source(path)
+        list_source(path, storage_options)
     except InputError as exc:
         return str(exc)
     return None
@@ -129,7 +129,7 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
     source, out = fill_date(input_template, day), fill_date(output_template, day)
     outcome = NightOutcome(day, source, out)
     if day is not None:
-        outcome.skipped = missing_input(source)
+        outcome.skipped = missing_input(source, options.get("storage_options"))
         if outcome.skipped is not None:
             return outcome
     outcome.result = label_parquet(tree, source, out, **options)
@@ -153,11 +153,13 @@ def label_dates(
 def label_command(args, log: Callable[[str], None] | None) -> int:
     """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date."""
     from exclust.cluster import dask_cluster
-    from exclust.tree import ThresholdTree
+    from exclust.labeling import load_tree
+    from exclust.storage import parse_storage_options
 
     days = parse_dates(args.date) if args.date else []
     check_templates(args.input, args.out, dated=bool(days))
-    tree = ThresholdTree.from_json(args.tree)  # a bad tree file fails before any cluster starts
+    options = parse_storage_options(args.storage_option)
+    tree = load_tree(args.tree, options)  # a bad tree file fails before any cluster starts
 
     def report(outcome: NightOutcome) -> None:
         print(outcome.summary(), flush=True)
@@ -165,6 +167,6 @@ def label_command(args, log: Callable[[str], None] | None) -> int:
     if log is not None:
         log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
     with dask_cluster(args.scheduler):
-        label_dates(tree, args.input, args.out, days, on_night=report,
-                    cluster_column=args.cluster_column, leaf_column=args.leaf_column)
+        label_dates(tree, args.input, args.out, days, on_night=report, cluster_column=args.cluster_column,
+                    leaf_column=args.leaf_column, storage_options=options)
     return 0

@@ -65,8 +65,11 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     create_table_artifact(rows, key="explain-metrics", description="exclust explain: metrics of the tree")
     from exclust.report import summary_markdown
 
-    report = (result.out / "report.html").resolve()
-    url = report_url(report)
+    if isinstance(result.out, Path):
+        report, where_is = (result.out / "report.html").resolve(), "on the worker's disk"
+        url = report_url(report)
+    else:  # an object store URL (s3://...): the report lies there, beside tree.json
+        report, url, where_is = f"{str(result.out).rstrip('/')}/report.html", None, "on the object store"
     where = f"[open report.html]({url})" if url else f"`{report}` (set {OUTPUTS_URL_ENV} to link it from here)"
     digest = summary_markdown(result.tree, result.metrics, title="exclust explain")
     create_markdown_artifact(
@@ -76,7 +79,7 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     if url:
         create_link_artifact(url, link_text="report.html", key="explain-report", description="exclust explain: HTML report")
     else:
-        create_markdown_artifact(f"The report is `{report}` on the worker's disk; set {OUTPUTS_URL_ENV} to link it.\n",
+        create_markdown_artifact(f"The report is `{report}` {where_is}; set {OUTPUTS_URL_ENV} to link it.\n",
                                  key="explain-report", description="exclust explain: HTML report")
 
 
