@@ -19,6 +19,19 @@ def scheduler_lost(client: Any) -> bool:
     return client.status not in ("running", "newly-created")
 
 
+def _close_quietly(client: Any) -> None:
+    """Close a client whose scheduler is gone: its reconnection attempt, cut short, logs a traceback that is no news."""
+    import logging
+
+    logger = logging.getLogger("distributed.client")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        client.close()
+    finally:
+        logger.setLevel(level)
+
+
 @contextlib.contextmanager
 def dask_cluster(address: str | None = None, n_workers: int | None = None, threads_per_worker: int = 1) -> Iterator[Any]:
     """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
@@ -29,10 +42,11 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         try:
             yield client
         except Exception as exc:
-            if scheduler_lost(client):
-                raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
-                                    "nothing was committed; run again once the scheduler is back") from exc
-            raise
+            if not scheduler_lost(client):
+                raise
+            _close_quietly(client)
+            raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
+                                "nothing was committed; run again once the scheduler is back") from exc
         finally:
             client.close()
         return

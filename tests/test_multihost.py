@@ -358,3 +358,60 @@ def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(cluster, sto
         assert manifest["rows"] == len(store.frame), run
     # Nothing but inputs and committed outputs: no staging left on the store.
     assert not [k for k in store.keys() if "exclust-staging" in k]
+
+
+def start_label(store: Store, cluster: Cluster, out: str) -> subprocess.Popen:
+    write_tree(store, "models/cut/tree.json")
+    return cli("label", "--tree", store.url("models/cut/tree.json"), "--input", store.url("events"),
+               "--out", store.url(out), "--scheduler", cluster.address, "--quiet", env=driver_env(store), wait=False)
+
+
+def wait_until_holding_a_label_task(cluster: Cluster, worker: str, run: subprocess.Popen) -> list[str]:
+    """Block until ``worker`` is processing a task of the labelling run; the keys it holds."""
+    address = cluster.workers[worker]
+
+    def held():
+        keys = [k for k in cluster.client.processing(workers=[address]).get(address, ()) if k.startswith("label_file-")]
+        return keys or run.poll() is not None
+
+    keys = _wait_for(held, f"worker {worker} to hold a task of the run")
+    assert run.poll() is None, f"the run ended before {worker} held a task of it: {run.communicate()}"
+    return keys
+
+
+def test_multihost_a_worker_host_lost_during_label_commits_every_row_once(cluster, store, network):
+    run = start_label(store, cluster, "labelled/lost-worker")
+    wait_until_holding_a_label_task(cluster, "w2", run)
+    network.kill("w2")  # the host goes away with every process on it, mid-task
+    out, err = run.communicate(timeout=180)
+    assert run.returncode == 0, err[-3000:]
+    assert cluster.workers["w2"] not in cluster.client.scheduler_info(n_workers=-1)["workers"]
+    manifest = json.loads(store.fs.cat_file(f"{store.bucket}/labelled/lost-worker/_SUCCESS"))
+    assert manifest["rows"] == len(store.frame)
+    assert sorted(f["path"] for f in manifest["files"]) == ["_labels.json"] + [
+        f"part-{i:02d}.parquet" for i in range(N_FILES)]
+    rows = store.read_rows("labelled/lost-worker")
+    assert rows["id"].tolist() == store.frame["id"].tolist()  # every row once: none lost, none twice
+    pd.testing.assert_frame_equal(rows[["id", "x0", "x1"]], store.frame)
+    assert (rows["cluster"] == (rows["x0"] > 0).astype(int)).all()
+
+
+def test_multihost_the_scheduler_lost_during_label_ends_in_one_line_and_commits_nothing(cluster, store, network):
+    run = start_label(store, cluster, "labelled/lost-scheduler")
+    wait_until_holding_a_label_task(cluster, "w2", run)
+    network.signal("w2", signal.SIGSTOP)  # frozen with a task of the run: the run cannot finish
+    try:
+        _wait_for(lambda: [k for k in store.keys("labelled") if k.endswith(".parquet")],
+                  "a labelled file in the run's staging")
+        network.kill("s")
+        out, err = run.communicate(timeout=180)
+    finally:
+        network.signal("w2", signal.SIGCONT)
+    assert run.returncode == 1, err[-3000:]
+    assert err.count("\n") == 1 and err.startswith("exclust label: error: lost the Dask scheduler"), err
+    assert "nothing was committed" in err
+    assert store.keys("labelled") == []  # no output, no staging
+    # The frozen worker wakes up without a scheduler: it finishes its task, finds the staging
+    # gone (any file it wrote it removes again), and closes.
+    _wait_for(lambda: not network.pids("w2"), "the worker of the lost scheduler to close", timeout=90, every=0.2)
+    assert store.keys("labelled") == []
