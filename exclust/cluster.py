@@ -19,7 +19,7 @@ def scheduler_lost(client: Any) -> bool:
     return client.status not in ("running", "newly-created")
 
 
-def _close_quietly(client: Any) -> None:
+def close_quietly(client: Any) -> None:
     """Close a client whose scheduler is gone: its reconnection attempt, cut short, logs a traceback that is no news."""
     import logging
 
@@ -44,7 +44,7 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         except Exception as exc:
             if not scheduler_lost(client):
                 raise
-            _close_quietly(client)
+            close_quietly(client)
             raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
                                 "nothing was committed; run again once the scheduler is back") from exc
         finally:

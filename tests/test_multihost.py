@@ -82,12 +82,16 @@ class Network:
         self.veths: dict[str, str] = {}  # host name -> its veth on the bridge
         self.procs: dict[str, list[subprocess.Popen]] = {}
         self.count = 0
+        self.subnet = _free_subnet()
         made = _ip("link", "add", self.bridge, "type", "bridge")
         if made.returncode:
             pytest.skip(f"cannot make network devices here (ip link add: {made.stderr.strip()})")
-        self.subnet = _free_subnet()
-        self._run("addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
-        self._run("link", "set", self.bridge, "up")
+        try:
+            self._run("addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
+            self._run("link", "set", self.bridge, "up")
+        except BaseException:
+            _ip("link", "del", self.bridge)
+            raise
 
     def _run(self, *args: str) -> None:
         done = _ip(*args)
@@ -142,8 +146,13 @@ class Network:
 
     def remove_host(self, name: str) -> None:
         self.kill(name)
+        self._forget(name)
+
+    def _forget(self, name: str) -> None:
         # Sockets closing in the namespace may keep it (and its veth) alive a while after its name goes.
-        _ip("link", "del", self.veths.pop(name))
+        veth = self.veths.pop(name, None)
+        if veth:
+            _ip("link", "del", veth)
         _ip("netns", "del", self.hosts.pop(name))
 
     def close(self) -> None:
@@ -152,8 +161,7 @@ class Network:
                 self.remove_host(name)
             except Exception:  # keep removing the others; the namespace goes once its processes are gone
                 self.signal(name, signal.SIGKILL)
-                _ip("link", "del", self.veths.pop(name))
-                _ip("netns", "del", self.hosts.pop(name))
+                self._forget(name)
         _ip("link", "del", self.bridge)
 
 
@@ -244,45 +252,90 @@ class Cluster:
     client: object  # the test's own client, to watch the scheduler
     workers: dict  # host name -> worker address
 
+    def live_workers(self) -> list[str]:
+        """Names of the workers the scheduler knows now."""
+        known = self.client.scheduler_info(n_workers=-1)["workers"]
+        return [name for name, address in self.workers.items() if address in known]
 
-@pytest.fixture
-def cluster(network, store):
-    """`dask scheduler` on one host, a `dask worker` on each of two others (1 thread each)."""
-    from distributed import Client
 
-    env = host_env(store.endpoint)
-    s = network.add_host("s", 2)
-    address = f"tcp://{s}:{SCHEDULER_PORT}"
-    network.start("s", [str(BIN / "dask"), "scheduler", "--host", s, "--port", str(SCHEDULER_PORT),
-                        "--no-dashboard"], env)
-    workers = {}
-    for name, octet in (("w1", 3), ("w2", 4)):
-        host = network.add_host(name, octet)
-        network.start(name, [str(BIN / "dask"), "worker", address, "--host", host, "--name", name, "--nthreads", "1",
-                             "--memory-limit", "1GiB", "--no-dashboard", "--local-directory", "dask"], env)
-        workers[name] = host
-    client = Client(address, timeout="60s", set_as_default=False)  # runs choose their cluster themselves
+class Clusters:
+    """`dask scheduler` on one host and a `dask worker` (1 thread) on each of two others, started
+    when a test needs them; a test that kills a host leaves the survivors to the next test that
+    can do with them (the scheduler alive, enough workers), so the module starts as few as it can."""
+
+    WORKERS = (("w1", 3), ("w2", 4))
+
+    def __init__(self, network: Network, store: Store) -> None:
+        self.network, self.env = network, host_env(store.endpoint)
+        self.current: Cluster | None = None
+        self.booting: tuple[str, dict] | None = None  # started processes not yet waited for
+
+    def get(self, n_workers: int) -> Cluster:
+        c = self.current
+        if c is not None and c.client.status == "running" and len(c.live_workers()) >= n_workers:
+            return c
+        if c is not None or self.booting is None:
+            self.close()
+            self.boot()
+        address, hosts = self.booting
+        self.booting = None
+        return self._connect(address, hosts)
+
+    def boot(self) -> None:
+        """Start the scheduler's and the workers' processes; ``get`` waits for them."""
+        net = self.network
+        s = net.add_host("s", 2)
+        address = f"tcp://{s}:{SCHEDULER_PORT}"
+        net.start("s", [str(BIN / "dask"), "scheduler", "--host", s, "--port", str(SCHEDULER_PORT), "--no-dashboard"],
+                  self.env)
+        hosts = {}
+        for name, octet in self.WORKERS:
+            hosts[name] = net.add_host(name, octet)
+            net.start(name, [str(BIN / "dask"), "worker", address, "--host", hosts[name], "--name", name,
+                             "--nthreads", "1", "--memory-limit", "1GiB", "--no-dashboard", "--local-directory", "dask"],
+                      self.env)
+        self.booting = (address, hosts)
+
+    def _connect(self, address: str, hosts: dict) -> Cluster:
+        from distributed import Client
+
+        client = Client(address, timeout="60s", set_as_default=False)  # each run picks its cluster itself
+        self.current = Cluster(address, client, {})
+        client.wait_for_workers(len(hosts), timeout=120)
+        self.current.workers = {w["name"]: a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+        assert {n: a.split("://")[1].rsplit(":", 1)[0] for n, a in self.current.workers.items()} == hosts
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            from exclust.cluster import close_quietly
+
+            close_quietly(self.current.client)  # its scheduler may be gone: no reconnection traceback
+            self.current = None
+        self.booting = None
+        for name in ["s", *(n for n, _ in self.WORKERS)]:
+            if name in self.network.hosts:
+                self.network.remove_host(name)
+
+
+@pytest.fixture(scope="module")
+def clusters(network, store):
+    pool = Clusters(network, store)
     try:
-        client.wait_for_workers(2, timeout=120)
-        by_name = {w["name"]: a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
-        assert {n: a.split("://")[1].rsplit(":", 1)[0] for n, a in by_name.items()} == workers
-        yield Cluster(address, client, by_name)
+        pool.boot()  # the hosts start while the next fixtures (a local cluster, a Prefect server) do
+        yield pool
     finally:
-        client.close()
-        for name in ("w1", "w2", "s"):
-            if name in network.hosts:
-                network.remove_host(name)
+        pool.close()
 
 
 def driver_env(store: Store) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "AWS_ENDPOINT_URL": store.endpoint, **CREDENTIALS}
 
 
-def cli(*args: str, env: dict[str, str], wait: bool = True):
-    cmd = [sys.executable, "-m", "exclust.cli", *args]
-    if not wait:
-        return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+def start_cli(*args: str, env: dict[str, str]) -> subprocess.Popen:
+    """``exclust ARGS`` on the driver's host, started; ``finished`` waits for it."""
+    return subprocess.Popen([sys.executable, "-m", "exclust.cli", *args], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def write_tree(store: Store, key: str) -> None:
@@ -296,13 +349,23 @@ def write_tree(store: Store, key: str) -> None:
     store.fs.pipe(f"{store.bucket}/{key}", b.build(feature_names=["x0", "x1"]).to_json().encode())
 
 
-def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(cluster, store, network, dask_client, prefect_api,
+def finished(run: subprocess.Popen) -> str:
+    """The standard output of a command started with ``start_cli``, once it succeeded."""
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-3000:]
+    return out
+
+
+def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(clusters, store, network, dask_client, prefect_api,
                                                                  tmp_path, monkeypatch):
     from exclust.labeling import label_parquet
     from exclust.pipeline import ExplainConfig
     from exclust.steps import run_explain
+    from flows.explain import explain as explain_flow
+    from flows.label import label as label_flow
+    from flows.params import ExplainParams, LabelParams
 
-    T0 = time.monotonic(); tick = lambda what: print(f"PHASE {what} {time.monotonic() - T0:.1f}", file=sys.stderr)
+    cluster = clusters.get(n_workers=2)
     client = cluster.client
     # Each host has its own working directory and temporary folder, and none sees the driver's.
     assert not any(client.run(os.path.exists, str(tmp_path)).values())
@@ -310,10 +373,15 @@ def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(cluster, sto
     assert sorted(cwds.values()) == [str(network.hidden / "w1"), str(network.hidden / "w2")]
     assert set(client.run(lambda: os.environ["TMPDIR"]).values()) == set(cwds.values())
 
-    # The single-host run: a local cluster on this machine.
-    events = store.url("events")
-    config = ExplainConfig(input=events, features=["x0", "x1"], k=3, truth=None, storage_options=store.options)
-    single = run_explain(config, tmp_path / "single", scheduler=dask_client.scheduler.address)
+    # The CLI on the cluster of hosts, from s3:// to s3://, credentials from the AWS_* variables;
+    # it runs while this process makes the single-host run and calls the flows.
+    events, env = store.url("events"), driver_env(store)
+    cli_explain = start_cli("explain", "--input", events, "--features", "x0,x1", "--k", "3", "--out",
+                            store.url("runs/cli"), "--scheduler", cluster.address, "--quiet", env=env)
+
+    # The single-host run: the session's local cluster on this machine, outputs in a local folder.
+    config = ExplainConfig(input=events, features=["x0", "x1"], k=3, storage_options=store.options)
+    run_explain(config, tmp_path / "single", scheduler=dask_client.scheduler.address)
     with dask_client.as_current():
         label_parquet(tmp_path / "single" / "tree.json", events, tmp_path / "single-labels",
                       storage_options=store.options)
@@ -322,48 +390,33 @@ def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(cluster, sto
     single_rows = single_rows.sort_values("id").reset_index(drop=True)
     assert len(single_rows) == len(store.frame) and single_rows["cluster"].nunique() == 3
 
-    tick("single")
-    # The CLI on the cluster of hosts: from s3:// to s3://, credentials from the AWS_* variables.
-    env = driver_env(store)
-    done = cli("explain", "--input", events, "--features", "x0,x1", "--k", "3", "--out", store.url("runs/cli"),
-               "--scheduler", cluster.address, "--quiet", env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    done = cli("label", "--tree", store.url("runs/cli/tree.json"), "--input", events, "--out", store.url("labelled/cli"),
-               "--scheduler", cluster.address, "--quiet", env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert f"labelled {len(store.frame)} rows in {N_FILES} file(s)" in done.stdout
-    tick("cli")
-
-    # The flows, called in-process with the scheduler's address.
-    from flows.explain import explain as explain_flow
-    from flows.label import label as label_flow
-    from flows.params import ExplainParams, LabelParams
-
+    # The flows, called in-process with the scheduler's address; the store's variables as a worker has them.
     for key, value in {"AWS_ENDPOINT_URL": store.endpoint, **CREDENTIALS}.items():
         monkeypatch.setenv(key, value)
     state = explain_flow(ExplainParams(input=events, output=store.url("runs/flow"), columns="x0,x1", n_clusters=3,
                                        scheduler_address=cluster.address), return_state=True)
     assert state.is_completed(), state.message
+    finished(cli_explain)
+    cli_label = start_cli("label", "--tree", store.url("runs/cli/tree.json"), "--input", events,
+                    "--out", store.url("labelled/cli"), "--scheduler", cluster.address, "--quiet", env=env)
     state = label_flow(LabelParams(tree=store.url("runs/flow/tree.json"), input=events,
                                    output=store.url("labelled/flow"), scheduler_address=cluster.address),
                        return_state=True)
     assert state.is_completed(), state.message
+    assert f"labelled {len(store.frame)} rows in {N_FILES} file(s)" in finished(cli_label)
 
-    tick("flow")
     for run in ("cli", "flow"):
         assert json.loads(store.fs.cat_file(f"{store.bucket}/runs/{run}/tree.json")) == single_tree, run
-        rows = store.read_rows(f"labelled/{run}")
-        pd.testing.assert_frame_equal(rows, single_rows, check_dtype=True)
+        pd.testing.assert_frame_equal(store.read_rows(f"labelled/{run}"), single_rows)
         manifest = json.loads(store.fs.cat_file(f"{store.bucket}/labelled/{run}/_SUCCESS"))
         assert manifest["rows"] == len(store.frame), run
-    # Nothing but inputs and committed outputs: no staging left on the store.
-    assert not [k for k in store.keys() if "exclust-staging" in k]
+    assert not [k for k in store.keys() if "exclust-staging" in k]  # committed outputs only, no staging left
 
 
 def start_label(store: Store, cluster: Cluster, out: str) -> subprocess.Popen:
     write_tree(store, "models/cut/tree.json")
-    return cli("label", "--tree", store.url("models/cut/tree.json"), "--input", store.url("events"),
-               "--out", store.url(out), "--scheduler", cluster.address, "--quiet", env=driver_env(store), wait=False)
+    return start_cli("label", "--tree", store.url("models/cut/tree.json"), "--input", store.url("events"),
+               "--out", store.url(out), "--scheduler", cluster.address, "--quiet", env=driver_env(store))
 
 
 def wait_until_holding_a_label_task(cluster: Cluster, worker: str, run: subprocess.Popen) -> list[str]:
@@ -379,7 +432,8 @@ def wait_until_holding_a_label_task(cluster: Cluster, worker: str, run: subproce
     return keys
 
 
-def test_multihost_a_worker_host_lost_during_label_commits_every_row_once(cluster, store, network):
+def test_multihost_a_worker_host_lost_during_label_commits_every_row_once(clusters, store, network):
+    cluster = clusters.get(n_workers=2)
     run = start_label(store, cluster, "labelled/lost-worker")
     wait_until_holding_a_label_task(cluster, "w2", run)
     network.kill("w2")  # the host goes away with every process on it, mid-task
@@ -396,22 +450,26 @@ def test_multihost_a_worker_host_lost_during_label_commits_every_row_once(cluste
     assert (rows["cluster"] == (rows["x0"] > 0).astype(int)).all()
 
 
-def test_multihost_the_scheduler_lost_during_label_ends_in_one_line_and_commits_nothing(cluster, store, network):
+def test_multihost_the_scheduler_lost_during_label_ends_in_one_line_and_commits_nothing(clusters, store, network):
+    cluster = clusters.get(n_workers=1)
+    frozen = cluster.live_workers()[0]
     run = start_label(store, cluster, "labelled/lost-scheduler")
-    wait_until_holding_a_label_task(cluster, "w2", run)
-    network.signal("w2", signal.SIGSTOP)  # frozen with a task of the run: the run cannot finish
+    ours = lambda: [k for k in store.keys("labelled") if "lost-scheduler" in k]  # noqa: E731 (output and staging)
+    staged = lambda: [k for k in ours() if k.endswith(".parquet")]  # noqa: E731
+    _wait_for(lambda: staged() or run.poll() is not None, "a labelled file in the run's staging")
+    wait_until_holding_a_label_task(cluster, frozen, run)
+    network.signal(frozen, signal.SIGSTOP)  # frozen holding a task of the run: the run cannot finish
     try:
-        _wait_for(lambda: [k for k in store.keys("labelled") if k.endswith(".parquet")],
-                  "a labelled file in the run's staging")
+        assert run.poll() is None and staged()
         network.kill("s")
         out, err = run.communicate(timeout=180)
+        assert run.returncode == 1, err[-3000:]
+        assert err.count("\n") == 1 and err.startswith("exclust label: error: lost the Dask scheduler"), err
+        assert "nothing was committed" in err
+        assert ours() == []  # no output, no staging
     finally:
-        network.signal("w2", signal.SIGCONT)
-    assert run.returncode == 1, err[-3000:]
-    assert err.count("\n") == 1 and err.startswith("exclust label: error: lost the Dask scheduler"), err
-    assert "nothing was committed" in err
-    assert store.keys("labelled") == []  # no output, no staging
+        network.signal(frozen, signal.SIGCONT)
     # The frozen worker wakes up without a scheduler: it finishes its task, finds the staging
-    # gone (any file it wrote it removes again), and closes.
-    _wait_for(lambda: not network.pids("w2"), "the worker of the lost scheduler to close", timeout=90, every=0.2)
-    assert store.keys("labelled") == []
+    # gone (removing again any file it wrote), and closes.
+    _wait_for(lambda: not network.pids(frozen), "the worker of the lost scheduler to close", timeout=90, every=0.2)
+    assert ours() == []
