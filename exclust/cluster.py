@@ -46,7 +46,7 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
                 raise
             close_quietly(client)
             raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
-                                "nothing was committed; run again once the scheduler is back") from exc
+                                "the output it was writing is not committed; run again once the scheduler is back") from exc
         finally:
             client.close()
         return

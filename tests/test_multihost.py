@@ -115,8 +115,8 @@ class Network:
         return address
 
     def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-        """Run ``argv`` on host ``name``, in its private folder; output to LOGS/name.log."""
-        log = open(self.logs / f"{name}{self.count}.log", "ab")
+        """Run ``argv`` on host ``name``, in its private folder; output to LOGS/NAMESPACE.log."""
+        log = open(self.logs / f"{self.hosts[name]}.log", "ab")
         with log:
             proc = subprocess.Popen(
                 ["ip", "netns", "exec", self.hosts[name], "unshare", "--mount", "--propagation", "private",
@@ -465,7 +465,7 @@ def test_multihost_the_scheduler_lost_during_label_ends_in_one_line_and_commits_
         out, err = run.communicate(timeout=180)
         assert run.returncode == 1, err[-3000:]
         assert err.count("\n") == 1 and err.startswith("exclust label: error: lost the Dask scheduler"), err
-        assert "nothing was committed" in err
+        assert "the output it was writing is not committed" in err
         assert ours() == []  # no output, no staging
     finally:
         network.signal(frozen, signal.SIGCONT)
