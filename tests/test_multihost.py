@@ -53,7 +53,7 @@ def _free_subnet() -> str:
     pytest.skip("no free 10.231.N.0/24 for the test's namespaces")
 
 
-def _wait_for(condition, what: str, timeout: float = 60.0, every: float = 0.02):
+def _wait_for(condition, what: str, timeout: float = 300.0, every: float = 0.02):
     """Poll ``condition`` until it returns something true; fail naming ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -230,7 +230,7 @@ def store(network):
         except OSError:
             return False
 
-    _wait_for(answers, f"moto_server on {endpoint}", timeout=60, every=0.2)
+    _wait_for(answers, f"moto_server on {endpoint}", every=0.2)
     options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint}
     fs = s3fs.S3FileSystem(**options)
     bucket = "multihost"
@@ -301,7 +301,7 @@ class Clusters:
 
         client = Client(address, timeout="60s", set_as_default=False)  # each run picks its cluster itself
         self.current = Cluster(address, client, {})
-        client.wait_for_workers(len(hosts), timeout=120)
+        client.wait_for_workers(len(hosts), timeout=300)
         self.current.workers = {w["name"]: a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
         assert {n: a.split("://")[1].rsplit(":", 1)[0] for n, a in self.current.workers.items()} == hosts
         return self.current
@@ -437,7 +437,7 @@ def test_multihost_a_worker_host_lost_during_label_commits_every_row_once(cluste
     run = start_label(store, cluster, "labelled/lost-worker")
     wait_until_holding_a_label_task(cluster, "w2", run)
     network.kill("w2")  # the host goes away with every process on it, mid-task
-    out, err = run.communicate(timeout=180)
+    out, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-3000:]
     assert cluster.workers["w2"] not in cluster.client.scheduler_info(n_workers=-1)["workers"]
     manifest = json.loads(store.fs.cat_file(f"{store.bucket}/labelled/lost-worker/_SUCCESS"))
@@ -462,7 +462,7 @@ def test_multihost_the_scheduler_lost_during_label_ends_in_one_line_and_commits_
     try:
         assert run.poll() is None and staged()
         network.kill("s")
-        out, err = run.communicate(timeout=180)
+        out, err = run.communicate(timeout=300)
         assert run.returncode == 1, err[-3000:]
         assert err.count("\n") == 1 and err.startswith("exclust label: error: lost the Dask scheduler"), err
         assert "the output it was writing is not committed" in err
@@ -471,5 +471,5 @@ def test_multihost_the_scheduler_lost_during_label_ends_in_one_line_and_commits_
         network.signal(frozen, signal.SIGCONT)
     # The frozen worker wakes up without a scheduler: it finishes its task, finds the staging
     # gone (removing again any file it wrote), and closes.
-    _wait_for(lambda: not network.pids(frozen), "the worker of the lost scheduler to close", timeout=90, every=0.2)
+    _wait_for(lambda: not network.pids(frozen), "the worker of the lost scheduler to close", every=0.2)
     assert ours() == []
