@@ -168,14 +168,16 @@ def _label_by_date(args, log) -> list:
     """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date
     (with its drift); returns the outcomes, for the command's exit status."""
     from exclust.dataplane.cluster import dask_cluster
+    from exclust.jobs.labeling import load_tree
     from exclust.jobs.nightly import NightOutcome, check_templates, label_dates, parse_dates
     from exclust.jobs.table_labeling import output_table_format
-    from exclust.tree import ThresholdTree
+    from exclust.sources.storage import parse_storage_options
 
     days = parse_dates(args.date) if args.date else []
-    table = output_table_format(args.out, getattr(args, "out_format", None))
+    options = parse_storage_options(args.storage_option)
+    table = output_table_format(args.out, getattr(args, "out_format", None), options)
     check_templates(args.input, args.out, dated=bool(days), table=table)
-    tree = ThresholdTree.from_json(args.tree)  # a bad tree file fails before any cluster starts
+    tree = load_tree(args.tree, options)  # a bad tree file fails before any cluster starts
 
     def report(outcome: NightOutcome) -> None:
         print(outcome.summary(), flush=True)
@@ -184,7 +186,7 @@ def _label_by_date(args, log) -> list:
         log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
     with dask_cluster(args.scheduler):
         return label_dates(tree, args.input, args.out, days, on_night=report,
-                           cluster_column=args.cluster_column, leaf_column=args.leaf_column,
+                           cluster_column=args.cluster_column, leaf_column=args.leaf_column, storage_options=options,
                            **({"table_format": table, "date_column": getattr(args, "date_column", None)} if table else {}))
 
 
@@ -467,6 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"exclust {args.command}: interrupted ({stop.name}); stopped the run and removed its partial output",
               file=sys.stderr)
         return stop.exit_code
+    except Exception as exc:
+        from exclust.dataplane.cluster import SchedulerLost
+
+        if not isinstance(exc, SchedulerLost):
+            raise
+        _quiet_shutdown()  # the client's reconnection attempts are not news either
+        print(f"exclust {args.command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -65,9 +65,13 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     create_table_artifact(rows, key="explain-metrics", description="exclust explain: metrics of the tree")
     from exclust.report.page import summary_markdown
 
-    report = (result.out / "report.html").resolve()
-    url = report_url(report)
-    where = f"[open report.html]({url})" if url else f"`{report}` (set {OUTPUTS_URL_ENV} to link it from here)"
+    if isinstance(result.out, Path):
+        report = (result.out / "report.html").resolve()
+        url, hint = report_url(report), f" (set {OUTPUTS_URL_ENV} to link it from here)"
+        where_is = f"on the worker's disk; set {OUTPUTS_URL_ENV} to link it"
+    else:  # an object store URL (s3://...): the report lies there, beside tree.json
+        report, url, hint, where_is = f"{str(result.out).rstrip('/')}/report.html", None, "", "on the object store"
+    where = f"[open report.html]({url})" if url else f"`{report}`{hint}"
     digest = summary_markdown(result.tree, result.metrics, title="exclust explain", titles=registry.titles())
     create_markdown_artifact(
         digest + f"\n**Report:** {where}\n\n### Rules\n\n```\n" + result.rules + "```\n", key="explain-rules",
@@ -76,7 +80,7 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     if url:
         create_link_artifact(url, link_text="report.html", key="explain-report", description="exclust explain: HTML report")
     else:
-        create_markdown_artifact(f"The report is `{report}` on the worker's disk; set {OUTPUTS_URL_ENV} to link it.\n",
+        create_markdown_artifact(f"The report is `{report}` {where_is}.\n",
                                  key="explain-report", description="exclust explain: HTML report")
 
 

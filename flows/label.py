@@ -11,7 +11,6 @@ population-stability index passes its threshold.
 from __future__ import annotations
 
 from datetime import date, timezone
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -20,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from exclust.jobs.nightly import NightOutcome, label_date, parse_dates
+from exclust.jobs.labeling import load_tree
 from exclust.dataplane.cluster import dask_cluster
 from exclust.tree import ThresholdTree
 from flows.params import LabelParams, dask_scheduler
@@ -109,7 +109,7 @@ def label(params: LabelParams) -> dict[str, Any]:
     """Write the input's Parquet partitions again with a cluster and a leaf column from a saved tree, by date."""
     logger = get_run_logger()
     days = dates_to_label(params)
-    tree = ThresholdTree.from_json(Path(params.tree))  # a bad tree fails before any cluster starts
+    tree = load_tree(params.tree)  # a local path or an s3:// URL; a bad tree fails before any cluster starts
     outcomes = []
     with dask_cluster(dask_scheduler(params.scheduler_address)):
         for day in days:

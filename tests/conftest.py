@@ -38,6 +38,16 @@ def dask_client():
     cluster.close()
 
 
+@pytest.fixture(scope="module")
+def prefect_api():
+    """A temporary Prefect server (SQLite in a temp folder) for the flow runs of one test module."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=240):
+        yield
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

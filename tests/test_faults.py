@@ -17,16 +17,6 @@ from exclust.datasets.synthetic import write_gmm_parquet
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def prefect_api():
-    """A temporary Prefect server (SQLite in a temp folder) for the flow runs of this module."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=240):
-        yield
-
-
 def test_explain_flow_on_missing_or_corrupt_parquet_fails_naming_the_file(tmp_path, prefect_api, dask_client):
     from flows.explain import explain as explain_flow
     from flows.params import ExplainParams

@@ -20,18 +20,6 @@ from exclust.tree import TreeBuilder  # noqa: E402
 from flows.params import ExplainParams, LabelParams  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def prefect_api():
-    """A temporary Prefect server for this module's flow runs (no configured server needed)."""
-    import os
-
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=240):
-        yield
-
-
 def _artifacts(flow_run_id):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId

@@ -113,3 +113,21 @@ def test_explain_writes_its_folder_to_s3_whole(s3):
     assert keys[:2] == [".exclust-output", "_SUCCESS"] and {"tree.json", "metrics.json", "rules.txt"} <= set(keys)
     assert json.loads(fs.cat_file(f"{bucket}/runs/run1/.exclust-output"))["job"] == "explain"
     assert not [k for k in _keys(fs, bucket) if "exclust-staging" in k]
+
+
+def test_a_write_that_ends_after_the_staging_was_removed_removes_its_own_object(s3):
+    """A worker of a lost scheduler may finish its task after the driver removed the staging: the
+    object it wrote after the driver's listing must not stay behind."""
+    from exclust.outputs.staging import StagingGone, staged_output
+
+    fs, bucket, options = s3
+    before = _keys(fs, bucket)
+    with pytest.raises(KeyboardInterrupt):
+        with staged_output(f"s3://{bucket}/labelled", "label", storage_options=options) as stage:
+            late_write = stage.area.open_write("day=1/part.parquet")
+            late_write.__enter__().write(b"rows")  # the object is put when the file closes
+            raise KeyboardInterrupt  # the driver gives up: staging removed while the worker still writes
+    assert _keys(fs, bucket) == before
+    with pytest.raises(StagingGone, match="was removed while day=1/part.parquet was written"):
+        late_write.__exit__(None, None, None)
+    assert _keys(fs, bucket) == before  # the writer removed what it put

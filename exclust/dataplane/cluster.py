@@ -14,6 +14,28 @@ from typing import Any, Iterator
 from distributed.diagnostics.plugin import WorkerPlugin
 
 
+class SchedulerLost(RuntimeError):
+    """The Dask scheduler went away during a run (its host, its process, or the network to it)."""
+
+
+def scheduler_lost(client: Any) -> bool:
+    """True once the client has lost its scheduler: it is reconnecting or closed, its futures cancelled."""
+    return client.status not in ("running", "newly-created")
+
+
+def close_quietly(client: Any) -> None:
+    """Close a client whose scheduler is gone: its reconnection attempt, cut short, logs a traceback that is no news."""
+    import logging
+
+    logger = logging.getLogger("distributed.client")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        client.close()
+    finally:
+        logger.setLevel(level)
+
+
 @contextlib.contextmanager
 def dask_cluster(address: str | None = None, n_workers: int | None = None, threads_per_worker: int = 1) -> Iterator[Any]:
     """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
@@ -26,6 +48,12 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
         try:
             client.register_plugin(QuietUserErrors())
             yield client
+        except Exception as exc:
+            if not scheduler_lost(client):
+                raise
+            close_quietly(client)
+            raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
+                                "the output it was writing is not committed; run again once the scheduler is back") from exc
         finally:
             client.close()
         return

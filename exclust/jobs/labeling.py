@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from exclust.dataplane import parts
+from exclust.dataplane.cluster import scheduler_lost
 from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
 from exclust.outputs.folders import check_output, json_text
@@ -249,6 +250,10 @@ def run_tasks(fn: Callable, args: Sequence[tuple], run_id: str, *, timeout: floa
     try:
         return client.gather(futures)
     except BaseException:
+        if scheduler_lost(client):
+            # Nothing to cancel through; the workers lose the scheduler too, and a task still
+            # writing sees its staging gone (exclust.outputs.staging).
+            raise
         client.cancel(futures)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -91,13 +91,13 @@ def check_templates(input_template: str, output_template: str, dated: bool, tabl
                          f"same files; write it like incoming/date={DATE_PLACEHOLDER}")
 
 
-def missing_input(path: str) -> str | None:
+def missing_input(path: str, storage_options: dict | None = None) -> str | None:
     """Why there is nothing to label at ``path`` (it does not exist, or holds no Parquet file); None when there is."""
     from exclust.sources.storage import filesystem, list_source
 
-    filesystem(path)  # a missing filesystem package is an error to fix, not an empty night
+    filesystem(path, storage_options)  # a missing filesystem package is an error to fix, not an empty night
     try:
-        list_source(path)
+        list_source(path, storage_options)
     except InputError as exc:
         return str(exc)
     return None
@@ -150,7 +150,7 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
     source, out = fill_date(input_template, day), fill_date(output_template, day)
     outcome = NightOutcome(day, source, out)
     if day is not None:
-        outcome.skipped = missing_input(source)
+        outcome.skipped = missing_input(source, options.get("storage_options"))
         if outcome.skipped is not None:
             return outcome
     if table_format is not None:

@@ -26,7 +26,10 @@ Local filesystem (``staged_output``):
 Object stores (``s3://``; rename is not atomic and there are no locks):
 
 1. Staging is the hidden prefix ``PARENT/.NAME.exclust-staging-<run id>/``; its owner record
-   (host, pid, process start, time) is written first; a worker writes only while it exists.
+   (host, pid, process start, time) is written first; a worker writes only while it exists, and
+   looks again after writing: an abort removes the record before it lists what to remove, so an
+   object written after that listing is removed by its own writer (a worker of a lost scheduler
+   may finish its task after the driver gave up).
 2. Commit: the marker is written at NAME; if NAME holds an older output its ``_SUCCESS`` is
    removed first (readers stop trusting it), then its files; the staged files are copied in;
    ``_SUCCESS`` is written last; the staging prefix is removed.
@@ -158,8 +161,17 @@ class StagingArea:
             self.fs.invalidate_cache()
             if not self.fs.exists(join_path(self.root, MARKER)):
                 raise StagingGone(f"staging {self.root} is gone (the run was stopped); nothing written")
-            with self.fs.open(join_path(self.root, relpath), "wb") as f:
+            path = join_path(self.root, relpath)
+            with self.fs.open(path, "wb") as f:
                 yield f
+            # The driver removes the marker before it lists the staging to remove it (``abort``):
+            # an object written after that listing is seen here, and its writer removes it.
+            self.fs.invalidate_cache()
+            if not self.fs.exists(join_path(self.root, MARKER)):
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.rm_file(path)
+                raise StagingGone(f"staging {self.root} was removed while {relpath} was written (the run was "
+                                  "stopped); nothing kept")
             return
         try:
             fd = os.open(os.path.join(self.root, WRITERS_NAME), os.O_RDONLY)
@@ -321,6 +333,10 @@ class StagedOutput:
                 with contextlib.suppress(OSError):
                     os.rmdir(folder)
         else:
+            # The marker first: a worker still writing sees it gone and removes its own object.
+            with contextlib.suppress(FileNotFoundError):
+                self.target.fs.rm_file(join_path(self.area.root, MARKER))
+            self.target.fs.invalidate_cache()
             with contextlib.suppress(FileNotFoundError):
                 self.target.fs.rm(self.area.root, recursive=True)
 
