@@ -96,14 +96,16 @@ class _Search:
     def counts(self, mask: np.ndarray) -> np.ndarray:
         return np.bincount(self.y[mask], minlength=self.k)
 
-    def cuts(self, mask: np.ndarray) -> list[tuple[float, int, float]]:
-        """Every cut of the rows in ``mask`` as (two-leaf majority mistakes, feature,
-        threshold), fewest mistakes first (ties by feature, then threshold)."""
+    def cuts(self, mask: np.ndarray) -> tuple[list, list]:
+        """The cuts of the rows in ``mask``: every cut as (two-leaf majority mistakes, feature,
+        threshold), fewest first (ties by feature, then threshold); and per cluster c the cut
+        of fewest mistakes when one side is given to c (the other to its majority), or None.
+        The latter find a leaf for a cluster that is nowhere a majority."""
         key = mask.tobytes()
         hit = self.cut_memo.get(key)
         if hit is not None:
             return hit
-        found = []
+        found, for_cluster = [], [None] * self.k
         for f in range(self.X.shape[1]):
             idx = self.order[f][mask[self.order[f]]]
             values = self.X[idx, f]
@@ -112,13 +114,19 @@ class _Search:
                 continue
             left = np.cumsum(np.eye(self.k, dtype=np.int64)[self.y[idx]], axis=0)[between]
             right = np.bincount(self.y[idx], minlength=self.k) - left
-            n_left = between + 1
-            score = (n_left - left.max(axis=1)) + (idx.size - n_left - right.max(axis=1))
+            n_left = (between + 1)[:, None]
+            left_wrong, right_wrong = n_left - left, idx.size - n_left - right  # (cuts, K): side given to c
+            score = left_wrong.min(axis=1) + right_wrong.min(axis=1)
             thresholds = (values[between] + values[between + 1]) / 2.0
-            found += [(float(s), f, float(t)) for s, t in zip(score, thresholds)]
+            found += [(float(v), f, float(t)) for v, t in zip(score, thresholds)]
+            one_side = np.minimum(left_wrong + right_wrong.min(axis=1)[:, None], right_wrong + left_wrong.min(axis=1)[:, None])
+            for c in range(self.k):
+                i = int(one_side[:, c].argmin())
+                if for_cluster[c] is None or one_side[i, c] < for_cluster[c][0]:
+                    for_cluster[c] = (float(one_side[i, c]), f, float(thresholds[i]))
         found.sort()
-        self.cut_memo[key] = found
-        return found
+        self.cut_memo[key] = (found, for_cluster)
+        return found, for_cluster
 
     def sides(self, mask, f, t):
         goes_left = self.X[:, f] <= t
@@ -147,9 +155,10 @@ class _Search:
         return out
 
     def _split(self, mask, m, required, below, out):
-        candidates = self.cuts(mask)
+        candidates, for_cluster = self.cuts(mask)
         if self.n_candidates is not None:
-            candidates = candidates[: self.n_candidates]
+            extra = [for_cluster[c] for c in required if for_cluster[c] is not None]
+            candidates = sorted(set(candidates[: self.n_candidates] + extra))
         for _, f, t in candidates:
             left, right = self.sides(mask, f, t)
             in_left, in_right = self.counts(left) > 0, self.counts(right) > 0
@@ -201,7 +210,7 @@ class _Search:
         return splits
 
     def _push(self, heap, masks, leaf) -> None:
-        found = self.cuts(masks[leaf])
+        found = self.cuts(masks[leaf])[0]
         if found:
             counts = self.counts(masks[leaf])
             gain = found[0][0] - (counts.sum() - counts.max())  # <= 0: mistakes removed
