@@ -150,3 +150,4 @@ def test_cli_runs_it_on_a_label_column(tmp_path, dask_client):
     tree = json.loads((tmp_path / "out" / "tree.json").read_text())
     assert '"label-tree"' in json.dumps(tree) and '"n_leaves": 5' in json.dumps(tree)
     assert metrics["error_rate"] < 0.05
+
