@@ -65,7 +65,7 @@ def test_parameter_models_render_as_forms():
     defs = schema["definitions"]
     assert set(defs["Algorithm"]["enum"]) == {"mmdt", "imm", "exkmc", "exshallow", "exgreedy", "tree-search",
                                               "random-cut", "kdtree",
-                                              "cart", "concept-mmdt", "kernel-mmdt"}
+                                              "cart", "label-tree", "concept-mmdt", "kernel-mmdt"}
     assert set(defs["Objective"]["enum"]) == {"kmeans", "kmedians"}
     assert defs["ThresholdVariant"]["enum"][0] == "midpoint"
     fields = defs["ExplainParams"]["properties"]
