@@ -22,7 +22,9 @@ The search. The best tree over rows ``S`` with at most ``m`` leaves in which eac
 where ``leaf(S, C)`` is |S| minus S's rows of the one cluster in C (of its majority when C is
 empty; infinite when C has two or more clusters). Each cluster's required leaf lies on one side
 of a cut, so the split of C is enumerated; a cluster with rows on one side only is sent there
-(where it has no rows its leaf could only add mistakes), unless both sides lack it. This is
+(where it has no rows its leaf could only add mistakes), unless both sides lack it; outside the
+exact search at most ``MAX_FREE_CLUSTERS`` clusters are tried on either side (those with most
+rows on their smaller side), the others go where most of their rows are. This is
 exact when every cut is tried at every depth, which the search does on at most ``exact_rows``
 rows (the test oracle compares it with a brute force over all trees). On more rows it is a
 lookahead (Murthy and Salzberg, IJCAI 1995, as in ``tree_search.py``): at each node the
@@ -51,6 +53,8 @@ from exclust.sources.dataset import as_matrix
 from exclust.scoring.score_pass import prepare_labels
 from exclust.dataplane.parts import uniform_sample
 from exclust.tree import LEAF
+
+MAX_FREE_CLUSTERS = 4  # clusters on both sides of a cut whose required leaf is tried on either side
 
 # A nested tree: a leaf is ("leaf", cluster); a cut is (feature, threshold, left, right).
 
@@ -165,6 +169,14 @@ class _Search:
             forced_left = tuple(c for c in required if in_left[c] and not in_right[c])
             forced_right = tuple(c for c in required if in_right[c] and not in_left[c])
             free = [c for c in required if in_left[c] == in_right[c]]
+            if len(free) > MAX_FREE_CLUSTERS and self.n_candidates is not None:
+                # Beyond a few, a cluster on both sides goes where most of its rows are (the
+                # ways of sharing grow as 2 ** len(free)); the exact search shares them all.
+                counts_left, counts_right = self.counts(left), self.counts(right)
+                free.sort(key=lambda c: -min(counts_left[c], counts_right[c]))
+                forced_left += tuple(c for c in free[MAX_FREE_CLUSTERS:] if counts_left[c] >= counts_right[c])
+                forced_right += tuple(c for c in free[MAX_FREE_CLUSTERS:] if counts_left[c] < counts_right[c])
+                free = free[:MAX_FREE_CLUSTERS]
             for bits in range(1 << len(free)):
                 to_left = tuple(sorted(forced_left + tuple(c for i, c in enumerate(free) if bits >> i & 1)))
                 to_right = tuple(sorted(forced_right + tuple(c for i, c in enumerate(free) if not bits >> i & 1)))
