@@ -102,6 +102,12 @@ def _cart():
     return CART(max_leaf_nodes=3, random_state=0)
 
 
+def _label_tree():
+    from exclust.algorithms.search.label_tree import LabelTree
+
+    return LabelTree(3, n_candidates=2, random_state=0)
+
+
 def _random_cut():
     from exclust.algorithms.random_cut import RandomCutTree
 
@@ -147,6 +153,7 @@ ESTIMATORS = [
     (_tree_search, "n_candidates", ("lookahead", -1), _rows_and_centers),
     (_kdtree, "max_bins", ("max_leaves", True), _rows_and_centers),
     (_cart, "max_leaf_nodes", ("max_sample_rows", 0), lambda: _blobs()),
+    (_label_tree, "n_candidates", ("lookahead", -1), lambda: _blobs()),
     (_random_cut, "n_trials", ("objective", "kmedoids"), _rows_and_centers),
     (_kmeans, "max_iter", ("n_init", 0), _rows),
     (_gaussian_mixture, "covariance_type", ("covariance_type", "spherical-ish"), _rows),

@@ -53,7 +53,7 @@ def test_parameter_models_render_as_forms():
     defs = schema["definitions"]
     assert set(defs["Algorithm"]["enum"]) == {"mmdt", "imm", "exkmc", "exshallow", "exgreedy", "tree-search",
                                               "random-cut", "kdtree",
-                                              "cart", "concept-mmdt", "kernel-mmdt"}
+                                              "cart", "label-tree", "concept-mmdt", "kernel-mmdt"}
     assert set(defs["Objective"]["enum"]) == {"kmeans", "kmedians"}
     assert defs["ThresholdVariant"]["enum"][0] == "midpoint"
     fields = defs["ExplainParams"]["properties"]
@@ -382,3 +382,21 @@ def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path,
         assert metrics["price_kmeans"] == pytest.approx(runs["cli"]["price_kmeans"], rel=1e-12), way
         assert {k: v for k, v in trees[way].items() if k != "meta"} == \
             {k: v for k, v in trees["cli"].items() if k != "meta"}, way
+
+
+def test_explain_flow_runs_label_tree_on_a_label_column(tmp_path, prefect_api, dask_client):
+    """LabelTree (issue 21 item 4) from the flow form: labels from a column, no reference fit."""
+    from exclust.datasets.synthetic import write_gmm_parquet
+    from flows.explain import explain
+
+    write_gmm_parquet(tmp_path / "data", 3000, n_components=3, n_features=2, rows_per_file=1000, random_state=7,
+                      noise_scale=3.0)
+    params = ExplainParams(input=str(tmp_path / "data"), output=str(tmp_path / "out"), columns="x0,x1",
+                           n_clusters=3, algorithm="label-tree", leaves=4, reference="labels",
+                           reference_column="truth", truth_column="truth",
+                           scheduler_address=dask_client.scheduler.address)
+    state = explain(params, return_state=True)
+    assert state.is_completed(), state.message
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert (metrics["algorithm"], metrics["reference"]) == ("label-tree", "labels:truth")
+    assert 3 <= metrics["n_leaves"] <= 4 and metrics["error_rate"] < 0.05

@@ -78,6 +78,19 @@ def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray
     return Xs, ys, int(X.shape[0]) > int(max_rows)
 
 
+def cluster_ids(ys: np.ndarray) -> np.ndarray:
+    """Labels in memory as int64 cluster ids, NaN as -1 (noise); InputError on other values."""
+    if np.issubdtype(ys.dtype, np.floating):
+        bad = ~np.isnan(ys) & (ys != np.round(ys))
+        if bad.any():
+            raise InputError("labels must be integer cluster ids (-1 or NaN for noise)")
+        ys = np.where(np.isnan(ys), -1, ys)
+    ys = ys.astype(np.int64)
+    if (ys < -1).any():
+        raise InputError("labels must be cluster ids >= 0, or -1 for noise")
+    return ys
+
+
 class CART(TreeExplainer):
     """scikit-learn's CART on the reference labels, as a ThresholdTree (paper 003's baseline).
 
@@ -110,15 +123,7 @@ class CART(TreeExplainer):
         ds = as_matrix(self._fit_input(X))
         labels = prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
-        ys = np.asarray(ys)
-        if np.issubdtype(ys.dtype, np.floating):
-            bad = ~np.isnan(ys) & (ys != np.round(ys))
-            if bad.any():
-                raise InputError("labels must be integer cluster ids (-1 or NaN for noise)")
-            ys = np.where(np.isnan(ys), -1, ys)
-        ys = ys.astype(np.int64)
-        if (ys < -1).any():
-            raise InputError("labels must be cluster ids >= 0, or -1 for noise")
+        ys = cluster_ids(np.asarray(ys))
         keep = ys >= 0
         Xs, ys = Xs[keep], ys[keep]
         if ys.size == 0:
