@@ -200,11 +200,12 @@ class ExplainParams(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExplainParams":
-        validate_input_path(self.input, self.storage_options_dict())  # an s3:// input needs its storage options
         if self.reference == ReferenceKind.labels.value and not self.reference_column.strip():
             raise ValueError("reference 'labels' needs reference_column, the column that holds the labels")
         try:
-            registry.algorithm(self.algorithm).check_required(self.to_config())
+            config = self.to_config()
+            config.source().check()  # the input's own source says whether it can be read (Parquet, a table, ...)
+            registry.algorithm(self.algorithm).check_required(config)
         except InputError as exc:
             raise ValueError(exc.describe("flow")) from None
         if self.leaves and self.leaves < self.n_clusters:
