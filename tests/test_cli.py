@@ -535,10 +535,10 @@ def test_cli_and_python_defaults_agree():
     run = ExplainConfig(input="unused", k=3)
     for entry in registry.ALGORITHMS.values():
         for name, value in entry.options(run).items():
-            if name in ("random_state", "n_clusters"):  # a run's seed is 0 (reproducible), an estimator's None
+            if name in ("random_state", "n_clusters", "n_components"):  # the run's seed is 0 (an estimator's None); k is the run's
                 continue
             own = _default(entry.estimator_class(), name)
-            if name in ("max_leaves", "max_leaf_nodes"):  # the run's k leaves: what None means to the estimator
+            if name in ("max_leaves", "max_leaf_nodes", "n_leaves"):  # the run's k leaves: what None means to the estimator
                 assert value == run.k and own is None, (entry.name, name, own)
             else:
                 assert value == own, (entry.name, name, value, own)

@@ -326,7 +326,7 @@ class LabelTree(TreeExplainer):
             raise ParameterError(f"The 'n_leaves' parameter must be at least n_clusters ({k}), got {leaves}")
         if labels is None:
             raise InputError("LabelTree needs the cluster labels: fit(X, labels)")
-        ds = as_matrix(X)
+        ds = as_matrix(self._fit_input(X))
         labels = prepare_labels(labels, ds.X, "labels")
         rows, ys = uniform_sample(ds.X, labels, size=int(self.sample_rows), random_state=self.random_state)
         rows, ys = np.asarray(rows, dtype=np.float64), cluster_ids(np.asarray(ys))

@@ -329,7 +329,7 @@ class TreeSearch(CenterTreePredictor):
         leaves = k if self.n_leaves is None else int(self.n_leaves)
         if leaves < k:
             raise ParameterError(f"The 'n_leaves' parameter must be at least n_clusters ({k}), got {leaves}")
-        ds = as_matrix(X, n_clusters=k)
+        ds = as_matrix(self._fit_input(X), n_clusters=k)
         if centers is None:
             centers = fit_reference_centers(ds.X, k, self.random_state)
         centers = check_centers(centers, k, ds.n_features)
