@@ -357,9 +357,9 @@ def finished(run: subprocess.Popen) -> str:
 
 
 def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(clusters, store, network, dask_client, prefect_api,
-                                                                 tmp_path, monkeypatch):
+                                                                 tmp_path, monkeypatch, request):
     from exclust.jobs.labeling import label_parquet
-    from exclust.jobs.pipeline import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.steps import run_explain
     from flows.explain import explain as explain_flow
     from flows.label import label as label_flow
@@ -393,6 +393,13 @@ def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(clusters, st
     # The flows, called in-process with the scheduler's address; the store's variables as a worker has them.
     for key, value in {"AWS_ENDPOINT_URL": store.endpoint, **CREDENTIALS}.items():
         monkeypatch.setenv(key, value)
+    # s3fs keeps one filesystem per set of arguments, whatever the environment said when it was
+    # made: forget those made against the hosts' store once the variables are restored, or a later
+    # test's filesystem made from the session store's variables would reach this one.
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    request.addfinalizer(s3fs.S3FileSystem.clear_instance_cache)
     state = explain_flow(ExplainParams(input=events, output=store.url("runs/flow"), columns="x0,x1", n_clusters=3,
                                        scheduler_address=cluster.address), return_state=True)
     assert state.is_completed(), state.message
