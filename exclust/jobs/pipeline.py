@@ -165,7 +165,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
         model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
         summary = MixtureSummary.from_gmm(model, names)
-        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data.X), data, config), model)
+        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data), data, config), model)
     if config.reference == "kmeans":
         from exclust.reference import KMeans
 
@@ -182,13 +182,13 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
         # Distributed Lloyd kept its last pass's labels on the workers (its predict, one byte a
         # row): no later pass searches the centers again, streamed or held.
-        labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data.X), data, config)
+        labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data), data, config)
         return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
     if config.reference == "kmedians":
         from exclust.reference import KMedians
 
         model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
-        labels = _held(model.predict(data.X), data, config)
+        labels = _held(model.predict(data), data, config)
         summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=registry.algorithm(config.algorithm).needs == registry.SUMMARY)
         return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]
@@ -294,7 +294,8 @@ def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainC
     """Reference labels of the sampled rows, without a pass: the model's own prediction, or the
     sampled label column."""
     if ref.model is not None and hasattr(ref.model, "predict"):
-        return np.asarray(ref.model.predict(sample.X))
+        # As a Dataset with the run's feature names: the model was fitted on named columns.
+        return np.asarray(ref.model.predict(Dataset(sample.X, list(ref.summary.feature_names))))
     if config.reference_column and config.reference_column in sample.extra:
         return sample.extra[config.reference_column]
     return None
