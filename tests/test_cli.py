@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from process_groups import wait_for_group_to_end
 
 from exclust.cli import build_parser, main
 from exclust.tree import TreeBuilder
@@ -230,17 +231,6 @@ def _wait_until_staging_has_data(tmp_path, proc) -> None:
     raise AssertionError(f"the run never wrote into its staging folder (exit {proc.poll()})")
 
 
-def _wait_for_group_to_end(pgid) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    raise AssertionError("worker processes outlived the command")
-
-
 def _everything(folder) -> list[str]:
     return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
 
@@ -264,7 +254,7 @@ def test_ctrl_c_stops_label_with_one_line_and_leaves_nothing(tmp_path):
     before, proc, out, err = _signal_label_midway(tmp_path, signal.SIGINT)
     assert proc.returncode == 130, err[-3000:]
     assert err.strip() == "exclust label: interrupted (Ctrl-C); stopped the run and removed its partial output"
-    _wait_for_group_to_end(proc.pid)
+    wait_for_group_to_end(proc.pid)
     assert _everything(tmp_path) == before  # hidden entries included
 
 
@@ -273,7 +263,7 @@ def test_a_killed_label_run_leaves_only_hidden_staging_that_the_next_run_removes
     from exclust.sources.storage import list_source
 
     before, proc, _, _ = _signal_label_midway(tmp_path, signal.SIGKILL)  # no process is left to clean up
-    _wait_for_group_to_end(proc.pid)
+    wait_for_group_to_end(proc.pid)
     left = sorted(set(os.listdir(tmp_path)) - {p.split(os.sep)[0] for p in before})
     assert left and all(name.startswith(".out.exclust-staging-") for name in left)
     assert [f.relpath for f in list_source(str(tmp_path)).files] == \
@@ -312,7 +302,7 @@ def test_ctrl_c_stops_explain_with_one_line_and_leaves_nothing(tmp_path):
     # the one closing line, at most a few progress lines before it, and not a single worker traceback
     assert lines[-1] == "exclust explain: interrupted (Ctrl-C); stopped the run and removed its partial output"
     assert "Traceback" not in err and len(err) < 1000, err
-    _wait_for_group_to_end(proc.pid)
+    wait_for_group_to_end(proc.pid)
     assert _everything(tmp_path) == before
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from process_groups import wait_for_group_to_end
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -28,17 +29,6 @@ pytestmark = pytest.mark.slow
 
 def _everything(folder) -> list[str]:
     return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
-
-
-def _wait_for_group_to_end(pgid) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    raise AssertionError("worker processes outlived the command")
 
 
 @contextlib.contextmanager
@@ -101,7 +91,7 @@ def _stop_explain_at(marker: str, blobs: Path, tmp_path: Path, signum: int, whol
         held.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    _wait_for_group_to_end(proc.pid)
+    wait_for_group_to_end(proc.pid)
     assert _everything(run) == before, _everything(run)  # no output, no staging, hidden entries included
     return err, proc.returncode, progress, staged
 
@@ -184,5 +174,5 @@ def test_sigterm_to_the_whole_group_stops_label_midway_and_leaves_nothing(tmp_pa
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 143, err[-3000:]
     assert err.strip() == "exclust label: interrupted (SIGTERM); stopped the run and removed its partial output"
-    _wait_for_group_to_end(proc.pid)
+    wait_for_group_to_end(proc.pid)
     assert _everything(tmp_path) == before  # hidden entries included
