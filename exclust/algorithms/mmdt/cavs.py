@@ -171,7 +171,10 @@ class ConceptActivationVectors:
         self.check_embedding(X.shape[1])
         Ct = np.ascontiguousarray(self.matrix.T)
         if not is_lazy(X):
-            return X @ Ct
+            # A row holding NaN or inf projects to NaN, which predict labels -1 (the project's policy for
+            # non-finite rows); numpy's "invalid value in matmul" warning would only repeat that.
+            with np.errstate(invalid="ignore", over="ignore"):
+                return X @ Ct
         return parts.map_rows(_project_block, X, Ct, width=self.n_concepts)
 
     def to_dict(self) -> dict[str, Any]:
