@@ -25,10 +25,11 @@ of a cut, so the split of C is enumerated; a cluster with rows on one side only 
 (where it has no rows its leaf could only add mistakes), unless both sides lack it; outside the
 exact search at most ``MAX_FREE_CLUSTERS`` clusters are tried on either side (those with most
 rows on their smaller side), the others go where most of their rows are. This is
-exact when every cut is tried at every depth, which the search does on at most ``exact_rows``
-rows (the test oracle compares it with a brute force over all trees). On more rows it is a
+exact when every cut and every share of the leaves is tried at every depth, which the search
+does on at most ``exact_rows`` rows (the test oracle compares it with a brute force over all trees). On more rows it is a
 lookahead (Murthy and Salzberg, IJCAI 1995, as in ``tree_search.py``): at each node the
-``n_candidates`` cuts of fewest two-leaf majority mistakes are tried ``lookahead`` levels deep;
+``n_candidates`` cuts of fewest two-leaf majority mistakes are tried ``lookahead`` levels deep,
+each with at most ``MAX_BUDGET_SHARES`` ways of sharing the leaf budget between its sides;
 below that a side is grown best-first by fewest majority mistakes (each step cuts the leaf and
 cut that remove most mistakes), once per row set, and the covering of C is then the best
 assignment of the grown leaves to C's clusters (Hungarian; the other leaves keep their
@@ -55,6 +56,10 @@ from exclust.dataplane.parts import uniform_sample
 from exclust.tree import LEAF
 
 MAX_FREE_CLUSTERS = 4  # clusters on both sides of a cut whose required leaf is tried on either side
+# Outside the exact search, the leaves a cut's two sides may take beyond their required ones are
+# shared in at most this many ways (spread evenly, plus the share in proportion to the rows):
+# trying every share made d31 at 62 leaves run for minutes, since each share recurses.
+MAX_BUDGET_SHARES = 8
 
 # A nested tree: a leaf is ("leaf", cluster); a cut is (feature, threshold, left, right).
 
@@ -161,8 +166,11 @@ class _Search:
     def _split(self, mask, m, required, below, out):
         candidates, for_cluster = self.cuts(mask)
         if self.n_candidates is not None:
-            extra = [for_cluster[c] for c in required if for_cluster[c] is not None]
-            candidates = sorted(set(candidates[: self.n_candidates] + extra))
+            # Each required cluster's own best cut finds a leaf for a cluster that is nowhere a
+            # majority; with many clusters only the n_candidates cheapest of them are tried, as
+            # every candidate multiplies the search below it (d31 at 62 leaves ran for minutes).
+            extra = sorted({for_cluster[c] for c in required if for_cluster[c] is not None})
+            candidates = sorted(set(candidates[: self.n_candidates] + extra[: self.n_candidates]))
         for _, f, t in candidates:
             left, right = self.sides(mask, f, t)
             in_left, in_right = self.counts(left) > 0, self.counts(right) > 0
@@ -180,7 +188,7 @@ class _Search:
             for bits in range(1 << len(free)):
                 to_left = tuple(sorted(forced_left + tuple(c for i, c in enumerate(free) if bits >> i & 1)))
                 to_right = tuple(sorted(forced_right + tuple(c for i, c in enumerate(free) if not bits >> i & 1)))
-                for j in range(max(1, len(to_left)), m - max(1, len(to_right)) + 1):
+                for j in self._left_budgets(m, to_left, to_right, left, right):
                     cost_left, tree_left = self.best(left, j, to_left, below)
                     if cost_left >= out[0]:
                         continue
@@ -189,27 +197,58 @@ class _Search:
                         out = (cost_left + cost_right, (f, t, tree_left, tree_right))
         return out
 
-    def grow(self, mask: np.ndarray, m: int, required: tuple) -> tuple[float, tuple | None]:
-        """Best-first growth by majority mistakes (once per row set), then each prefix of at most
-        ``m`` leaves labelled by the best covering assignment; the best of those."""
-        splits = self._growth(mask, m)
-        best = (np.inf, None)
-        for n_splits in range(0, min(len(splits), m - 1) + 1):
-            masks = {0: mask}
-            for leaf, f, t, lo, hi in splits[:n_splits]:
-                masks[lo], masks[hi] = self.sides(masks[leaf], f, t)
-                del masks[leaf]
-            leaves = sorted(masks)
-            mistakes, chosen = covering_assignment(np.stack([self.counts(masks[i]) for i in leaves]), required)
-            if mistakes < best[0]:
-                best = (mistakes, _nest(splits[:n_splits], dict(zip(leaves, chosen.tolist()))))
-        return best
+    def _left_budgets(self, m: int, to_left: tuple, to_right: tuple, left: np.ndarray, right: np.ndarray) -> list[int]:
+        """The left side's leaf budgets to try (the right side takes the rest of ``m``): every one in
+        the exact search or when few; else MAX_BUDGET_SHARES spread over the range, plus the one in
+        proportion to the sides' rows."""
+        low, high = max(1, len(to_left)), m - max(1, len(to_right))
+        if self.n_candidates is None or high - low + 1 <= MAX_BUDGET_SHARES:
+            return list(range(low, high + 1))
+        n_left, n_right = int(left.sum()), int(right.sum())
+        by_rows = int(round(m * n_left / max(n_left + n_right, 1)))
+        spread = np.linspace(low, high, MAX_BUDGET_SHARES - 1).round().astype(int).tolist()
+        return sorted({*spread, min(max(by_rows, low), high)})
 
-    def _growth(self, mask: np.ndarray, m: int) -> list:
+    def grow(self, mask: np.ndarray, m: int, required: tuple) -> tuple[float, tuple | None]:
+        """Best-first growth by majority mistakes (once per row set), labelled by the best covering
+        assignment: the prefix of the growth with fewest mistakes and, among those, fewest leaves.
+
+        A longer prefix never makes more mistakes (a split leaf's cluster can stay on its child
+        with more of that cluster's rows, the other child taking its majority), so the fewest
+        mistakes are the longest prefix's, and the shortest prefix reaching them is found by
+        bisection: a few assignments instead of one per prefix (which made d31 at 62 leaves slow)."""
+        splits, node_counts = self._growth(mask, m)
+
+        def labelled(n_splits: int) -> tuple[float, list, np.ndarray]:
+            leaves = [0]
+            for leaf, _, _, lo, hi in splits[:n_splits]:
+                leaves = [node for node in leaves if node != leaf] + [lo, hi]
+            leaves.sort()
+            mistakes, chosen = covering_assignment(np.stack([node_counts[i] for i in leaves]), required)
+            return mistakes, leaves, chosen
+
+        longest = min(len(splits), m - 1)
+        fewest = labelled(longest)
+        if not np.isfinite(fewest[0]):
+            return np.inf, None
+        low, high = 0, longest  # labelled(high) reaches the fewest mistakes
+        while low < high:
+            middle = (low + high) // 2
+            if labelled(middle)[0] <= fewest[0]:
+                high = middle
+            else:
+                low = middle + 1
+        mistakes, leaves, chosen = labelled(high)
+        return mistakes, _nest(splits[:high], dict(zip(leaves, chosen.tolist())))
+
+    def _growth(self, mask: np.ndarray, m: int) -> tuple[list, list]:
+        """The best-first splits of ``mask`` (at least ``m - 1`` of them unless no cut is left) and
+        the per-cluster row counts of every node they make (node ids index that list): each
+        prefix of the growth is then labelled from counts alone, with no pass over its rows."""
         key = mask.tobytes()
-        splits = self.grown.get(key)
-        if splits is not None and (len(splits) >= m - 1 or splits[-1:] == [None]):
-            return [s for s in splits if s is not None]
+        hit = self.grown.get(key)
+        if hit is not None and (len(hit[0]) >= m - 1 or hit[2]):
+            return hit[0], hit[1]
         splits, masks, heap = [], [mask], []
         self._push(heap, masks, 0)
         while len(splits) < m - 1 and heap:
@@ -218,8 +257,9 @@ class _Search:
             splits.append((leaf, f, t, len(masks) - 2, len(masks) - 1))
             self._push(heap, masks, len(masks) - 2)
             self._push(heap, masks, len(masks) - 1)
-        self.grown[key] = splits + ([None] if len(splits) < m - 1 else [])
-        return splits
+        node_counts = [self.counts(node) for node in masks]
+        self.grown[key] = (splits, node_counts, len(splits) < m - 1)  # the last: no cut was left
+        return splits, node_counts
 
     def _push(self, heap, masks, leaf) -> None:
         found = self.cuts(masks[leaf])[0]
