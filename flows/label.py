@@ -34,7 +34,7 @@ quiet_bad_input()
 def label_date_task(tree: ThresholdTree, params: LabelParams, day: date | None) -> NightOutcome:
     """Label one date's partitions (one Dask task per file) into that date's folder, atomically."""
     table = params.table  # a table output: the night is one commit of its date partition
-    return label_date(tree, params.input, params.output, day,
+    return label_date(tree, params.input, params.output, day, storage_options=params.storage_options_dict(),
                       cluster_column=params.cluster_column, leaf_column=params.leaf_column,
                       **({"table_format": table, "date_column": params.date_column} if table else {}))
 
@@ -109,7 +109,7 @@ def label(params: LabelParams) -> dict[str, Any]:
     """Write the input's Parquet partitions again with a cluster and a leaf column from a saved tree, by date."""
     logger = get_run_logger()
     days = dates_to_label(params)
-    tree = load_tree(params.tree)  # a local path or an s3:// URL; a bad tree fails before any cluster starts
+    tree = load_tree(params.tree, params.storage_options_dict())  # a bad tree fails before any cluster starts
     outcomes = []
     with dask_cluster(dask_scheduler(params.scheduler_address)):
         for day in days:
