@@ -6,7 +6,9 @@ was scheduled for, so a late or retried run still labels its own night. Each dat
 that writes that date's folder atomically (exclust.jobs.nightly). After each date the run publishes
 the rows per cluster and the drift check that labelling recorded (rows per leaf tonight against
 the tree's built-on shares, exclust.scoring.drift): a table per leaf, and a flag when the
-population-stability index passes its threshold.
+population-stability index passes its threshold. A table output (Delta, or an Iceberg address
+``iceberg+<catalog URI>#ns.table``) takes each date as one commit of its date partition; the
+``storage_options`` parameter reaches the object store of the tree, the input and the output.
 """
 from __future__ import annotations
 

@@ -174,6 +174,7 @@ class IcebergNight:
     def commit(self, files: Sequence[Mapping[str, Any]], file_schema, figures: Mapping[str, Any]) -> int:
         """Add ``files`` as the night's partition, removing the night's previous files, in one snapshot
         whose summary carries ``figures``; return the new snapshot's id."""
+        from pyiceberg.io import load_file_io
         from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
         if self.table is not None:
@@ -181,9 +182,8 @@ class IcebergNight:
             if current.names != file_schema.names:
                 raise InputError(f"the night's columns {file_schema.names} differ from Iceberg table "
                                  f"{self.identifier}'s {current.names}; label into a table of the same columns")
-        from pyiceberg.io import load_file_io
-
         txn, table = self._transaction(file_schema)
+        replaced = self._night_files(table) if table is not None else []
         io = table.io if table is not None else load_file_io(
             {**self.catalog.properties, **txn.table_metadata.properties}, self.location)
         try:
@@ -195,7 +195,7 @@ class IcebergNight:
                              f"({str(exc).splitlines()[0]})") from exc
         summary = {METADATA_KEY: json.dumps(dict(figures), allow_nan=False)}
         with txn.update_snapshot(snapshot_properties=summary).overwrite(commit_uuid=self.commit_uuid) as overwrite:
-            for old in (self._night_files(table) if table is not None else []):
+            for old in replaced:
                 overwrite.delete_data_file(old)
             for data_file in added:
                 overwrite.append_data_file(data_file)
