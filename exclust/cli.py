@@ -106,15 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--tree", required=True, help="tree.json written by explain (a path or an s3:// URL)")
     lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
     lb.add_argument("--out", required=True,
-                    help="output folder or s3:// prefix for the labelled files (same relative paths as the input)")
+                    help="output folder or s3:// prefix for the labelled files (same relative paths as the input), "
+                         "a Delta table, or an Iceberg table iceberg+<catalog URI>#namespace.table")
     lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
                     "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
     lb.add_argument("--fail-on-drift", action="store_true",
                     help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data the "
                          "tree was built on (PSI above 0.2); the labelled output is written either way")
-    lb.add_argument("--out-format", choices=("auto", "folder", "delta"), default="auto",
-                    help="delta: --out is a Delta table (made on the first night), each --date one commit of its "
-                         "partition; auto (default): delta when --out is a Delta table already, else folder")
+    lb.add_argument("--out-format", choices=("auto", "folder", "delta", "iceberg"), default="auto",
+                    help="delta or iceberg: --out is a table of that format (made on the first night), each --date "
+                         "one commit of its partition; auto (default): iceberg for an iceberg+ address, delta when "
+                         "--out is a Delta table already, else folder")
     lb.add_argument("--date-column", default="date", help="a table output's date partition column (default date)")
     lb.add_argument("--cluster-column", default="cluster")
     lb.add_argument("--leaf-column", default="leaf")

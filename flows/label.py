@@ -6,7 +6,9 @@ was scheduled for, so a late or retried run still labels its own night. Each dat
 that writes that date's folder atomically (exclust.jobs.nightly). After each date the run publishes
 the rows per cluster and the drift check that labelling recorded (rows per leaf tonight against
 the tree's built-on shares, exclust.scoring.drift): a table per leaf, and a flag when the
-population-stability index passes its threshold.
+population-stability index passes its threshold. A table output (Delta, or an Iceberg address
+``iceberg+<catalog URI>#ns.table``) takes each date as one commit of its date partition; the
+``storage_options`` parameter reaches the object store of the tree, the input and the output.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ quiet_bad_input()
 def label_date_task(tree: ThresholdTree, params: LabelParams, day: date | None) -> NightOutcome:
     """Label one date's partitions (one Dask task per file) into that date's folder, atomically."""
     table = params.table  # a table output: the night is one commit of its date partition
-    return label_date(tree, params.input, params.output, day,
+    return label_date(tree, params.input, params.output, day, storage_options=params.storage_options_dict(),
                       cluster_column=params.cluster_column, leaf_column=params.leaf_column,
                       **({"table_format": table, "date_column": params.date_column} if table else {}))
 
@@ -109,7 +111,7 @@ def label(params: LabelParams) -> dict[str, Any]:
     """Write the input's Parquet partitions again with a cluster and a leaf column from a saved tree, by date."""
     logger = get_run_logger()
     days = dates_to_label(params)
-    tree = load_tree(params.tree)  # a local path or an s3:// URL; a bad tree fails before any cluster starts
+    tree = load_tree(params.tree, params.storage_options_dict())  # a bad tree fails before any cluster starts
     outcomes = []
     with dask_cluster(dask_scheduler(params.scheduler_address)):
         for day in days:

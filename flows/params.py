@@ -21,6 +21,7 @@ from exclust.jobs import registry
 from exclust.jobs.nightly import check_templates, has_date, parse_dates
 from exclust.outputs.folders import validate_output_dir
 from exclust.sources.guards import validate_input_path
+from exclust.sources.storage import is_remote
 
 SCHEDULER_ENV = "EXCLUST_DASK_SCHEDULER"  # read on the worker when a run names no scheduler
 
@@ -72,6 +73,7 @@ class OutputFormat(str, Enum):
     auto = "auto"
     folder = "folder"
     delta = "delta"
+    iceberg = "iceberg"
 
 
 class NanPolicy(str, Enum):
@@ -108,16 +110,40 @@ def _allowed_output(value: str) -> str:
     return value
 
 
-def _allowed_label_output(value: str) -> str:
-    """A label output: a Delta table (its commits guard it), or a folder exclust may write."""
-    from exclust.sources.delta import is_delta_table
+def _allowed_label_output(value: str, storage_options: dict | None = None) -> str:
+    """A label output: a lake table (Delta, Iceberg: its commits guard it), or a folder exclust may write."""
+    from exclust.outputs.lake_table import table_format_of
 
-    return value if is_delta_table(value) else _allowed_output(value)
+    if table_format_of(value, storage_options) is None:
+        validate_output_dir(value, storage_options=storage_options)
+    return value
 
 
-def _existing_or_dated_input(value: str) -> str:
+def _existing_or_dated_input(value: str, storage_options: dict | None = None) -> str:
     """An input that exists, or a {date} template (checked per date when the run labels it)."""
-    return value if has_date(value) else validate_input_path(value)
+    return value if has_date(value) else validate_input_path(value, storage_options)
+
+
+def _local_at_once(check):
+    """``check`` as a field validator of local paths; object-store URLs and catalog addresses are checked by the
+    model's validator, with the storage options (a field validator does not see the other fields)."""
+    def validator(value: str) -> str:
+        return value if is_remote(value) else check(value)
+
+    return validator
+
+
+def parse_storage_options_text(text: str) -> dict:
+    """A form's storage_options text as fsspec keyword arguments: comma-separated key=value, or a JSON object."""
+    from exclust.sources.storage import parse_storage_options
+
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return dict(json.loads(text))
+        except ValueError as exc:
+            raise ValueError(f"storage_options is not a valid JSON object: {exc}") from None
+    return parse_storage_options(_names(text) or [])
 
 
 def _plain_titles(name: str, _info) -> str:
@@ -131,6 +157,10 @@ def dask_scheduler(address: str) -> str | None:
 
 
 FORM = ConfigDict(extra="forbid", use_enum_values=True, validate_default=True, field_title_generator=_plain_titles)
+STORAGE_OPTIONS_HELP = (
+    "Options of the object store s3:// paths live on: comma-separated key=value (endpoint_url=http://minio:9000) "
+    "or a JSON object for nested options; blank: the AWS_* environment of the machine that runs the flow."
+)
 SCHEDULER_HELP = (
     "Dask scheduler address such as tcp://dask-scheduler:8786; blank: the worker's EXCLUST_DASK_SCHEDULER, "
     "or a local Dask cluster started for the run when that is unset too."
@@ -185,12 +215,7 @@ class ExplainParams(BaseModel):
     as_of: str = Field(
         default="", description="A Delta table input: read the latest version as of this time (ISO 8601); blank: the latest."
     )
-    storage_options: str = Field(
-        default="",
-        description="Options of the object store an s3:// input lives on: comma-separated key=value "
-                    "(endpoint_url=http://minio:9000) or a JSON object for nested options; credentials come from "
-                    "the AWS_* environment of the machine that runs the flow.",
-    )
+    storage_options: str = Field(default="", description=STORAGE_OPTIONS_HELP)
 
     _texts = field_validator("columns", "concepts", "plot_features", "reference_column", "truth_column",
                              "scheduler_address", "storage_options", mode="before")(_one_text)
@@ -214,15 +239,7 @@ class ExplainParams(BaseModel):
 
     def storage_options_dict(self) -> dict:
         """The storage_options text as fsspec keyword arguments."""
-        from exclust.sources.storage import parse_storage_options
-
-        text = self.storage_options.strip()
-        if text.startswith("{"):
-            try:
-                return dict(json.loads(text))
-            except ValueError as exc:
-                raise ValueError(f"storage_options is not a valid JSON object: {exc}") from None
-        return parse_storage_options(_names(text) or [])
+        return parse_storage_options_text(self.storage_options)
 
     def to_config(self):
         """The library's ExplainConfig for these parameters."""
@@ -261,18 +278,20 @@ class LabelParams(BaseModel):
     )
     output_format: OutputFormat = Field(
         default=OutputFormat.auto,
-        description="delta: output is a Delta table (made on the first night), each date one commit of its date "
-                    "partition; auto: delta when output is a Delta table already, else folders.",
+        description="delta or iceberg: output is a table of that format (made on the first night; an Iceberg table "
+                    "named iceberg+<catalog URI>#namespace.table), each date one commit of its date partition; "
+                    "auto: iceberg for an iceberg+ address, delta when output is a Delta table already, else folders.",
     )
     date_column: str = Field(default="date", min_length=1, description="A table output's date partition column.")
     cluster_column: str = Field(default="cluster", min_length=1, description="Name of the cluster column added to every file.")
     leaf_column: str = Field(default="leaf", min_length=1, description="Name of the leaf-id column added to every file.")
     scheduler_address: str = Field(default="", description=SCHEDULER_HELP)
+    storage_options: str = Field(default="", description=STORAGE_OPTIONS_HELP)
 
-    _texts = field_validator("date", "scheduler_address", mode="before")(_one_text)
-    _tree_exists = field_validator("tree")(validate_input_path)
-    _input_exists = field_validator("input")(_existing_or_dated_input)
-    _output_allowed = field_validator("output")(_allowed_label_output)
+    _texts = field_validator("date", "scheduler_address", "storage_options", mode="before")(_one_text)
+    _tree_exists = field_validator("tree")(_local_at_once(validate_input_path))
+    _input_exists = field_validator("input")(_local_at_once(_existing_or_dated_input))
+    _output_allowed = field_validator("output")(_local_at_once(_allowed_label_output))
 
     @field_validator("date")
     @classmethod
@@ -282,17 +301,29 @@ class LabelParams(BaseModel):
         return value.strip()
 
     @model_validator(mode="after")
-    def _templates_agree(self) -> "LabelParams":
+    def _remote_paths_and_templates_agree(self) -> "LabelParams":
+        options = self.storage_options_dict()
+        try:
+            for check, value in ((validate_input_path, self.tree), (_existing_or_dated_input, self.input),
+                                 (_allowed_label_output, self.output)):
+                if is_remote(value):
+                    check(value, options)
+        except InputError as exc:
+            raise ValueError(exc.describe("flow")) from None
         dated = bool(self.date) or has_date(self.input) or has_date(self.output) or self.table is not None
         check_templates(self.input, self.output, dated, table=self.table)
         return self
 
+    def storage_options_dict(self) -> dict:
+        """The storage_options text as fsspec keyword arguments (for the tree, the input and the output)."""
+        return parse_storage_options_text(self.storage_options)
+
     @property
     def table(self) -> str | None:
-        """The output's table format ("delta"), or None for folders."""
+        """The output's table format ("delta", "iceberg"), or None for folders."""
         from exclust.jobs.table_labeling import output_table_format
 
-        return output_table_format(self.output, self.output_format)
+        return output_table_format(self.output, self.output_format, self.storage_options_dict())
 
     @property
     def dated(self) -> bool:

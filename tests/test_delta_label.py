@@ -15,35 +15,14 @@ from exclust.cli import main
 from exclust.errors import InputError
 from exclust.jobs.table_labeling import label_night_into_table
 from exclust.tree import ThresholdTree
+from lake_nights import CENTERS, explained_tree, input_rows, night
 
 deltalake = pytest.importorskip("deltalake")
-
-CENTERS = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
-
-
-def night(folder: Path, rows: int, seed: int, n_files: int = 2) -> None:
-    """A night's partition of the feed: rows around three centres, in ``n_files`` files."""
-    rng = np.random.default_rng(seed)
-    X = CENTERS[rng.integers(0, 3, rows)] + rng.normal(scale=0.7, size=(rows, 2))
-    folder.mkdir(parents=True)
-    for i, part in enumerate(np.array_split(np.arange(rows), n_files)):
-        pq.write_table(pa.table({"x0": X[part, 0], "x1": X[part, 1], "id": part + seed * 100_000}),
-                       folder / f"part-{i}.parquet")
 
 
 @pytest.fixture(scope="module")
 def feed(tmp_path_factory, dask_client):
-    """A tree explained (in memory: no cluster needed) on build data like the feed's, with its leaf shares."""
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.steps import run_explain
-
-    root = tmp_path_factory.mktemp("delta-nights")
-    night(root / "build", 3000, seed=0)
-    build = input_rows(root / "build")
-    X = np.column_stack([build.column("x0").to_numpy(), build.column("x1").to_numpy()])
-    config = ExplainConfig(input=X, k=3, algorithm="imm", reference="kmeans", cost_curve=False).check()
-    run_explain(config, root / "explain")  # a numpy input's columns are named x0, x1: the feed's names
-    return {"tree": root / "explain" / "tree.json", "scheduler": dask_client.scheduler.address}
+    return {"tree": explained_tree(tmp_path_factory.mktemp("delta-nights")), "scheduler": dask_client.scheduler.address}
 
 
 def label(feed, incoming: Path, table: Path, dates: str, *extra: str) -> int:
@@ -58,10 +37,6 @@ def table_files(table: Path) -> set[str]:
 def rows_of(table: Path, day: str, version: int | None = None) -> pa.Table:
     dt = deltalake.DeltaTable(str(table), version=version)
     return pa.table(dt.to_pyarrow_table(filters=[("date", "=", date.fromisoformat(day))])).sort_by("id")
-
-
-def input_rows(folder: Path) -> pa.Table:
-    return pq.read_table(sorted(folder.glob("*.parquet"))).sort_by("id")
 
 
 def test_nights_append_as_commits_and_a_rerun_replaces_its_night_only(feed, tmp_path, capsys):

@@ -148,6 +148,38 @@ def test_label_flow_labels_nights_into_a_delta_table_and_explain_reads_it(tmp_pa
     assert state.result()["metrics"]["n"] == 4000  # version 0: the first night only
 
 
+def test_label_flow_reads_and_writes_s3_with_its_storage_options_into_an_iceberg_table(
+        tmp_path, prefect_api, dask_client, s3_server, s3_bucket, monkeypatch):
+    """The label flow's storage_options reach the tree, the input and the output table (no AWS_* variables here)."""
+    import s3fs
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from flows.label import label
+
+    options = s3_server["storage_options"]
+    fs = s3fs.S3FileSystem(**options)
+    _tree(tmp_path / "tree.json")
+    fs.put(str(tmp_path / "tree.json"), f"{s3_bucket}/models/tree.json")
+    _parts(tmp_path / "in" / "date=2026-11-20", rows=300, seed=3)
+    for part in sorted((tmp_path / "in" / "date=2026-11-20").glob("*.parquet")):
+        fs.put(str(part), f"{s3_bucket}/incoming/date=2026-11-20/{part.name}")
+    catalog = SqlCatalog("default", uri=f"sqlite:///{tmp_path}/catalog.db")
+    catalog.create_namespace("ns", {"location": f"s3://{s3_bucket}/lake/ns"})
+    for variable in s3_server["env"]:  # only the flow's storage_options say where the store is
+        monkeypatch.delenv(variable)
+    state = label(LabelParams(tree=f"s3://{s3_bucket}/models/tree.json", input=f"s3://{s3_bucket}/incoming/date={{date}}",
+                              output=f"iceberg+sqlite:///{tmp_path}/catalog.db#ns.labels", date="2026-11-20",
+                              storage_options=json.dumps(options), scheduler_address=dask_client.scheduler.address),
+                  return_state=True)
+    assert state.is_completed(), state.message
+    assert [n["n_rows"] for n in state.result()["nights"]] == [600]
+    assert fs.find(f"{s3_bucket}/lake/ns/labels/data/date=2026-11-20")  # the night's files went to the store
+    for text, error in (("", "cannot read s3://.*tree.json"), ("{not json", "storage_options is not a valid JSON object")):
+        with pytest.raises(ValidationError, match=error):  # without the options the tree is not found on the store
+            LabelParams(tree=f"s3://{s3_bucket}/models/tree.json", input=f"s3://{s3_bucket}/incoming/date={{date}}",
+                        output=f"s3://{s3_bucket}/out/date={{date}}", storage_options=text)
+
+
 def test_label_flow_on_corrupt_file_fails_naming_it_without_retrying(tmp_path, prefect_api):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterFlowRunId

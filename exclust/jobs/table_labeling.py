@@ -1,7 +1,7 @@
 """Labelling a night into a lake table: one Dask task per input file writes its labelled rows into
-the table's folder, and the driver commits them as the night's partition in one commit
-(``exclust.outputs.delta_table``). The input is read as for folder outputs
-(``labeling.read_and_label``); the rows are the same, only the commit differs.
+the table's location, and the driver commits them as the night's partition in one commit through
+the table format's ``TableNight`` (``exclust.outputs.lake_table``: Delta, Iceberg). The input is
+read as for folder outputs (``labeling.read_and_label``); the rows are the same, only the commit differs.
 """
 from __future__ import annotations
 
@@ -13,27 +13,34 @@ from typing import Any, Callable, Mapping
 
 from exclust.errors import InputError
 from exclust.jobs.labeling import LabelResult, load_tree, read_and_label, run_tasks, tally, task_running
-from exclust.outputs.delta_table import DeltaNight, file_stats
+from exclust.outputs.delta_table import file_stats
 from exclust.outputs.folders import json_text
+from exclust.outputs.lake_table import TABLE_FORMATS, open_night, table_format_of
 from exclust.sources.guards import file_folder_guard, input_guards
-from exclust.sources.delta import is_delta_table
 from exclust.sources.storage import SourceFile, list_source
 from exclust.tree import ThresholdTree
 
-TABLE_FORMATS = ("delta",)
 DEFAULT_DATE_COLUMN = "date"
 
 
 def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out_path: str, relpath: str,
-                     run_id: str, cluster_column: str, leaf_column: str) -> dict[str, Any]:
-    """One task: label one input file and write it at ``out_path`` in the table's folder; return its
-    add action's facts and its counts."""
+                     run_id: str, cluster_column: str, leaf_column: str, date_column: str,
+                     day_in_file: date | None) -> dict[str, Any]:
+    """One task: label one input file and write it at ``out_path`` in the table's location (with the date
+    column ``day_in_file`` when the format's files hold it); return its commit's facts and its counts."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from exclust.jobs.labeling import _value_counts
 
     with task_running(run_id):
         out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
+        if date_column in out.column_names:
+            raise InputError(f"the labelled data already has a column '{date_column}'; name the table's date "
+                             "column otherwise with --date-column")
+        if day_in_file is not None:
+            out = out.append_column(pa.field(date_column, pa.date32()), pa.array([day_in_file] * out.num_rows,
+                                                                                  pa.date32()))
         out_fs.makedirs(out_path.rsplit("/", 1)[0], exist_ok=True)
         with out_fs.open(out_path, "wb") as f:
             pq.write_table(out, f)
@@ -44,13 +51,17 @@ def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out
 
 def output_table_format(out: str | os.PathLike, requested: str | None,
                         storage_options: Mapping[str, Any] | None = None) -> str | None:
-    """The table format ``out`` is written in: the one asked for ("folder" for none), else "delta"
-    when ``out`` is a Delta table already, else None (a folder of Parquet files)."""
-    if requested not in (None, "auto"):
-        if requested != "folder" and requested not in TABLE_FORMATS:
-            raise InputError(f"output format must be folder or {', '.join(TABLE_FORMATS)}, not {requested!r}")
-        return None if requested == "folder" else requested
-    return "delta" if is_delta_table(out, storage_options) else None
+    """The table format ``out`` is written in: the one asked for ("folder" for none), else the format
+    its address names (an Iceberg address, a Delta table already), else None (a folder of Parquet files)."""
+    found = table_format_of(out, storage_options)
+    if requested in (None, "auto"):
+        return found
+    if requested != "folder" and requested not in TABLE_FORMATS:
+        raise InputError(f"output format must be folder or {', '.join(TABLE_FORMATS)}, not {requested!r}")
+    if found is not None and found != requested:
+        raise InputError(f"output {out} is a {found} table, not a {requested} output; drop --out-format (auto) or "
+                         f"give it as {found}")
+    return None if requested == "folder" else requested
 
 
 def label_night_into_table(
@@ -62,8 +73,6 @@ def label_night_into_table(
     """Label ``source`` (one night's Parquet files) with ``tree`` into the table ``out`` as the
     partition ``date_column = day``, in one commit; a rerun of the night replaces it. Checks
     everything before any work. ``before_commit`` runs after the files are written, before the commit."""
-    if table_format not in TABLE_FORMATS:
-        raise InputError(f"table format must be one of {', '.join(TABLE_FORMATS)}, not {table_format!r}")
     start = time.perf_counter()
     options = dict(storage_options or {})
     guards = []
@@ -72,14 +81,14 @@ def label_night_into_table(
         tree = load_tree(tree, options)
     listed = list_source(source, options)
     guards = input_guards(source, listed, options) + guards
-    night = DeltaNight(out, date_column, day, guards, options)
+    night = open_night(table_format, out, date_column, day, guards, options)
     tree_doc = tree.to_dict()
     try:
         args = []
         for i, f in enumerate(listed.files):
             relpath = night.file_relpath(i)
             args.append((tree_doc, listed.fs, f, night.fs, night.path(relpath), relpath, night.run_id,
-                         cluster_column, leaf_column))
+                         cluster_column, leaf_column, date_column, day if night.file_holds_date else None))
         per_file = run_tasks(_label_file_into, args, night.run_id)
         for f, part in zip(listed.files, per_file):
             if not part["schema"].equals(per_file[0]["schema"]):

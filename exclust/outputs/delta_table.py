@@ -25,12 +25,10 @@ from typing import Any, Mapping, Sequence
 
 from exclust.errors import InputError
 from exclust.outputs.folders import check_disjoint, output_location
+from exclust.outputs.lake_table import METADATA_KEY
 from exclust.sources.delta import DELTA_LOG, delta_storage_options, is_delta_table, table_url
 from exclust.sources.guards import Guard
 from exclust.sources.storage import filesystem, is_local_filesystem, is_remote
-
-METADATA_KEY = "exclust"  # the commit's custom metadata key holding the night's figures
-
 
 def write_options(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, str]:
     """delta-rs options for writing: on S3, commits by conditional put (If-None-Match) unless the
@@ -67,6 +65,8 @@ def _finite(stats: dict) -> bool:
 
 class DeltaNight:
     """One night's write to a Delta table: the version read at the start, the files, one commit."""
+
+    file_holds_date = False  # the date lives in the partition path and the log, not in the files
 
     def __init__(self, url: str | Any, date_column: str, day: date, guards: Sequence[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None):
@@ -119,9 +119,6 @@ class DeltaNight:
         from deltalake import DeltaTable, Schema
         from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 
-        if self.date_column in file_schema.names:
-            raise InputError(f"the labelled data already has a column '{self.date_column}'; name the table's date "
-                             "column otherwise with --date-column")
         schema = file_schema.append(pa.field(self.date_column, pa.date32()))
         if self.table is not None:
             current = pa.schema(self.table.schema())

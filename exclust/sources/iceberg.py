@@ -33,6 +33,11 @@ _ICEBERG_KEYS = {"key": "s3.access-key-id", "secret": "s3.secret-access-key", "t
                  "endpoint_url": "s3.endpoint", "region_name": "s3.region"}
 
 
+def is_iceberg_address(spec: Any, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``spec`` names an Iceberg table (``iceberg+...``); cheap, raises nothing."""
+    return isinstance(spec, str) and spec.strip().lower().startswith(PREFIX)
+
+
 def parse_address(spec: str) -> tuple[str, str, str]:
     """(catalog URI, catalog name, table identifier) of ``iceberg+URI#[catalog:]namespace.table``."""
     text = str(spec).strip()
@@ -56,10 +61,11 @@ def file_io_properties(storage_options: Mapping[str, Any] | None) -> dict[str, s
     return properties
 
 
-def load_catalog_table(spec: str, storage_options: Mapping[str, Any] | None = None):
-    """The pyiceberg Table an address names; InputError saying what is wrong."""
+def open_catalog(spec: str, storage_options: Mapping[str, Any] | None = None,
+                 extra_properties: Mapping[str, str] | None = None):
+    """(pyiceberg catalog, table identifier) of an address; InputError saying what is wrong."""
     uri, name, identifier = parse_address(spec)
-    properties = file_io_properties(storage_options)
+    properties = {**file_io_properties(storage_options), **(extra_properties or {})}
     try:
         if uri.startswith(("http://", "https://")):
             from pyiceberg.catalog.rest import RestCatalog
@@ -74,6 +80,13 @@ def load_catalog_table(spec: str, storage_options: Mapping[str, Any] | None = No
                          "PostgreSQL: pip install 'pyiceberg[sql-postgres]'") from exc
     except Exception as exc:  # the catalog's driver raises its own types
         raise InputError(f"cannot open the Iceberg catalog {uri}: {exc}") from exc
+    return catalog, identifier
+
+
+def load_catalog_table(spec: str, storage_options: Mapping[str, Any] | None = None):
+    """The pyiceberg Table an address names; InputError saying what is wrong."""
+    catalog, identifier = open_catalog(spec, storage_options)
+    uri = parse_address(spec)[0]
     try:
         return catalog.load_table(identifier)
     except Exception as exc:  # NoSuchTableError, NoSuchNamespaceError, driver errors
@@ -131,7 +144,7 @@ class IcebergSource(DataSource):
 
     @classmethod
     def recognises(cls, spec: Any, storage_options: Mapping[str, Any] | None = None) -> bool:
-        return isinstance(spec, str) and spec.strip().lower().startswith(PREFIX)
+        return is_iceberg_address(spec, storage_options)
 
     def _snapshot(self):
         check_snapshot_options(self.options)

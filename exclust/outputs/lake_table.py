@@ -1,0 +1,80 @@
+"""The output-table interface: a night of labels committed to a lake table, one module per format.
+
+A format's module holds one class, a ``TableNight``: opened for (table address, date column, day)
+before any work, it says where the night's files go (run-scoped names inside the table, where no
+reader looks until a commit lists them), then commits them as the night's partition in one
+commit against the snapshot it read, or discards them. ``TABLE_FORMATS`` names each format's class
+(imported when used) and how its address is recognised; ``table_format_of`` is the one place that
+tells a table output's format from its address.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from importlib import import_module
+from typing import Any, Mapping, Protocol, Sequence
+
+from exclust.errors import InputError
+from exclust.sources.guards import Guard
+
+METADATA_KEY = "exclust"  # the commit's metadata key holding the night's figures, in every format
+
+
+class TableNight(Protocol):
+    """One night's write to a lake table (what ``jobs.table_labeling`` needs of a format)."""
+
+    url: str
+    run_id: str
+    fs: Any  # the fsspec filesystem the night's files are written on
+    file_holds_date: bool  # whether data files carry the date column (Iceberg) or only the partition path (Delta)
+
+    def __init__(self, url: str, date_column: str, day: date, guards: Sequence[Guard] = (),
+                 storage_options: Mapping[str, Any] | None = None) -> None: ...
+
+    def file_relpath(self, index: int) -> str:
+        """Where the night's ``index``-th file goes, relative to the table's root (remembered for ``discard``)."""
+
+    def path(self, relpath: str) -> str:
+        """``relpath``'s path on ``fs``."""
+
+    def commit(self, files: Sequence[Mapping[str, Any]], file_schema, figures: Mapping[str, Any]) -> Any:
+        """Commit ``files`` as the night's partition (replacing its previous files), with ``figures`` in the
+        commit's metadata under ``METADATA_KEY``; InputError with one line when the table changed since it was read."""
+
+    def discard(self) -> None:
+        """Remove the files this run wrote and did not commit."""
+
+
+@dataclass(frozen=True)
+class TableFormat:
+    name: str
+    night: str  # "module:Class" of its TableNight, imported when used
+    recognises: str  # "module:function" (address, storage options) -> whether it names a table of this format
+
+
+TABLE_FORMATS = {
+    "iceberg": TableFormat("iceberg", "exclust.outputs.iceberg_table:IcebergNight",
+                           "exclust.sources.iceberg:is_iceberg_address"),
+    "delta": TableFormat("delta", "exclust.outputs.delta_table:DeltaNight", "exclust.sources.delta:is_delta_table"),
+}
+
+
+def _named(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(import_module(module), name)
+
+
+def table_format_of(out: Any, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The format of the table ``out`` names (an Iceberg address, an existing Delta table), else None."""
+    for fmt in TABLE_FORMATS.values():
+        if _named(fmt.recognises)(str(out), storage_options):
+            return fmt.name
+    return None
+
+
+def open_night(table_format: str, url: Any, date_column: str, day: date, guards: Sequence[Guard] = (),
+               storage_options: Mapping[str, Any] | None = None) -> TableNight:
+    """The ``table_format`` night writer of ``url``, checked against what the run reads (``guards``)."""
+    if table_format not in TABLE_FORMATS:
+        raise InputError(f"table format must be one of {', '.join(TABLE_FORMATS)}, not {table_format!r}")
+    return _named(TABLE_FORMATS[table_format].night)(str(url), date_column, day, guards, storage_options)
