@@ -210,7 +210,9 @@ class ExplainParams(BaseModel):
     random_state: int = Field(default=0, description="Seed of every random choice.")
     nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
     table_version: int = Field(
-        default=-1, ge=-1, description="A table input: the version to read (Delta: a version number; Iceberg: a snapshot id); -1: the latest (or as_of)."
+        default=-1, ge=-1,
+        description="A table input: the version to read (Delta: a version number; Iceberg: a snapshot id); "
+                    "-1: the latest (or as_of).",
     )
     as_of: str = Field(
         default="", description="A Delta or Iceberg table input: read the snapshot current at this time (ISO 8601); blank: the latest."
