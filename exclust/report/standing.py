@@ -39,6 +39,11 @@ def _gap(gap: Any) -> str:
     return "optimal" if abs(g) < 5e-7 else f"{g:+.1%}"
 
 
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: its first letter upper case (the rest as it is: names keep their case)."""
+    return f"{text[:1].upper()}{text[1:]}." if text else ""
+
+
 def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] | None = None) -> str:
     """The standing section of the report ("" when the run has no ``standing``)."""
     if not standing:
@@ -72,7 +77,7 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
             "<th scope='col'>weighted avg depth</th>" + ("<th scope='col'>gap to optimum</th>" if optimum else ""))
     notes = [f'Price: {_COST_WORDS.get(standing.get("cost"), "the tree cost ÷ the reference cost")}; lower is better, '
              f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
-             f'all rows. {str(standing.get("fitted_on", "")).capitalize()}.']
+             f'all rows. {_sentence(str(standing.get("fitted_on", "")))}']
     if optimum:
         notes.append("The optimum is the best tree of k leaves by k-means cost, found by exhaustive search on all rows; "
                      "a tree with more leaves than clusters can beat it.")
