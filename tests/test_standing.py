@@ -78,6 +78,8 @@ def test_the_optimum_row_on_a_tiny_instance_is_optimal_trees_cost():
     cost = optimal_tree(X, 3)[1]
     assert standing["optimum"]["cost"] == pytest.approx(cost, rel=1e-12)
     assert standing["optimum"]["price"] == pytest.approx(cost / metrics["kmeans_cost_reference"], rel=1e-12)
+    best = optimal_tree(X, 3)[0]
+    assert standing["optimum"]["weighted_avg_depth"] == pytest.approx(best.node_depths()[best.apply(X)].mean())
     for row in standing["rows"]:  # k-leaf trees can't beat the optimum; more leaves can
         assert row["gap"] == pytest.approx(row["price"] / standing["optimum"]["price"] - 1)
         if row["n_leaves"] == 3:

@@ -52,7 +52,8 @@ class StandingPlan:
     plan: CurvePlan  # one series per algorithm, holding its one tree
     objective: str
     fitted_on: str  # how the others' trees were built
-    optimum: tuple[ThresholdTree, float] | None = None  # the best k-leaf tree on all rows and its k-means cost
+    # The best k-leaf tree on all rows, its k-means cost and its weighted average depth.
+    optimum: tuple[ThresholdTree, float, float] | None = None
     optimum_note: str | None = None  # why there is no optimum row
 
     def reduction(self, nearest=None):
@@ -83,9 +84,9 @@ class StandingPlan:
             r["best"] = best is not None and r["price"] is not None and r["price"] <= best * (1 + 1e-9)
         optimum = None
         if self.optimum is not None:
-            tree, cost = self.optimum
+            tree, cost, depth = self.optimum
             optimum = {"cost": float(cost), "price": _ratio(cost, reference), "n_leaves": int(tree.n_leaves),
-                       "weighted_avg_depth": None}
+                       "weighted_avg_depth": depth}
             for r in rows:
                 r["gap"] = (_ratio(r["price"], optimum["price"]) - 1.0
                             if r["price"] is not None and optimum["price"] else None)
@@ -148,7 +149,8 @@ def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTre
 
 
 def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names):
-    """(the optimal k-leaf tree and its cost, None) on a small instance, else (None, why not)."""
+    """((the optimal k-leaf tree, its cost, its weighted average depth), None) on a small instance,
+    else (None, why not)."""
     from exclust.algorithms.search import optimal_tree as exact
 
     k, n_features = int(config.k), len(feature_names)
@@ -161,4 +163,4 @@ def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names):
         tree, cost = exact.optimal_tree(rows, k, feature_names)
     except InputError:  # fewer than k distinct rows: no k-leaf tree exists
         return None, f"No exact optimum: the rows cannot be cut into k = {k} non-empty boxes."
-    return (tree, cost), None
+    return (tree, cost, float(tree.node_depths()[np.asarray(tree.apply(rows))].mean())), None

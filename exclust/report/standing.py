@@ -72,7 +72,8 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
         body.append(f'<tr data-algorithm="optimum" class="optimum"><th scope="row">optimum (exact)</th>'
                     f'<td class="num">{optimum["n_leaves"]}</td>'
                     f'<td class="num price">{esc(fmt_value(opt_price))}{_bar(opt_price, top)}</td>'
-                    f'<td class="num"></td><td class="num">0</td></tr>')
+                    f'<td class="num">{esc(fmt_value(_number(optimum.get("weighted_avg_depth"))))}</td>'
+                    f'<td class="num">0</td></tr>')
     head = ("<th scope='col'>algorithm</th><th scope='col'>leaves</th><th scope='col'>price</th>"
             "<th scope='col'>weighted avg depth</th>" + ("<th scope='col'>gap to optimum</th>" if optimum else ""))
     notes = [f'Price: {_COST_WORDS.get(standing.get("cost"), "the tree cost ÷ the reference cost")}; lower is better, '
