@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
     ex.add_argument("--trials", type=_positive_int, default=1, help="random-cut: trees drawn, the cheapest kept")
     ex.add_argument("--no-curve", action="store_true", help="skip the report's cost-versus-leaves curve")
+    ex.add_argument("--no-standing", action="store_true",
+                    help="skip the report's standing table (the tree beside other algorithms' trees on the same centers)")
     ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
                     help="price the tree under k-medians too (2+ passes more over the data); "
                          "default: when the objective or the reference is kmedians")
@@ -158,7 +160,7 @@ def cmd_explain(args) -> int:
         leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
         random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
         storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
-        depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve,
+        depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve, standing=not args.no_standing,
         kmedians_price=args.kmedians_price, table_version=args.table_version, as_of=args.as_of,
     )
     result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())

@@ -195,6 +195,7 @@ class ExplainParams(BaseModel):
     depth_factor: float = Field(default=0.03, ge=0, description="ExShallow's penalty on depth; 0 gives ExGreedy.")
     trials: int = Field(default=1, ge=1, le=10_000, description="random-cut: trees drawn; the cheapest on the data is kept.")
     cost_curve: bool = Field(default=True, description="Draw the report's cost-versus-leaves curve (data-driven trees); off saves its work.")
+    standing: bool = Field(default=True, description="Set the tree beside the other greedy algorithms' trees on the same centers in the report (no extra pass).")
     kmedians_price: KmediansPrice = Field(
         default=KmediansPrice.auto,
         description="Price the tree under k-medians too, at 2 or more passes more over the data: auto does so when "
@@ -254,7 +255,7 @@ class ExplainParams(BaseModel):
             concepts=_names(self.concepts), kernel=self.kernel, bandwidth=self.bandwidth or None,
             random_state=self.random_state, nan_policy=self.nan_policy, plot_features=_names(self.plot_features),
             storage_options=self.storage_options_dict(), objective=self.objective, depth_factor=self.depth_factor,
-            trials=self.trials, cost_curve=self.cost_curve, kmedians_price=_KMEDIANS_PRICE[self.kmedians_price],
+            trials=self.trials, cost_curve=self.cost_curve, standing=self.standing, kmedians_price=_KMEDIANS_PRICE[self.kmedians_price],
             table_version=None if self.table_version < 0 else self.table_version, as_of=self.as_of.strip() or None,
         )
 

@@ -512,6 +512,7 @@ def test_cli_and_python_defaults_agree():
         "nan policy": ["drop" if cli.drop_nan else "raise", config["nan_policy"], flow["nan_policy"],
                        _default(load_dataset, "nan_policy")],
         "cost curve": [not cli.no_curve, config["cost_curve"], flow["cost_curve"]],
+        "standing table": [not cli.no_standing, config["standing"], flow["standing"]],
         "k-medians price (auto)": [cli.kmedians_price, config["kmedians_price"]],
         # no leaf budget: one leaf per cluster (the flow spells it 0)
         "leaves": [cli.leaves, config["leaves"], flow["leaves"] or None, _default(registry.algorithm("exkmc").estimator_class(), "max_leaves"),

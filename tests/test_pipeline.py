@@ -193,9 +193,15 @@ def test_metrics_count_the_real_parquet_reads_per_step(tmp_path, dask_client, mo
         assert reads == {step: int(step == "load") for step in reads}
     else:
         assert reads["load"] == 1 and reads["score"] == passes["score"] >= 1  # validation; scoring streams
-    # Scores and the curve share one pass; the rest of the step is the k-medians passes.
+    # Scores, the curve and the standing table share one pass; the rest of the step is the k-medians passes.
     assert passes["score"] == 1 + metrics["kmedians_passes"]
     assert "report" not in passes or passes["report"] == 0
+    # The standing table (the other algorithms' trees on the run's sample) costs no pass and no read.
+    assert {row["algorithm"] for row in metrics["standing"]["rows"]} >= {"cart", "imm", "exgreedy", "exshallow"}
+    config.standing = False
+    without = explain(config).metrics
+    assert "standing" not in without
+    assert (without["passes"], without["parquet_reads"]) == (passes, reads)
 
 
 def test_no_curve_flag_skips_the_curve(frame):

@@ -145,3 +145,30 @@ def test_the_issues_report_reads_right_in_a_browser(tmp_path):
     keep = os.environ.get("EXCLUST_SCREENSHOTS")
     if keep:
         shutil.copyfile(shot, os.path.join(keep, "report_issue19.png"))
+
+
+def test_the_standing_table_reads_right_in_a_browser(tmp_path):
+    """The standing table (issue 21 item 5) as Chromium parses and draws it: one row per tree and the
+    optimum, the run's own row highlighted, the best marked, under the headline figures."""
+    from matplotlib.image import imread
+
+    binary = _chromium()
+    rows = [{"algorithm": name, "title": title, "n_leaves": 5, "cost": 10.0 * price, "price": price,
+             "weighted_avg_depth": depth, "own": name == "exgreedy", "best": name == "exshallow", "gap": price / 1.01 - 1}
+            for name, title, price, depth in (("exgreedy", "ExGreedy", 1.04, 2.6), ("imm", "IMM", 1.09, 2.8),
+                                              ("exshallow", "ExShallow", 1.02, 2.1), ("cart", "CART", 1.31, 2.4))]
+    standing = {"cost": "kmeans", "reference_cost": 10.0, "rows": rows, "fitted_on": "fitted on a sample",
+                "optimum": {"cost": 10.1, "price": 1.01, "n_leaves": 5, "weighted_avg_depth": None}}
+    tree, page = _five_cluster_tree(), tmp_path / "report.html"
+    metrics = {"algorithm": "exgreedy", "k": 5, "d": 3, "n": 30_000, "price_kmeans": 1.04, "standing": standing}
+    page.write_text(render_report(tree=tree, metrics=metrics, title="standing"), encoding="utf-8")
+    dom = _run_chromium(binary, tmp_path, "--dump-dom", page.as_uri()).stdout
+    table = dom[dom.index('<table class="standing">'):dom.index("</table>", dom.index('<table class="standing">'))]
+    assert table.count("<tr data-algorithm=") == 5 and "optimum (exact)" in table
+    assert '<tr data-algorithm="exgreedy" class="own">' in table and 'class="tag best">best' in table
+    assert dom.index('id="standing"') < dom.index('id="tree"')
+    shot = tmp_path / "standing.png"
+    _run_chromium(binary, tmp_path, f"--screenshot={shot}", "--window-size=1280,900", page.as_uri())
+    img = imread(str(shot))
+    assert _pixels_near(img, "#eaf3fa", tol=0.01) > 3000, "the run's own row is not highlighted"
+    assert _pixels_near(img, "#009E73", tol=0.02) > 100, "the best tree's tag is not drawn"

@@ -40,6 +40,7 @@ class ExplainConfig:
     plot_features: list[str] | None = None  # the two features of the report's scatter plot (default: the tree's first)
     storage_options: dict[str, Any] | None = None  # fsspec options of an s3:// (or other) input URL
     cost_curve: bool = True  # the report's cost-vs-leaves curve for data-driven trees (off for nightly runs)
+    standing: bool = True  # the report's standing table: the tree beside other algorithms' on the same centers
     hold: bool | None = None  # keep the validated data on the workers: None decides by size, True/False forces
     objective: str = "kmeans"  # the reference cost IMM, ExKMC, ExShallow and random cuts keep low: kmeans | kmedians
     depth_factor: float = 0.03  # ExShallow's penalty on depth (0: ExGreedy)

@@ -241,16 +241,18 @@ def needs_reference_step(config: ExplainConfig) -> bool:
 
 
 def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
-                    with_curve: bool | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Scores and the cost curve from ONE pass over the data (plus the k-medians passes when
-    ``config.wants_kmedians_price``).
+                    with_curve: bool | None = None) -> tuple[dict[str, Any], dict[str, Any] | None, dict | None]:
+    """Scores, the cost curve and the standing table from ONE pass over the data (plus the
+    k-medians passes when ``config.wants_kmedians_price``).
 
-    The curve's trees are built on the run's sample first (``plan_cost_curve``); its scoring
-    pass rides on the scores' pass. ``with_curve=None`` follows the config.
+    The curve's and the standing table's trees are built on the run's sample first
+    (``plan_cost_curve``, ``plan_standing``); their scoring rides on the scores' pass.
+    ``with_curve=None`` follows the config.
     """
     from exclust.scoring.metrics import score_with
 
     plan = plan_cost_curve(data, ref, config, built) if with_curve is not False else None
+    standing = plan_standing(data, ref, built, config, plan)
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
@@ -259,14 +261,17 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     # A k-means reference's labels are every row's nearest center: the curve's reference cost
     # reads them (computed once for both) instead of searching the centers again.
     nearest = labels if ref is not None and ref.kind == "kmeans" and built.reference_labels is None else None
-    also = [plan.reduction(nearest)] if plan is not None else []
+    also = [p.reduction(nearest) for p in (plan, standing) if p is not None and not isinstance(p, dict)]
     scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also,
                                kmedians=config.wants_kmedians_price)
+    curve = plan.finish(fused.pop(0)) if plan is not None else None
+    if standing is not None and not isinstance(standing, dict):
+        standing = standing.finish(fused.pop(0), scores)
     # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.scoring.drift).
     sizes = scores.get("leaf_sizes") or {}
     total = float(sum(sizes.values())) or 1.0
     built.tree.meta["leaf_shares"] = {leaf: n / total for leaf, n in sizes.items()}
-    return dict(scores), (plan.finish(fused[0]) if plan is not None else None)
+    return dict(scores), curve, standing
 
 
 def wants_curve(config: ExplainConfig) -> bool:
@@ -288,6 +293,26 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
                       series=registry.algorithm(config.algorithm).curve,
                       fitted=built.estimator if built is not None else None, feature_names=data.feature_names,
                       random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective)
+
+
+def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None):
+    """The standing table's trees (``jobs.standing``) on the run's sample; a dict with the
+    sentence the report shows when the run gets none; None when the run asks for none."""
+    from exclust.jobs import standing
+
+    if not config.standing:
+        return None
+    entry = registry.algorithm(config.algorithm)
+    if entry.needs == registry.OWN or ref is None or built.space is not None:
+        return standing.skipped(standing.NO_CENTERS.format(
+            what=f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
+    if ref.kind.startswith("labels:"):
+        return standing.skipped(standing.NO_CENTERS.format(what=f"the given labels of column '{config.reference_column}'"))
+    if data.run_sample is None and is_lazy(data.X):  # drawn already by k-means seeding or the curve, else a pass
+        return standing.skipped(standing.NO_SAMPLE)
+    sample = run_sample(data, config)
+    return standing.plan_standing(config, built.tree, ref.centers, sample.X, _sample_reference_labels(sample, ref, config),
+                                  sample.n_rows, data.feature_names, curve)
 
 
 def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):
@@ -318,7 +343,8 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
 
 
 # --------------------------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
-def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds) -> dict[str, Any]:
+def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds,
+                     standing: dict | None = None) -> dict[str, Any]:
     """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,
     how long each step took, the passes and reads per step)."""
     from exclust.scoring.scorecard import RunFacts
@@ -342,7 +368,7 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         n_leaves=int(tree.n_leaves), depth=int(tree.depth), features_used=tree.features_used,
         n_passes=built.info.get("n_passes"), seconds=dict(seconds), held=is_held(data), passes=passes,
         parquet_reads=reads, kernel_price=built.info.get("kernel_price"),
-        guaranteed_price=built.info.get("guaranteed_price"),
+        guaranteed_price=built.info.get("guaranteed_price"), standing=standing,
     )
     metrics = dict(scores)
     metrics.update(facts.as_dict())

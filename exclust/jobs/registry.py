@@ -73,6 +73,9 @@ class Algorithm:
     # shows for a run of this one; empty: no curve. Each named estimator gives its prefix trees
     # through its ``prefix_trees`` class method.
     curve: tuple[str, ...] = ()
+    # In the report's standing table (``exclust.jobs.standing``): a greedy tree built from the run's
+    # centers (or their labels) that every center-based run is set beside, fitted on the run's sample.
+    standing: bool = False
     objectives: tuple[str, ...] = ("kmeans",)  # reference costs it can minimise
     threshold: bool = False  # reads --threshold (the run's facts report it)
     options: Callable[[Any], dict[str, Any]] = field(default=lambda config: {}, compare=False)
@@ -164,21 +167,21 @@ for _entry in (
               threshold=True, options=lambda c: {"threshold": c.threshold, "random_state": c.random_state}),
     Algorithm("imm", "IMM", "exclust.algorithms.histogram.imm:IMM",
               "fewest points separated from their center at each cut, k leaves", CENTERS, "003 (IMM base tree)",
-              curve=PAPER_003_CURVE, objectives=OBJECTIVES,
+              curve=PAPER_003_CURVE, objectives=OBJECTIVES, standing=True,
               options=lambda c: {"n_clusters": c.k, "random_state": c.random_state, **_objective(c)}),
     Algorithm("exkmc", "ExKMC", "exclust.algorithms.histogram.exkmc:ExKMC",
               "IMM, then leaves added by the surrogate cost until the leaf budget", CENTERS, "003 Alg. 1",
-              leaf_budget=True, curve=PAPER_003_CURVE, objectives=OBJECTIVES,
+              leaf_budget=True, curve=PAPER_003_CURVE, objectives=OBJECTIVES, standing=True,
               options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state,
                                  **_objective(c)}),
     Algorithm("exshallow", "ExShallow", "exclust.algorithms.histogram.exshallow:ExShallow",
               "IMM-like k-leaf tree whose cuts also pay for depth (shallower rules)", CENTERS,
-              "Laber, Murtinho and Oliveira, Pattern Recognition 2023", objectives=OBJECTIVES,
+              "Laber, Murtinho and Oliveira, Pattern Recognition 2023", objectives=OBJECTIVES, standing=True,
               options=lambda c: {"n_clusters": c.k, "depth_factor": c.depth_factor, "random_state": c.random_state,
                                  **_objective(c)}),
     Algorithm("exgreedy", "ExGreedy", "exclust.algorithms.histogram.exgreedy:ExGreedy",
               "k-leaf tree, each cut the one of least k-means (or k-medians) cost after it", CENTERS,
-              "Laber and Murtinho, ICML 2021", objectives=OBJECTIVES,
+              "Laber and Murtinho, ICML 2021", objectives=OBJECTIVES, standing=True,
               options=lambda c: {"n_clusters": c.k, "random_state": c.random_state, **_objective(c)}),
     Algorithm("tree-search", "TreeSearch", "exclust.algorithms.search.tree_search:TreeSearch",
               "k-leaf tree searched by lookahead and local search from the greedy trees (least k-means cost)",
@@ -191,11 +194,11 @@ for _entry in (
                                  **_objective(c)}),
     Algorithm("kdtree", "KDTree", "exclust.algorithms.histogram.kdtree:KDTree",
               "median cuts of the widest feature (a baseline)", CENTERS, "003 App. B.1",
-              leaf_budget=True, curve=PAPER_003_CURVE,
+              leaf_budget=True, curve=PAPER_003_CURVE, standing=True,
               options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state}),
     Algorithm("cart", "CART", "exclust.algorithms.cart:CART",
               "scikit-learn's decision tree on the reference labels (a baseline)", LABELS, "000, 003 (baseline)",
-              leaf_budget=True, curve=PAPER_003_CURVE,
+              leaf_budget=True, curve=PAPER_003_CURVE, standing=True,
               options=lambda c: {"max_leaf_nodes": _leaves(c), "random_state": c.random_state}),
     Algorithm("label-tree", "LabelTree", "exclust.algorithms.search.label_tree:LabelTree",
               "fewest mistakes against any clustering's labels, at least one leaf per cluster (noise left out)",
@@ -239,6 +242,11 @@ def title(name: str) -> str:
     key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
     entry = ALGORITHMS.get(key)
     return entry.title if entry is not None else OTHER_TITLES.get(key, str(name))
+
+
+def standing() -> tuple[str, ...]:
+    """The algorithms a center-based run's tree is set beside in the report (``Algorithm.standing``)."""
+    return tuple(name for name, entry in ALGORITHMS.items() if entry.standing)
 
 
 def titles() -> dict[str, str]:

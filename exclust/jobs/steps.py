@@ -35,6 +35,7 @@ class Run:
     built: Any = None
     scores: dict | None = None
     curve: dict | None = None
+    standing: dict | None = None
     result: pipeline.ExplainResult | None = None
 
 
@@ -53,11 +54,12 @@ def _build_tree(run: Run) -> None:
 
 
 def _score(run: Run) -> None:
-    run.scores, run.curve = pipeline.score_and_curve(run.data, run.ref, run.built, run.config)
+    run.scores, run.curve, run.standing = pipeline.score_and_curve(run.data, run.ref, run.built, run.config)
 
 
 def _report(run: Run) -> None:
-    metrics = pipeline.assemble_metrics(run.scores, run.data, run.ref, run.built, run.config, run.timer.seconds)
+    metrics = pipeline.assemble_metrics(run.scores, run.data, run.ref, run.built, run.config, run.timer.seconds,
+                                        run.standing)
     run.result = pipeline.ExplainResult(run.built.tree, metrics, run.built.tree.rules_text())
     run.result.report_html = pipeline.render(run.result, run.data, run.built, run.curve, run.config)
 

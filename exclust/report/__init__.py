@@ -6,7 +6,7 @@ Every function here is pure: it takes a tree and small summaries and returns tex
 HTML). Nothing is fetched from the network when the page is opened: styles are inline,
 plots are inline SVG, so the report can be mailed, archived or attached to a Prefect run as
 one file. Modules: ``format`` (colours, numbers, text), ``tree_drawing``, ``plots`` (scatter,
-curve, contingency), ``measures`` (the metrics table), ``page`` (the page, its ``page.css``,
+curve, contingency), ``measures`` (the metrics table), ``standing`` (the standing table), ``page`` (the page, its ``page.css``,
 and the Markdown digest), ``figures`` (``save_figure``: one picture as an SVG or PNG file).
 """
 from __future__ import annotations

@@ -125,6 +125,7 @@ def metrics_table_html(metrics: Mapping[str, Any]) -> str:
     """The metrics as an HTML table, grouped, each with a one-line explanation; unknown keys shown plainly."""
     rows_by_group: dict[str, list[str]] = {g: [] for g in _GROUP_TITLES}
     metrics = dict(metrics or {})
+    metrics.pop("standing", None)  # a table of its own near the headline (exclust.report.standing)
     convention = metrics.pop("enr_convention", None)
     # the scoring function and the flow both report some numbers; show each once
     if "d" in metrics and metrics.get("n_features") == metrics["d"]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from exclust.tree.style import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
 from exclust.report.measures import metrics_table_html
+from exclust.report.standing import standing_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
 from exclust.tree.drawing import draw_tree
 from exclust.scoring.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
@@ -353,7 +354,7 @@ def render_report(
         f"<title>{esc(title)}</title><style>{page_css()}</style></head><body>"
         f'<header class="top"><div class="wrap"><h1>{esc(title)}</h1><p class="summary">{esc(summary)}</p>'
         f'<ul class="chips">{"".join(chips)}</ul></div></header>'
-        f"<main>{_kpis_html(metrics)}{''.join(sections)}</main>"
+        f"<main>{_kpis_html(metrics)}{standing_html(metrics.get('standing'), titles)}{''.join(sections)}</main>"
         f"<footer>made by exclust {__version__} · one self-contained file: no scripts, no fonts or images fetched</footer>"
         "</body></html>\n"
     )

@@ -109,15 +109,26 @@ class CurvePlan:
                              merge_curves)
         return Reduction(curve_block, (), (finals, self.centers, self.objective), merge_curves)
 
+    def tree_costs(self, result) -> tuple[dict[str, list[float]], float]:
+        """From the pass's ``result``: every series' cost per tree (the objective's cost, see the
+        module's docstring) and the reference cost to the nearest center."""
+        families, ref = result
+        k = self.n_clusters
+        costs = {name: [_cost_of(_prefix_stats(stats, reps, tree, k), self.objective) for tree in series.trees]
+                 for (name, series), (stats, reps) in zip(self.series.items(), families)}
+        return costs, float(ref[0])
+
+    def final_leaf_counts(self, result) -> dict[str, np.ndarray]:
+        """From the pass's ``result``: the rows that reached each node of every series' final tree."""
+        return {name: stats[:, 0] for name, (stats, _) in zip(self.series, result[0])}
+
     def finish(self, result) -> dict:
         """``{"leaves", "cost", <one ratio list per series>, <"NAME_surrogate" per surrogate series>,
         "reference_cost", "baselines"}``."""
-        families, ref = result
-        ref = float(ref[0])
-        k = self.n_clusters
+        costs, ref = self.tree_costs(result)
         out: dict = {"leaves": self.leaves, "cost": CURVE_COSTS[self.objective]}
-        for (name, series), (stats, reps) in zip(self.series.items(), families):
-            out[name] = [_cost_of(_prefix_stats(stats, reps, tree, k), self.objective) / ref for tree in series.trees]
+        for name, series_costs in costs.items():
+            out[name] = [c / ref for c in series_costs]
         for name, series in self.series.items():
             if series.surrogate is not None:
                 out[f"{name}_surrogate"] = [c / ref for c in series.surrogate]

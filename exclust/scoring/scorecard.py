@@ -228,6 +228,12 @@ class RunFacts:
     guaranteed_price: float | None = measure(
         "guaranteed expected price", "upper bound on the expected price of explainability of the random-cut "
         "algorithm, from its paper (1 + H_(k-1) for k-medians)", group="faithfulness", omitted_when_none=True)
+    standing: dict | None = measure(
+        "standing", "the tree's price beside the trees of the other greedy algorithms on the same centers, scored "
+        "in the same pass (rows: algorithm, title, n_leaves, cost, price, weighted_avg_depth, own, best, gap), and "
+        "the exact optimum where the instance is small (optimum; optimum_note says why not); cost names the cost "
+        "(kmeans, or kmedians-surrogate), reference_cost its denominator; note alone when the run gets no table",
+        group="faithfulness", omitted_when_none=True)
     bounds: dict | None = measure("bounds of paper 002", "what the theorems guarantee for a mixture with this ENR",
                                   group="theory", omitted_when_none=True)
 

@@ -27,6 +27,12 @@ from exclust.errors import InputError
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 MAX_ROWS = 400  # beyond this the recursion takes hours: refuse instead
+# The largest n * d per number of leaves whose exact search took at most about 3 s on this
+# project's 2-core machine (gaussian blobs, load 1.5-2.9; commands in bench/README.md): k=2
+# 400 x 40 in 2.3 s; k=3 150 x 2 in 1.7 s, 300 x 1 in 3.0 s, 200 x 2 in 4.0 s; k=4 60 x 2 in
+# 2.7 s, 120 x 1 in 4.7 s; k=5 40 x 2 in 2.7 s; k=6 30 x 2 in 1.4 s. Memoisation makes the time
+# grow more slowly than (n d)^(k-1), but still steeply: beyond k = 6 no instance is called small.
+FAST_SIZES = {2: 20_000, 3: 300, 4: 100, 5: 80, 6: 60}
 
 
 def leaf_cost(X: np.ndarray) -> float:
@@ -69,6 +75,13 @@ class _Exact:
         out = (best_cost, best_tree)
         self.memo[key] = out
         return out
+
+
+def small_enough(n_rows: int, n_features: int, n_leaves: int) -> bool:
+    """Whether the exact search of ``n_leaves`` leaves over n_rows x n_features takes a few
+    seconds at most (``FAST_SIZES``; never beyond ``MAX_ROWS`` rows)."""
+    largest = FAST_SIZES.get(int(n_leaves), 0 if n_leaves > 1 else MAX_ROWS * max(n_features, 1))
+    return 0 < n_rows <= MAX_ROWS and n_rows * n_features <= largest
 
 
 def optimal_tree(X, n_leaves: int, feature_names=None) -> tuple[ThresholdTree, float]:

@@ -1,0 +1,166 @@
+"""Where a run's tree stands (issue 21, item 5): its price beside the trees the other greedy
+algorithms build on the same centers, and the exact optimum where the instance is small.
+
+Which algorithms stand beside the run's tree is the registry's (``Algorithm.standing``: IMM,
+ExKMC, ExGreedy, ExShallow, KDTree, CART). Each is made and fitted as a run of it would be
+(``entry.make`` / ``entry.fit_in_run``: the run's options, the reference's centers, CART the
+reference labels), but in memory on the cost curve's uniform sample of the rows (no pass); a
+tree the curve fitted already at that leaf count is taken from the curve instead of fitted
+again, and the run's own tree is the one it built on all rows. Every tree is then scored on all
+rows in scoring's one pass (``scoring.curves.CurvePlan``'s reduction, one tree per series), so
+the table costs no pass of its own.
+
+Prices are as the run's headline price: under the k-means objective the k-means cost of a
+tree's clusters (each scored by its own mean) divided by the reference clusters' k-means cost
+(``kmeans_cost_reference`` of scoring's pass). Under k-medians, the exact k-medians price needs
+bisection passes per tree; the table shows the l1 surrogate price the cost curve shows (each
+cluster charged to its cheapest center in l1, over the l1 cost to the nearest center), for the
+run's tree too, and says so.
+
+The exact optimum (``algorithms.search.optimal_tree``, the best k-leaf tree by k-means cost) is
+computed when the run's sample holds every row and the search is known to take a few seconds
+(``optimal_tree.small_enough``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from exclust.dataplane.parts import PASSES, kernel_threading, sample_ids
+from exclust.errors import InputError
+from exclust.jobs import registry
+from exclust.jobs.cost_curve import BASELINE_ROWS
+from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
+from exclust.sources.dataset import Dataset
+from exclust.tree import ThresholdTree
+
+# What the table says when a run gets none.
+NO_CENTERS = ("No standing table: the reference is {what}, with no centers the other algorithms could "
+              "build their trees from.")
+NO_SAMPLE = ("No standing table: this run drew no sample of the rows to fit the other algorithms on, and "
+             "drawing one would cost a pass over the data.")
+
+
+@dataclass
+class StandingPlan:
+    """The trees of the standing table (the run's own first) and the reduction that scores them."""
+
+    own: str
+    plan: CurvePlan  # one series per algorithm, holding its one tree
+    objective: str
+    fitted_on: str  # how the others' trees were built
+    # The best k-leaf tree on all rows, its k-means cost and its weighted average depth.
+    optimum: tuple[ThresholdTree, float, float] | None = None
+    optimum_note: str | None = None  # why there is no optimum row
+
+    def reduction(self, nearest=None):
+        return self.plan.reduction(nearest)
+
+    def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
+        """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
+        the run's own and the best marked; the gap to the optimum where it is known)."""
+        costs, nearest_cost = self.plan.tree_costs(result)
+        counts = self.plan.final_leaf_counts(result)
+        reference = scores.get("kmeans_cost_reference") if self.objective == "kmeans" else nearest_cost
+        if self.objective == "kmeans" and scores.get("kmeans_cost_tree") is not None:
+            # The run's tree was scored by scoring's own statistics too: its row is the headline price itself.
+            costs[self.own] = [scores["kmeans_cost_tree"]]
+        rows = []
+        for name, series in self.plan.series.items():
+            tree = series.trees[0]
+            reached = counts[name][tree.leaves]
+            rows.append({
+                "algorithm": name, "title": registry.title(name), "n_leaves": int(tree.n_leaves),
+                "cost": float(costs[name][0]), "price": _ratio(costs[name][0], reference),
+                "weighted_avg_depth": (float((reached * tree.node_depths()[tree.leaves]).sum() / reached.sum())
+                                       if reached.sum() else None),
+                "own": name == self.own,
+            })
+        best = min((r["price"] for r in rows if r["price"] is not None), default=None)
+        for r in rows:  # ties within rounding (the same tree found twice) are all best
+            r["best"] = best is not None and r["price"] is not None and r["price"] <= best * (1 + 1e-9)
+        optimum = None
+        if self.optimum is not None:
+            tree, cost, depth = self.optimum
+            optimum = {"cost": float(cost), "price": _ratio(cost, reference), "n_leaves": int(tree.n_leaves),
+                       "weighted_avg_depth": depth}
+            for r in rows:
+                r["gap"] = (_ratio(r["price"], optimum["price"]) - 1.0
+                            if r["price"] is not None and optimum["price"] else None)
+        return {"cost": CURVE_COSTS[self.objective], "reference_cost": reference, "rows": rows,
+                "optimum": optimum, "optimum_note": self.optimum_note, "fitted_on": self.fitted_on}
+
+
+def _ratio(a, b) -> float | None:
+    if a is None or b is None:
+        return None
+    return float(a / b) if b else (1.0 if a == 0 else float("inf"))
+
+
+def skipped(reason: str) -> dict[str, Any]:
+    """metrics.json's ``standing`` of a run that gets no table: the sentence the report shows."""
+    return {"note": reason}
+
+
+def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sample: np.ndarray,
+                  sample_labels, n_rows: int, feature_names, curve: CurvePlan | None = None) -> StandingPlan:
+    """Fit the registry's standing algorithms on the run's uniform ``sample`` (its reference
+    labels ``sample_labels``) from ``centers``, cut to the curve's ``BASELINE_ROWS`` as the curve
+    is; trees the cost curve's ``curve`` holds at the same leaf count are taken from it. No pass."""
+    centers = np.asarray(centers, dtype=np.float64)
+    k = int(centers.shape[0])
+    all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
+    optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names))
+    if sample.shape[0] > BASELINE_ROWS:  # a uniform subsample of a uniform sample is uniform
+        keep = sample_ids(sample.shape[0], BASELINE_ROWS, config.random_state)
+        sample, sample_labels = sample[keep], None if sample_labels is None else np.asarray(sample_labels)[keep]
+    data = Dataset(np.ascontiguousarray(sample, dtype=np.float64), list(feature_names))
+    reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
+    trees: dict[str, ThresholdTree] = {config.algorithm: own_tree}
+    # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
+    # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
+    # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
+    with PASSES.paused(), kernel_threading(1):
+        for name in registry.standing():
+            entry = registry.algorithm(name)
+            if name in trees or (config.objective not in entry.objectives and entry.needs != registry.LABELS):
+                continue
+            if entry.needs == registry.LABELS and sample_labels is None:
+                continue
+            leaves = int(config.leaves or config.k) if entry.leaf_budget else k
+            trees[name] = _from_curve(curve, name, leaves) or entry.fit_in_run(entry.make(config, data), data,
+                                                                               reference).tree_
+    of = f"{data.n_rows} rows" + ("" if data.n_rows == n_rows else f" of {n_rows}")
+    fitted_on = (f"the other trees fitted on a uniform sample of {of} from the run's centers (CART on the "
+                 "reference labels), the run's tree on all rows; every tree scored on all rows")
+    plan = CurvePlan([int(own_tree.n_leaves)], {name: CurveSeries([tree]) for name, tree in trees.items()},
+                     centers, fitted_on, config.objective)
+    return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note)
+
+
+def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTree | None:
+    """The curve's tree of ``name`` at ``leaves`` leaves, when the curve has one."""
+    if curve is None or name not in curve.series or leaves not in curve.leaves:
+        return None
+    return curve.series[name].trees[curve.leaves.index(leaves)]
+
+
+def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names):
+    """((the optimal k-leaf tree, its cost, its weighted average depth), None) on a small instance,
+    else (None, why not)."""
+    from exclust.algorithms.search import optimal_tree as exact
+
+    k, n_features = int(config.k), len(feature_names)
+    if config.objective != "kmeans":
+        return None, "The exact optimum is searched for the k-means cost only, not for this run's k-medians objective."
+    if rows is None or not exact.small_enough(n_rows, n_features, k):
+        return None, (f"The instance is too large for the exact optimum ({n_rows} rows × {n_features} features, "
+                      f"k = {k}: the exact search runs on at most {exact.MAX_ROWS} rows and a few seconds' work).")
+    try:
+        tree, cost = exact.optimal_tree(rows, k, feature_names)
+    except InputError:  # fewer than k distinct rows: no k-leaf tree exists
+        return None, f"No exact optimum: the rows cannot be cut into k = {k} non-empty boxes."
+    return (tree, cost, float(tree.node_depths()[np.asarray(tree.apply(rows))].mean())), None

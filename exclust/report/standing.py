@@ -1,0 +1,89 @@
+"""The standing table: the run's tree beside the other algorithms' trees on the same centers.
+
+Reads metrics.json's ``standing`` (made by ``exclust.jobs.standing``): one row per tree with its
+price and weighted average depth, the run's own row highlighted, the cheapest marked, and the
+exact optimum with each tree's gap to it where the instance was small enough. A run without a
+table has ``{"note": sentence}``, which is shown as is.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from exclust.tree.style import esc, fmt_value
+
+# What the price divides, by the cost the table shows (``standing["cost"]``).
+_COST_WORDS = {
+    "kmeans": "the k-means cost of the tree's clusters (each scored by its own mean) ÷ the reference "
+              "clustering's, as the headline price",
+    "kmedians-surrogate": "under k-medians, the ℓ1 surrogate cost (each cluster charged to its cheapest reference "
+                          "center in ℓ1) ÷ the ℓ1 cost to the nearest center, as the cost curve shows it; the exact "
+                          "k-medians price of the run's tree is in the measures",
+}
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v)) else None
+
+
+def _bar(price: float | None, top: float) -> str:
+    if price is None or top <= 0:
+        return ""
+    return f'<span class="pbar"><span style="width:{max(0.0, min(1.0, price / top)) * 100:.1f}%"></span></span>'
+
+
+def _gap(gap: Any) -> str:
+    g = _number(gap)
+    if g is None:
+        return ""
+    return "optimal" if abs(g) < 5e-7 else f"{g:+.1%}"
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: its first letter upper case (the rest as it is: names keep their case)."""
+    return f"{text[:1].upper()}{text[1:]}." if text else ""
+
+
+def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] | None = None) -> str:
+    """The standing section of the report ("" when the run has no ``standing``)."""
+    if not standing:
+        return ""
+    if "rows" not in standing:
+        return (f'<section class="card" id="standing"><h2>Where this tree stands</h2>'
+                f'<p class="lead">{esc(str(standing.get("note", "")))}</p></section>')
+    rows, optimum = list(standing["rows"]), standing.get("optimum")
+    prices = [p for p in (_number(r.get("price")) for r in rows) if p is not None]
+    opt_price = _number(optimum.get("price")) if optimum else None
+    top = max(prices + ([opt_price] if opt_price is not None else []), default=0.0)
+    body = []
+    for r in rows:
+        name = (titles or {}).get(str(r["algorithm"]), r.get("title") or r["algorithm"])
+        tags = ('<span class="tag own">this run</span>' if r.get("own") else "") + (
+            '<span class="tag best">best</span>' if r.get("best") else "")
+        price = _number(r.get("price"))
+        cells = [f'<th scope="row">{esc(name)}{tags}</th>', f'<td class="num">{r["n_leaves"]}</td>',
+                 f'<td class="num price">{esc(fmt_value(price))}{_bar(price, top)}</td>',
+                 f'<td class="num">{esc(fmt_value(_number(r.get("weighted_avg_depth"))))}</td>']
+        if optimum:
+            cells.append(f'<td class="num">{esc(_gap(r.get("gap")))}</td>')
+        kind = " ".join(c for c, on in (("own", r.get("own")), ("best", r.get("best"))) if on)
+        body.append(f'<tr data-algorithm="{esc(str(r["algorithm"]))}" class="{kind}">{"".join(cells)}</tr>')
+    if optimum:
+        body.append(f'<tr data-algorithm="optimum" class="optimum"><th scope="row">optimum (exact)</th>'
+                    f'<td class="num">{optimum["n_leaves"]}</td>'
+                    f'<td class="num price">{esc(fmt_value(opt_price))}{_bar(opt_price, top)}</td>'
+                    f'<td class="num">{esc(fmt_value(_number(optimum.get("weighted_avg_depth"))))}</td>'
+                    f'<td class="num">0</td></tr>')
+    head = ("<th scope='col'>algorithm</th><th scope='col'>leaves</th><th scope='col'>price</th>"
+            "<th scope='col'>weighted avg depth</th>" + ("<th scope='col'>gap to optimum</th>" if optimum else ""))
+    notes = [f'Price: {_COST_WORDS.get(standing.get("cost"), "the tree cost ÷ the reference cost")}; lower is better, '
+             f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
+             f'all rows. {_sentence(str(standing.get("fitted_on", "")))}']
+    if optimum:
+        notes.append("The optimum is the best tree of k leaves by k-means cost, found by exhaustive search on all rows; "
+                     "a tree with more leaves than clusters can beat it.")
+    elif standing.get("optimum_note"):
+        notes.append(str(standing["optimum_note"]))
+    return (f'<section class="card" id="standing"><h2>Where this tree stands</h2><div class="scroll">'
+            f'<table class="standing"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+            + "".join(f'<p class="note">{esc(n)}</p>' for n in notes) + "</section>")
