@@ -50,14 +50,14 @@ def test_never_worse_than_its_greedy_starts_and_names_every_center():
     centers = rng.uniform(-10, 10, (6, 3))
     X = centers[rng.integers(0, 6, 900)] + rng.normal(scale=2.5, size=(900, 3))
     found = TreeSearch(6, random_state=0).fit(X, centers)
-    assert set(found.seed_costs_) == {"lookahead", "exgreedy", "exshallow", "imm", "cart"}
+    assert set(found.seed_costs_) == {"lookahead", "lookahead-spread", "exgreedy", "exshallow", "imm", "cart"}
     assert found.cost_ <= min(found.seed_costs_.values()) + 1e-9
     assert found.cost_ == pytest.approx(partition_cost(found.predict(X), X))
     assert set(found.predict(X).tolist()) == set(range(6))
     assert found.tree_.n_leaves == 6
     more = TreeSearch(6, n_leaves=12, random_state=0).fit(X, centers)
     assert 6 < more.tree_.n_leaves <= 12 and set(more.predict(X).tolist()) <= set(range(6))
-    assert set(more.seed_costs_) == {"lookahead", "exkmc", "cart"}
+    assert set(more.seed_costs_) == {"lookahead", "lookahead-spread", "exkmc", "cart"}
     assert more.cost_ <= min(more.seed_costs_.values()) + 1e-9
 
 
