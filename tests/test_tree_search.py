@@ -88,3 +88,17 @@ def test_runs_from_the_command_line(tmp_path, dask_client):
     assert code == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["algorithm"] == "tree-search" and metrics["price_kmeans"] >= 1.0 - 1e-9
+
+
+def test_window_minimum_is_scipys_minimum_filter():
+    from scipy.ndimage import minimum_filter1d
+
+    from exclust.algorithms.search.tree_search import window_minimum
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        values = rng.normal(size=(int(rng.integers(1, 5)), int(rng.integers(2, 60))))
+        values[rng.random(values.shape) < 0.2] = np.inf
+        half = int(rng.integers(1, 70))
+        expected = minimum_filter1d(values, 2 * half + 1, axis=1, mode="nearest")
+        assert np.array_equal(window_minimum(values, half), expected)

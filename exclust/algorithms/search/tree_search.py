@@ -108,9 +108,7 @@ class _Search:
         per valley of the cost, where the plain least costs crowd into one gap between clusters."""
         _, costs, thresholds = self.node(mask, members)
         if window > 0 and costs.shape[1] > 1:
-            from scipy.ndimage import minimum_filter1d
-
-            costs = np.where(costs == minimum_filter1d(costs, 2 * window + 1, axis=1, mode="nearest"), costs, np.inf)
+            costs = np.where(costs == window_minimum(costs, window), costs, np.inf)
         flat = costs.ravel()
         if flat.size == 0:
             return []
@@ -279,6 +277,19 @@ class _ApplySplits:
             return (f, t, left, count_leaves(left), build(hi))
 
         return build(0)
+
+
+def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
+    """Per row, the least of ``values[:, i - half : i + half + 1]`` at every i (edges repeated):
+    spans doubled, O(size * log half)."""
+    size, n = 2 * half + 1, values.shape[1]
+    least = np.pad(values, ((0, 0), (half, half)), mode="edge")  # least[:, i]: min over [i, i + span)
+    span = 1
+    while 2 * span <= size:
+        least[:, :-span] = np.minimum(least[:, :-span], least[:, span:])
+        span *= 2
+    rest = size - span
+    return np.minimum(least[:, :n], least[:, rest:rest + n])
 
 
 def count_leaves(tree) -> int:
