@@ -1,7 +1,7 @@
 """Issue 21: TreeSearch and ExGreedy against the greedy rules, the gap to the exact optimum, and
 TreeSearch's build time against ExShallow's.
 
-    .venv/bin/python bench/search_tables.py --part prices     # shared sets, k and 2k leaves
+    .venv/bin/python bench/search_tables.py --part prices [--sets iris,d31]  # shared sets, k and 2k leaves
     .venv/bin/python bench/search_tables.py --part gap        # small random instances vs optimal_tree
     .venv/bin/python bench/search_tables.py --part timing [--rows 1000000]
 
@@ -10,7 +10,9 @@ prices: iris, wine, r15, d31, aggregation (../shared/data) and scikit-learn's di
   ``exkmc_reference.json`` where given, else scikit-learn KMeans (n_init=10, random_state=0).
   Price = the tree's clusters scored by their own means / the reference cost (as
   bench/table_objectives.py); beside it the weighted average depth. Greedy rules with exact bins.
-  At 2k leaves: ExKMC, CART and TreeSearch (several leaves per cluster).
+  At 2k leaves: ExKMC, CART and TreeSearch (several leaves per cluster). On iris, also the exact
+  optimum at k leaves (``optimal_tree``, about a second there; its work grows like
+  (rows * features)^(k - 1), so on no other set).
 gap: random instances (30 rows, 2 features, k = 3 or 4 overlapping blobs, scikit-learn KMeans
   centers); each algorithm's cost over the exact optimum's (``optimal_tree``).
 timing: the Gaussian mixture of bench_passes.py (x0..x19, K = 10) as Parquet, on bench_passes'
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 SHARED = ROOT.parent / "shared"
 SETS = ("iris", "wine", "r15", "d31", "aggregation", "digits", "breast_cancer")
 EXACT_BINS = 65536
+OPTIMUM_SETS = ("iris",)
 
 
 def load_set(name: str) -> tuple[np.ndarray, int, np.ndarray]:
@@ -55,13 +58,14 @@ def load_set(name: str) -> tuple[np.ndarray, int, np.ndarray]:
     return X, k, centers
 
 
-def prices() -> None:
+def prices(sets: tuple[str, ...]) -> None:
     from table_objectives import kmeans_row, print_table
 
     from exclust import CART, IMM, ExGreedy, ExKMC, ExShallow, TreeSearch
+    from exclust.algorithms.search.optimal_tree import optimal_tree
 
     tables: dict[str, dict] = {}
-    for name in SETS:
+    for name in sets:
         X, k, centers = load_set(name)
         d2 = ((X[:, None, :] - centers[None]) ** 2).sum(axis=2)
         labels, reference_cost = d2.argmin(axis=1), float(d2.min(axis=1).sum())
@@ -78,6 +82,10 @@ def prices() -> None:
             t0 = time.perf_counter()
             tree = CART(max_leaf_nodes=leaves, random_state=0).fit(X, labels).tree_
             rows[title] = (*kmeans_row(tree, X, reference_cost), time.perf_counter() - t0)
+        if name in OPTIMUM_SETS:
+            t0 = time.perf_counter()
+            tree, _ = optimal_tree(X, k)
+            rows["Optimum (exact)"] = (*kmeans_row(tree, X, reference_cost), time.perf_counter() - t0)
         tables[f"{name} (k={k})"] = rows
         print(name, {t: f"{r[0]:.4f}/{r[1]:.2f} {r[2]:.1f}s" for t, r in rows.items()}, flush=True)
     print_table("k-means price / weighted average depth", {n: {m: v[:2] for m, v in t.items()} for n, t in tables.items()})
@@ -151,13 +159,18 @@ def timing(rows: int, repeats: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=("prices", "gap", "timing"), required=True)
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated sets of --part prices")
     ap.add_argument("--instances", type=int, default=20)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     print(f"uptime: {os.popen('uptime').read().strip()}", flush=True)
     if args.part == "prices":
-        prices()
+        sets = tuple(args.sets.split(","))
+        unknown = sorted(set(sets) - set(SETS))
+        if unknown:
+            ap.error(f"unknown sets {unknown}; choose among {', '.join(SETS)}")
+        prices(sets)
     elif args.part == "gap":
         gap(args.instances)
     else:

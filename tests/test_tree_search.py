@@ -50,14 +50,14 @@ def test_never_worse_than_its_greedy_starts_and_names_every_center():
     centers = rng.uniform(-10, 10, (6, 3))
     X = centers[rng.integers(0, 6, 900)] + rng.normal(scale=2.5, size=(900, 3))
     found = TreeSearch(6, random_state=0).fit(X, centers)
-    assert set(found.seed_costs_) == {"lookahead", "exgreedy", "exshallow", "imm", "cart"}
+    assert set(found.seed_costs_) == {"lookahead", "lookahead-spread", "exgreedy", "exshallow", "imm", "cart"}
     assert found.cost_ <= min(found.seed_costs_.values()) + 1e-9
     assert found.cost_ == pytest.approx(partition_cost(found.predict(X), X))
     assert set(found.predict(X).tolist()) == set(range(6))
     assert found.tree_.n_leaves == 6
     more = TreeSearch(6, n_leaves=12, random_state=0).fit(X, centers)
     assert 6 < more.tree_.n_leaves <= 12 and set(more.predict(X).tolist()) <= set(range(6))
-    assert set(more.seed_costs_) == {"lookahead", "exkmc", "cart"}
+    assert set(more.seed_costs_) == {"lookahead", "lookahead-spread", "exkmc", "cart"}
     assert more.cost_ <= min(more.seed_costs_.values()) + 1e-9
 
 
@@ -88,3 +88,17 @@ def test_runs_from_the_command_line(tmp_path, dask_client):
     assert code == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["algorithm"] == "tree-search" and metrics["price_kmeans"] >= 1.0 - 1e-9
+
+
+def test_window_minimum_is_scipys_minimum_filter():
+    from scipy.ndimage import minimum_filter1d
+
+    from exclust.algorithms.search.tree_search import window_minimum
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        values = rng.normal(size=(int(rng.integers(1, 5)), int(rng.integers(2, 60))))
+        values[rng.random(values.shape) < 0.2] = np.inf
+        half = int(rng.integers(1, 70))
+        expected = minimum_filter1d(values, 2 * half + 1, axis=1, mode="nearest")
+        assert np.array_equal(window_minimum(values, half), expected)

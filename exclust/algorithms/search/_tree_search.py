@@ -28,6 +28,19 @@ def side_cost(count, total, sumsq, centers, center_sq):
     return max(best, 0.0)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def node_rows_in_order(feature_order, in_node, rows):
+    """Write the node's rows (``in_node``) into ``rows`` in the order of ``feature_order`` (every
+    row sorted on one feature); returns how many there are."""
+    size = 0
+    for r in range(feature_order.shape[0]):
+        i = feature_order[r]
+        if in_node[i]:
+            rows[size] = i
+            size += 1
+    return size
+
+
 @numba.njit(cache=True, nogil=True)
 def cut_costs(X, raw, order, in_node, centers):
     """Per feature f and position p among the node's rows sorted on f: the cost of both sides of
@@ -58,12 +71,7 @@ def cut_costs(X, raw, order, in_node, centers):
     left = np.empty(d)
     right = np.empty(d)
     for f in range(d):
-        size = 0
-        for r in range(n):
-            i = order[f, r]
-            if in_node[i]:
-                rows[size] = i
-                size += 1
+        node_rows_in_order(order[f], in_node, rows)
         left[:] = 0.0
         left_sq = 0.0
         for p in range(m - 1):
@@ -118,12 +126,7 @@ def greedy_cut_costs(X, raw, order, in_node, centers, members):
         for c in range(k):
             coord[c] = centers[members[c], f]
         ranked = np.argsort(coord)
-        size = 0
-        for r in range(n):
-            i = order[f, r]
-            if in_node[i]:
-                rows[size] = i
-                size += 1
+        node_rows_in_order(order[f], in_node, rows)
         # Per row, the running nearest distance over the first q ranked centers (left) and over
         # the rest (right), for every split q of the centers along f.
         near_left = np.empty((m, k))

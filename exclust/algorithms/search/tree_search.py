@@ -15,8 +15,16 @@ back; none is best on every data set (bench/README.md, issue 21). TreeSearch sea
    from the two cheapest of the lookahead tree and the greedy rules' trees on the same rows
    (ExGreedy, ExShallow, IMM and CART at k leaves; ExKMC and CART beyond), every node's subtree is
    replaced by the lookahead's best subtree of the same number of leaves whenever that costs
-   less, top-down, until no node improves. The result is therefore never worse than any of
-   those greedy trees on the rows it searched (the cheapest start is among those improved).
+   less, until no node improves. The result is therefore never worse than any of those greedy
+   trees on the rows it searched (the cheapest start is among those improved).
+3. Both steps run twice, and the cheapest tree of the two runs is kept ("plain" and "spread",
+   ``SEARCHES``). Plain: the candidates are the cuts of least cost and the local search goes
+   top-down. Spread: a candidate must be the cheapest cut within half a leaf's share of the
+   node's rows (rows / (2 * leaves)) either side on its feature, so the few candidates fall in
+   distinct gaps between clusters instead of crowding into one, and the local search goes
+   bottom-up (a node once its subtrees no longer improve), so a start keeps its upper cuts.
+   Neither wins everywhere (bench/README.md, issue 21): at k leaves spread takes d31 from 1.0768
+   to 1.0673, plain keeps digits at 1.1625 where spread gives 1.1726.
 
 The cost: with ``n_leaves == n_clusters`` each leaf is its own cluster and pays the squared
 distances of its rows to its own mean (the k-means cost behind the price of explainability,
@@ -50,6 +58,9 @@ from exclust.dataplane.parts import is_lazy, uniform_sample
 from exclust.tree import LEAF
 
 LOCAL_SEARCH_STARTS = 2
+# The two runs of the search (see the module): name -> spread candidates and bottom-up local
+# search; the lookahead tree of each is a start named after it.
+SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
 
 class _Search:
@@ -72,6 +83,7 @@ class _Search:
         self.order = np.ascontiguousarray(np.argsort(self.X, axis=0, kind="stable").T)
         self.n_candidates = int(n_candidates)
         self.lookahead = int(lookahead)
+        self.spread = False  # which of SEARCHES runs: candidates and local search order
         self.cuts: dict[tuple, tuple] = {}
         self.solved: dict[tuple, tuple[np.ndarray, list]] = {}
 
@@ -90,9 +102,13 @@ class _Search:
             hit = self.cuts[key] = (own, costs, thresholds)
         return hit
 
-    def best_cuts(self, mask: np.ndarray, how_many: int, members=None) -> list[tuple[float, int, float]]:
-        """The ``how_many`` cuts of least cost: (cost, feature, threshold)."""
+    def best_cuts(self, mask: np.ndarray, how_many: int, members=None, window: int = 0) -> list[tuple[float, int, float]]:
+        """The ``how_many`` cuts of least cost: (cost, feature, threshold). With ``window``, only
+        cuts of least cost among the ``window`` positions either side on their feature count: one
+        per valley of the cost, where the plain least costs crowd into one gap between clusters."""
         _, costs, thresholds = self.node(mask, members)
+        if window > 0 and costs.shape[1] > 1:
+            costs = np.where(costs == window_minimum(costs, window), costs, np.inf)
         flat = costs.ravel()
         if flat.size == 0:
             return []
@@ -158,7 +174,7 @@ class _Search:
     # ---------------------------------------------------------------- lookahead
     def solve(self, mask: np.ndarray, members: np.ndarray, budget: int, depth: int) -> tuple[np.ndarray, list]:
         """Best cost found for every leaf budget up to ``budget`` and the matching trees."""
-        key = (mask.tobytes(), members.tobytes(), depth)
+        key = (mask.tobytes(), members.tobytes(), depth, self.spread)
         hit = self.solved.get(key)
         if hit is not None and hit[0].size > budget:
             return hit
@@ -166,9 +182,12 @@ class _Search:
         if depth > 0 and budget > 2:
             # Candidates: the best cuts by the node's own two-leaf cost and by ExGreedy's score
             # (the latter fall between clusters, which the former can miss).
-            tried = {(f, t) for _, f, t in self.best_cuts(mask, self.n_candidates)}
+            # Spread: one candidate per valley of the cost (half a leaf's share of the rows
+            # either side); on d31 this alone takes the lookahead's tree from 1.0811 to 1.0714.
+            window = int(mask.sum()) // (2 * budget) if self.spread else 0
+            tried = {(f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, window=window)}
             if members.size > 1:
-                tried.update((f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, members))
+                tried.update((f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, members, window=window))
             for f, t in sorted(tried):
                 left, right = self.sides(mask, f, t)
                 left_members, right_members = self.split_members(members, f, t)
@@ -201,26 +220,44 @@ class _Search:
         return self.cost(tree[2], lm) + self.cost(tree[4], rm)
 
     def improve(self, tree, mask: np.ndarray):
-        """Top-down, each subtree replaced by the lookahead's best of as many leaves when that
-        costs less; repeated until no node improves."""
+        """Each subtree replaced by the lookahead's best of as many leaves when that costs less
+        (top-down, or bottom-up when spread); repeated until no node improves."""
         changed = True
         while changed:
             tree, changed = self._improve_once(tree, mask, self.all_members)
         return tree
 
     def _improve_once(self, tree, mask, members):
+        """One sweep of replacements. Top-down, the root's lookahead tree tends to replace every
+        start at once, so all starts end in one tree (d31: 1.0706 with spread candidates);
+        bottom-up (spread), a node is replaced only once neither subtree improves and a start
+        keeps its upper cuts while its subtrees improve (d31: 1.0673)."""
         if tree is None:
             return None, False
-        leaves = count_leaves(tree)
-        curve, trees = self.solve(mask, members, leaves, self.lookahead)
-        if curve[leaves] < self.cost(tree, mask) - 1e-9 * max(curve[leaves], 1e-300):
-            return self.nested(trees[leaves], mask), True
+        if not self.spread:
+            replaced = self._replace_node(tree, mask, members)
+            if replaced is not None:
+                return replaced, True
         f, t, left, _, right = tree
         lm, rm = self.sides(mask, f, t)
         left_members, right_members = self.split_members(members, f, t)
         new_left, changed_left = self._improve_once(left, lm, left_members)
         new_right, changed_right = self._improve_once(right, rm, right_members)
-        return (f, t, new_left, count_leaves(new_left), new_right), changed_left or changed_right
+        if changed_left or changed_right:
+            return (f, t, new_left, count_leaves(new_left), new_right), True
+        if self.spread:
+            replaced = self._replace_node(tree, mask, members)
+            if replaced is not None:
+                return replaced, True
+        return tree, False
+
+    def _replace_node(self, tree, mask, members):
+        """The lookahead's best subtree of as many leaves, when it costs less; else None."""
+        leaves = count_leaves(tree)
+        curve, trees = self.solve(mask, members, leaves, self.lookahead)
+        if curve[leaves] < self.cost(tree, mask) - 1e-9 * max(curve[leaves], 1e-300):
+            return self.nested(trees[leaves], mask)
+        return None
 
 
 class _ApplySplits:
@@ -240,6 +277,19 @@ class _ApplySplits:
             return (f, t, left, count_leaves(left), build(hi))
 
         return build(0)
+
+
+def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
+    """Per row, the least of ``values[:, i - half : i + half + 1]`` at every i (edges repeated):
+    spans doubled, O(size * log half)."""
+    size, n = 2 * half + 1, values.shape[1]
+    least = np.pad(values, ((0, 0), (half, half)), mode="edge")  # least[:, i]: min over [i, i + span)
+    span = 1
+    while 2 * span <= size:
+        least[:, :-span] = np.minimum(least[:, :-span], least[:, span:])
+        span *= 2
+    rest = size - span
+    return np.minimum(least[:, :n], least[:, rest:rest + n])
 
 
 def count_leaves(tree) -> int:
@@ -337,18 +387,23 @@ class TreeSearch(CenterTreePredictor):
         rows = np.asarray(rows, dtype=np.float64)
         search = _Search(rows, None if leaves == k else centers, self.n_candidates, self.lookahead, guide=centers)
         everything = np.ones(rows.shape[0], dtype=np.bool_)
-        curve, plans = search.solve(everything, search.all_members, leaves, self.lookahead)
-        if not np.isfinite(curve[leaves]):
-            from exclust.errors import InputError
+        greedy = greedy_seeds(rows, centers, leaves, int(self.max_bins))
+        lookaheads, finalists = {}, []
+        for name, spread in SEARCHES.items():
+            search.spread = spread
+            curve, plans = search.solve(everything, search.all_members, leaves, self.lookahead)
+            if not np.isfinite(curve[leaves]):
+                from exclust.errors import InputError
 
-            raise InputError(f"the rows cannot be cut into {leaves} leaves: fewer distinct rows than leaves")
-        starts = {"lookahead": search.nested(plans[leaves], everything)}
-        starts.update(greedy_seeds(rows, centers, leaves, int(self.max_bins)))
+                raise InputError(f"the rows cannot be cut into {leaves} leaves: fewer distinct rows than leaves")
+            lookaheads[name] = search.nested(plans[leaves], everything)
+            starts = {name: lookaheads[name], **greedy}
+            costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
+            # Local search from the two cheapest starts (each start costs a lookahead per node).
+            cheapest = sorted(starts, key=costs.get)[:LOCAL_SEARCH_STARTS]
+            finalists += [search.improve(starts[start], everything) for start in cheapest]
+        starts = {**lookaheads, **greedy}
         self.seed_costs_ = {name: float(search.cost(t, everything)) for name, t in starts.items()}
-        best, best_cost = None, np.inf
-        # Local search from the two cheapest starts (each start costs a lookahead per node).
-        cheapest = sorted(starts, key=self.seed_costs_.get)[:LOCAL_SEARCH_STARTS]
-        finalists = [search.improve(starts[name], everything) for name in cheapest]
         if leaves > k:  # several leaves per cluster: the starts may score better once merged
             finalists += list(starts.values())
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
