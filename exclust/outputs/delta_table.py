@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from exclust.errors import InputError
 from exclust.outputs.folders import check_disjoint, output_location
-from exclust.outputs.lake_table import METADATA_KEY
+from exclust.outputs.lake_table import METADATA_KEY, NightFiles
 from exclust.sources.delta import DELTA_LOG, delta_storage_options, is_delta_table, table_url
 from exclust.sources.guards import Guard
 from exclust.sources.storage import filesystem, is_local_filesystem, is_remote
@@ -63,7 +63,7 @@ def _finite(stats: dict) -> bool:
     return all(not isinstance(v, float) or math.isfinite(v) for v in values)
 
 
-class DeltaNight:
+class DeltaNight(NightFiles):
     """One night's write to a Delta table: the version read at the start, the files, one commit."""
 
     file_holds_date = False  # the date lives in the partition path and the log, not in the files
@@ -98,19 +98,6 @@ class DeltaNight:
             raise InputError(f"output {self.url} exists and is not a Delta table (no {DELTA_LOG}/); give a new "
                              "path or an existing Delta table")
         return None
-
-    @property
-    def partition(self) -> str:
-        return f"{self.date_column}={self.day.isoformat()}"
-
-    def file_relpath(self, index: int) -> str:
-        """Where the night's ``index``-th file goes, relative to the table's root (run-scoped: no clash)."""
-        relpath = f"{self.partition}/part-{index:05d}-{self.run_id}.parquet"
-        self.written.append(relpath)
-        return relpath
-
-    def path(self, relpath: str) -> str:
-        return f"{self.root}/{relpath}"
 
     def commit(self, files: Sequence[Mapping[str, Any]], file_schema, figures: Mapping[str, Any]) -> int:
         """Add ``files`` (relpath, size, stats) as the night's partition, replacing the night's previous

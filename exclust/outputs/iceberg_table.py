@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from exclust.errors import InputError
 from exclust.outputs.folders import check_disjoint, output_location
-from exclust.outputs.lake_table import METADATA_KEY
+from exclust.outputs.lake_table import METADATA_KEY, NightFiles
 from exclust.sources.guards import Guard
 from exclust.sources.iceberg import open_catalog, parse_address
 from exclust.sources.storage import filesystem, is_local_filesystem
@@ -56,10 +56,11 @@ def without_commit_retries(table):
     return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog)
 
 
-class IcebergNight:
+class IcebergNight(NightFiles):
     """One night's write to an Iceberg table: the snapshot read at the start, the files, one snapshot."""
 
     file_holds_date = True
+    files_under = "data/"  # where Iceberg writers put data files
 
     def __init__(self, url: str, date_column: str, day: date, guards: Sequence[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None):
@@ -123,18 +124,6 @@ class IcebergNight:
             raise InputError(f"Iceberg table {self.identifier} is not partitioned by identity({self.date_column}) "
                              f"alone (its partition fields: {shown}); label into a table partitioned by the date "
                              "column, or name it with --date-column")
-
-    @property
-    def partition(self) -> str:
-        return f"{self.date_column}={self.day.isoformat()}"
-
-    def file_relpath(self, index: int) -> str:
-        relpath = f"data/{self.partition}/part-{index:05d}-{self.run_id}.parquet"
-        self.written.append(relpath)
-        return relpath
-
-    def path(self, relpath: str) -> str:
-        return f"{self.root}/{relpath}"
 
     def _night_files(self, table) -> list:
         """The data files of the night's partition in the snapshot read (all of them from the date's identity spec)."""

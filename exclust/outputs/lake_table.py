@@ -45,6 +45,27 @@ class TableNight(Protocol):
         """Remove the files this run wrote and did not commit."""
 
 
+class NightFiles:
+    """Where a night's files go, shared by the formats' TableNight classes: run-scoped names under
+    the night's partition folder, ``files_under`` the table's root, remembered for ``discard``.
+    A subclass sets ``root``, ``date_column``, ``day``, ``run_id`` and ``written``."""
+
+    files_under = ""  # the folder under the table's root that holds data files ("data/" for Iceberg)
+
+    @property
+    def partition(self) -> str:
+        return f"{self.date_column}={self.day.isoformat()}"
+
+    def file_relpath(self, index: int) -> str:
+        """Where the night's ``index``-th file goes, relative to the table's root (run-scoped: no clash)."""
+        relpath = f"{self.files_under}{self.partition}/part-{index:05d}-{self.run_id}.parquet"
+        self.written.append(relpath)
+        return relpath
+
+    def path(self, relpath: str) -> str:
+        return f"{self.root}/{relpath}"
+
+
 @dataclass(frozen=True)
 class TableFormat:
     name: str
