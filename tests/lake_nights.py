@@ -25,6 +25,19 @@ def input_rows(folder: Path) -> pa.Table:
     return pq.read_table(sorted(folder.glob("*.parquet"))).sort_by("id")
 
 
+def assert_nights_labelled(rows_of, incoming: Path, tree_path: Path, days) -> None:
+    """Each night's rows in the table (``rows_of(day)``) are the night's input rows, in id order, each
+    with the leaf the tree gives it."""
+    from exclust.tree import ThresholdTree
+
+    tree = ThresholdTree.from_json(tree_path)
+    for day in days:
+        got, given = rows_of(day), input_rows(incoming / f"date={day}")
+        assert got.column("id").to_pylist() == given.column("id").to_pylist()
+        X = np.column_stack([given.column("x0").to_numpy(), given.column("x1").to_numpy()])
+        np.testing.assert_array_equal(got.column("leaf").to_numpy(), tree.apply(X))
+
+
 def explained_tree(root: Path) -> Path:
     """tree.json of a tree explained (in memory: no cluster needed) on build data like the feed's, with its
     leaf shares; a numpy input's columns are named x0, x1: the feed's names."""

@@ -14,8 +14,7 @@ import pytest
 from exclust.cli import main
 from exclust.errors import InputError
 from exclust.jobs.table_labeling import label_night_into_table
-from exclust.tree import ThresholdTree
-from lake_nights import CENTERS, explained_tree, input_rows, night
+from lake_nights import CENTERS, assert_nights_labelled, explained_tree, input_rows, night
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -48,12 +47,7 @@ def test_nights_append_as_commits_and_a_rerun_replaces_its_night_only(feed, tmp_
     assert "2026-11-20: labelled 900 rows in 2 file(s)" in out and "2026-11-21: labelled 700 rows" in out
     dt = deltalake.DeltaTable(str(table))
     assert dt.version() == 1 and dt.metadata().partition_columns == ["date"]  # one commit a night
-    tree = ThresholdTree.from_json(feed["tree"])
-    for day in ("2026-11-20", "2026-11-21"):
-        got, given = rows_of(table, day), input_rows(incoming / f"date={day}")
-        assert got.column("id").to_pylist() == given.column("id").to_pylist()
-        X = np.column_stack([given.column("x0").to_numpy(), given.column("x1").to_numpy()])
-        np.testing.assert_array_equal(got.column("leaf").to_numpy(), tree.apply(X))
+    assert_nights_labelled(lambda day: rows_of(table, day), incoming, feed["tree"], ("2026-11-20", "2026-11-21"))
     commit = dt.history(1)[0]["exclust"]  # the night's figures ride in the commit
     assert commit["date"] == "2026-11-21" and commit["n_rows"] == 700
     assert sum(commit["rows_per_leaf"].values()) == 700 and commit["drift"]["psi"] >= 0

@@ -15,8 +15,7 @@ import pytest
 from exclust.cli import main
 from exclust.errors import InputError
 from exclust.jobs.table_labeling import label_night_into_table
-from exclust.tree import ThresholdTree
-from lake_nights import explained_tree, input_rows, night
+from lake_nights import assert_nights_labelled, explained_tree, input_rows, night
 
 pytest.importorskip("pyiceberg")
 
@@ -73,12 +72,7 @@ def test_nights_append_as_snapshots_and_a_rerun_replaces_its_night_only(feed, la
     table = lake["catalog"].load_table("ns.labels")
     assert len(table.snapshots()) == 2  # one snapshot a night
     assert [(f.name, str(f.transform)) for f in table.spec().fields] == [("date", "identity")]
-    tree = ThresholdTree.from_json(feed["tree"])
-    for day in ("2026-11-20", "2026-11-21"):
-        got, given = rows_of(table, day), input_rows(incoming / f"date={day}")
-        assert got.column("id").to_pylist() == given.column("id").to_pylist()
-        X = np.column_stack([given.column("x0").to_numpy(), given.column("x1").to_numpy()])
-        np.testing.assert_array_equal(got.column("leaf").to_numpy(), tree.apply(X))
+    assert_nights_labelled(lambda day: rows_of(table, day), incoming, feed["tree"], ("2026-11-20", "2026-11-21"))
     figures = json.loads(table.current_snapshot().summary["exclust"])  # the night's figures ride in the snapshot
     assert figures["date"] == "2026-11-21" and figures["n_rows"] == 700
     assert sum(figures["rows_per_leaf"].values()) == 700 and figures["drift"]["psi"] >= 0
