@@ -71,6 +71,24 @@ def test_standing_prices_of_a_parquet_run_on_a_cluster_equal_numpy_prices(tmp_pa
     check_prices_independently(data, ref, trees, scores, standing, "exshallow")
 
 
+def test_an_mmdt_run_on_parquet_stands_and_its_sample_pass_only_moves(tmp_path, dask_client):
+    # MMDT on a gmm reference draws no sample before scoring (no k-means seeding, no curve); the
+    # report's scatter plot draws it in any case, so the table draws it earlier: the run's passes
+    # and reads in all stay the same, one pass moving from the report step to the score step.
+    write_gmm_parquet(tmp_path / "data", 4000, n_components=3, n_features=2, rows_per_file=1000, random_state=9,
+                      noise_scale=3.0)
+    config = ExplainConfig(input=str(tmp_path / "data"), features=["x0", "x1"], k=3, algorithm="mmdt",
+                           reference="gmm", hold=False)
+    on = explain(config).metrics
+    assert on["standing"]["rows"][0]["algorithm"] == "mmdt" and {"imm", "cart"} <= {r["algorithm"] for r in on["standing"]["rows"]}
+    config.standing = False
+    off = explain(config).metrics
+    assert "standing" not in off
+    assert sum(on["passes"].values()) == sum(off["passes"].values())
+    assert sum(on["parquet_reads"].values()) == sum(off["parquet_reads"].values())
+    assert (on["passes"]["score"], on["passes"]["report"]) == (off["passes"]["score"] + 1, off["passes"]["report"] - 1)
+
+
 def test_the_optimum_row_on_a_tiny_instance_is_optimal_trees_cost():
     X, _, _ = make_gmm_dataset(60, n_components=3, n_features=2, random_state=1, noise_scale=2.0)
     result = explain(ExplainConfig(input=X, k=3, algorithm="imm", reference="kmeans"))

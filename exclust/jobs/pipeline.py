@@ -308,8 +308,8 @@ def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: Ex
             what=f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
     if ref.kind.startswith("labels:"):
         return standing.skipped(standing.NO_CENTERS.format(what=f"the given labels of column '{config.reference_column}'"))
-    if data.run_sample is None and is_lazy(data.X):  # drawn already by k-means seeding or the curve, else a pass
-        return standing.skipped(standing.NO_SAMPLE)
+    # Drawn already by k-means seeding or the curve, or drawn here: the report's scatter plot
+    # draws the run's sample in any case, so drawing it now moves that pass earlier, adds none.
     sample = run_sample(data, config)
     return standing.plan_standing(config, built.tree, ref.centers, sample.X, _sample_reference_labels(sample, ref, config),
                                   sample.n_rows, data.feature_names, curve)

@@ -40,8 +40,6 @@ from exclust.tree import ThresholdTree
 # What the table says when a run gets none.
 NO_CENTERS = ("No standing table: the reference is {what}, with no centers the other algorithms could "
               "build their trees from.")
-NO_SAMPLE = ("No standing table: this run drew no sample of the rows to fit the other algorithms on, and "
-             "drawing one would cost a pass over the data.")
 
 
 @dataclass
@@ -133,7 +131,7 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
             leaves = int(config.leaves or config.k) if entry.leaf_budget else k
             trees[name] = _from_curve(curve, name, leaves) or entry.fit_in_run(entry.make(config, data), data,
                                                                                reference).tree_
-    of = f"{data.n_rows} rows" + ("" if data.n_rows == n_rows else f" of {n_rows}")
+    of = f"{data.n_rows:,} rows" + ("" if data.n_rows == n_rows else f" of {n_rows:,}")
     fitted_on = (f"the other trees fitted on a uniform sample of {of} from the run's centers (CART on the "
                  "reference labels), the run's tree on all rows; every tree scored on all rows")
     plan = CurvePlan([int(own_tree.n_leaves)], {name: CurveSeries([tree]) for name, tree in trees.items()},
@@ -157,7 +155,7 @@ def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names):
     if config.objective != "kmeans":
         return None, "The exact optimum is searched for the k-means cost only, not for this run's k-medians objective."
     if rows is None or not exact.small_enough(n_rows, n_features, k):
-        return None, (f"The instance is too large for the exact optimum ({n_rows} rows × {n_features} features, "
+        return None, (f"The instance is too large for the exact optimum ({n_rows:,} rows × {n_features} features, "
                       f"k = {k}: the exact search runs on at most {exact.MAX_ROWS} rows and a few seconds' work).")
     try:
         tree, cost = exact.optimal_tree(rows, k, feature_names)

@@ -58,6 +58,9 @@ def _score(run: Run) -> None:
 
 
 def _report(run: Run) -> None:
+    # The scatter plot's rows: the run's sample, drawn before the metrics count this step's passes
+    # (a pass when no earlier step drew it), so that metrics.json counts it.
+    pipeline.run_sample(run.data, run.config)
     metrics = pipeline.assemble_metrics(run.scores, run.data, run.ref, run.built, run.config, run.timer.seconds,
                                         run.standing)
     run.result = pipeline.ExplainResult(run.built.tree, metrics, run.built.tree.rules_text())
