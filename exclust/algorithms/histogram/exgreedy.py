@@ -8,7 +8,7 @@ for k-medians) to the nearest center on its own side. This is ExShallow's score 
 on depth (Laber, Murtinho and Oliveira 2023 introduce ExShallow as ExGreedy plus that penalty),
 so ExGreedy runs on ExShallow's engine (``exshallow.grow_shallow`` with ``depth_factor=0``): the
 same histograms, candidate thresholds, feasibility rule and Dask passes; see
-``exclust/algorithms/exshallow.py`` for the departures from the authors' code.
+``exclust/algorithms/histogram/exshallow.py`` for the departures from the authors' code.
 
 On scikit-learn's digits with scikit-learn KMeans centers (k = 10, n_init=10, random_state=0)
 the tree's price (its clusters scored by their own means over the reference cost) is 1.2121,
