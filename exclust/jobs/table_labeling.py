@@ -13,7 +13,6 @@ from typing import Any, Callable, Mapping
 
 from exclust.errors import InputError
 from exclust.jobs.labeling import LabelResult, load_tree, read_and_label, run_tasks, tally, task_running
-from exclust.outputs.delta_table import file_stats
 from exclust.outputs.folders import json_text
 from exclust.outputs.lake_table import TABLE_FORMATS, open_night, table_format_of
 from exclust.sources.guards import file_folder_guard, input_guards
@@ -25,9 +24,10 @@ DEFAULT_DATE_COLUMN = "date"
 
 def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out_path: str, relpath: str,
                      run_id: str, cluster_column: str, leaf_column: str, date_column: str,
-                     day_in_file: date | None) -> dict[str, Any]:
+                     day_in_file: date | None, stats_of: Callable[[Any], Any] | None) -> dict[str, Any]:
     """One task: label one input file and write it at ``out_path`` in the table's location (with the date
-    column ``day_in_file`` when the format's files hold it); return its commit's facts and its counts."""
+    column ``day_in_file`` when the format's files hold it); return its commit's facts (``stats_of``'s
+    statistics of the file when the format records them) and its counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -44,9 +44,9 @@ def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out
         out_fs.makedirs(out_path.rsplit("/", 1)[0], exist_ok=True)
         with out_fs.open(out_path, "wb") as f:
             pq.write_table(out, f)
-        return {"relpath": relpath, "rows": out.num_rows, "size": out_fs.size(out_path), "stats": file_stats(out),
-                "schema": out.schema, "clusters": _value_counts(out.column(cluster_column)),
-                "leaves": _value_counts(out.column(leaf_column))}
+        return {"relpath": relpath, "rows": out.num_rows, "size": out_fs.size(out_path),
+                "stats": None if stats_of is None else stats_of(out), "schema": out.schema,
+                "clusters": _value_counts(out.column(cluster_column)), "leaves": _value_counts(out.column(leaf_column))}
 
 
 def output_table_format(out: str | os.PathLike, requested: str | None,
@@ -88,7 +88,8 @@ def label_night_into_table(
         for i, f in enumerate(listed.files):
             relpath = night.file_relpath(i)
             args.append((tree_doc, listed.fs, f, night.fs, night.path(relpath), relpath, night.run_id,
-                         cluster_column, leaf_column, date_column, day if night.file_holds_date else None))
+                         cluster_column, leaf_column, date_column, day if night.file_holds_date else None,
+                         night.file_stats))
         per_file = run_tasks(_label_file_into, args, night.run_id)
         for f, part in zip(listed.files, per_file):
             if not part["schema"].equals(per_file[0]["schema"]):

@@ -67,6 +67,7 @@ class DeltaNight(NightFiles):
     """One night's write to a Delta table: the version read at the start, the files, one commit."""
 
     file_holds_date = False  # the date lives in the partition path and the log, not in the files
+    file_stats = staticmethod(file_stats)  # the add actions' statistics, written into the log
 
     def __init__(self, url: str | Any, date_column: str, day: date, guards: Sequence[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None):

@@ -27,6 +27,9 @@ class TableNight(Protocol):
     run_id: str
     fs: Any  # the fsspec filesystem the night's files are written on
     file_holds_date: bool  # whether data files carry the date column (Iceberg) or only the partition path (Delta)
+    # Per-file statistics its commit records, computed by the task that writes the file: a picklable
+    # function (pyarrow table) -> value in the file's facts under "stats", or None (Iceberg: none needed).
+    file_stats: Any
 
     def __init__(self, url: str, date_column: str, day: date, guards: Sequence[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None) -> None: ...
@@ -51,6 +54,7 @@ class NightFiles:
     A subclass sets ``root``, ``date_column``, ``day``, ``run_id`` and ``written``."""
 
     files_under = ""  # the folder under the table's root that holds data files ("data/" for Iceberg)
+    file_stats = None  # no per-file statistics unless the format's commit needs them
 
     @property
     def partition(self) -> str:
