@@ -24,6 +24,16 @@ from exclust.sources.dataset import Dataset, as_matrix
 BASELINE_ROWS = 50_000
 
 
+def baseline_rows(sample: np.ndarray, sample_labels, max_rows: int, random_state) -> tuple[np.ndarray, Any]:
+    """The rows baseline trees are fitted on: the run's uniform ``sample`` (and its labels, or None)
+    cut to a uniform ``max_rows`` of them, as contiguous float64."""
+    if sample.shape[0] > max_rows:  # a uniform subsample of a uniform sample is uniform
+        keep = sample_ids(sample.shape[0], max_rows, random_state)
+        sample = sample[keep]
+        sample_labels = None if sample_labels is None else np.asarray(sample_labels)[keep]
+    return np.ascontiguousarray(sample, dtype=np.float64), sample_labels
+
+
 def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int], *,
                series: Sequence[str] = registry.PAPER_003_CURVE, fitted: Any = None, feature_names=None,
                max_bins: int = 256, random_state=0, n_rows: int | None = None, objective: str = "kmeans",
@@ -39,11 +49,7 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     leaves = sorted({int(L) for L in leaves})
     if not leaves or leaves[0] < k:
         raise ValueError(f"leaves must be leaf counts >= n_clusters={k}, got {leaves}")
-    if sample.shape[0] > max_rows:  # a uniform subsample of a uniform sample is uniform
-        keep = sample_ids(sample.shape[0], max_rows, random_state)
-        sample = sample[keep]
-        sample_labels = None if sample_labels is None else np.asarray(sample_labels)[keep]
-    sample = np.ascontiguousarray(sample, dtype=np.float64)
+    sample, sample_labels = baseline_rows(sample, sample_labels, max_rows, random_state)
     names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(sample.shape[1])]
     ds = Dataset(sample, names)
     if sample_labels is None:

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane.parts import PASSES, kernel_threading, sample_ids
+from exclust.dataplane.parts import PASSES, kernel_threading
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.cost_curve import BASELINE_ROWS
+from exclust.jobs.cost_curve import BASELINE_ROWS, baseline_rows
 from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
@@ -112,10 +112,8 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
     k = int(centers.shape[0])
     all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
     optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names))
-    if sample.shape[0] > BASELINE_ROWS:  # a uniform subsample of a uniform sample is uniform
-        keep = sample_ids(sample.shape[0], BASELINE_ROWS, config.random_state)
-        sample, sample_labels = sample[keep], None if sample_labels is None else np.asarray(sample_labels)[keep]
-    data = Dataset(np.ascontiguousarray(sample, dtype=np.float64), list(feature_names))
+    sample, sample_labels = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state)
+    data = Dataset(sample, list(feature_names))
     reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
     trees: dict[str, ThresholdTree] = {config.algorithm: own_tree}
     # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
