@@ -6,7 +6,7 @@ page lays it out from numbers, not by reading its SVG back; ``tree_svg`` is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 from exclust.tree.style import (
@@ -20,8 +20,11 @@ from exclust.tree.style import (
     text_color_on,
     text_width,
 )
+
 # ThresholdTree in annotations only: exclust.tree draws itself with this module (a lazy import in
-# ThresholdTree._repr_svg_), so this module does not import it back.
+# ThresholdTree._repr_svg_), so this module imports it for the type checker alone.
+if TYPE_CHECKING:
+    from exclust.tree.threshold_tree import ThresholdTree
 
 # ---------------------------------------------------------------------------- tree drawing
 def tree_layout(tree: ThresholdTree) -> tuple[dict[int, float], dict[int, int], list[int]]:

@@ -8,12 +8,15 @@ from __future__ import annotations
 import colorsys
 import html
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-# No import of exclust.tree: a tree draws itself with tree_drawing (ThresholdTree._repr_svg_, a
-# lazy import), so the drawing's modules name ThresholdTree in annotations only.
+# No import of exclust.tree at run time: a tree draws itself with tree_drawing
+# (ThresholdTree._repr_svg_, a lazy import), so the drawing's modules name ThresholdTree in
+# annotations only, imported for the type checker alone.
+if TYPE_CHECKING:
+    from exclust.tree.threshold_tree import ThresholdTree
 
 # ---------------------------------------------------------------------------- colours
 # Okabe & Ito's palette is distinguishable under the common colour-vision deficiencies; it
