@@ -2,6 +2,11 @@
 
 Public names are imported lazily, so ``import exclust`` stays fast and a CLI call pays only for
 the parts it uses.
+
+Lives here: ``errors.py`` (the errors raised on purpose), ``estimator.py`` (the estimators' base),
+``cli.py`` (the ``exclust`` command), and the packages by layer (ARCHITECTURE.md): ``dataplane/``,
+``sources/``, ``tree/``, ``outputs/``, ``scoring/``, ``reference/``, ``algorithms/``, ``report/``,
+``jobs/``, and ``datasets/`` (data exclust makes, beside the core).
 """
 from __future__ import annotations
 

@@ -40,12 +40,36 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def is_type_checking_block(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports for the type checker alone."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def run_time_nodes(tree: ast.AST):
+    """Every node of ``tree`` as ast.walk gives them, but none under an ``if TYPE_CHECKING:``
+    (its body never runs, so its imports make no layer edge or cycle; an ``else:`` still counts)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if is_type_checking_block(node):
+            assert isinstance(node, ast.If)
+            todo.extend(node.orelse)
+            todo.append(node.test)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
 @functools.lru_cache(maxsize=None)
 def statements_of(text: str, package: tuple[str, ...]) -> tuple[tuple[str, int, str], ...]:
     """(absolute module path, line, statement) per name imported by the source ``text`` of a module
     of ``package``; cached by text, as every checker reads every module."""
     found = []
-    for node in ast.walk(ast.parse(text)):
+    for node in run_time_nodes(ast.parse(text)):
         if isinstance(node, ast.Import):
             found.extend((alias.name, node) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -325,6 +349,48 @@ def test_every_module_in_the_map_exists():
     assert not duplicated, f"named twice in the module map: {duplicated}"
     gone = sorted(set(mapped) - module_files())
     assert not gone, f"the module map names modules that do not exist: {gone}"
+
+
+# A package's __init__ docstring says what lives in it, naming each module as ``name.py`` and each
+# sub-package as ``name/``: those names must exist, and every module of the package be named.
+DOCSTRING_MODULE = re.compile(r"``([\w]+(?:\.py|/))``")
+
+
+def docstring_module_violations(root: Path = ROOT) -> list[str]:
+    found = []
+    for init in sorted(p for d in SOURCE_DIRS for p in (root / d).rglob("__init__.py")):
+        package = init.parent
+        where = init.relative_to(root).as_posix()
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        named = set(DOCSTRING_MODULE.findall(doc))
+        present = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+        present |= {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+        found += [f"{where}'s docstring names {n}, which is not in {package.relative_to(root).as_posix()}/"
+                  for n in sorted(named - present)]
+        found += [f"{where}'s docstring does not name its module {n}" for n in sorted(present - named)]
+    return found
+
+
+def test_package_docstrings_name_their_modules():
+    found = docstring_module_violations()
+    assert not found, "\n".join(found)
+
+
+def test_the_docstring_check_fails_on_a_gone_and_a_new_module(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    assert docstring_module_violations(root) == []
+    (root / "exclust" / "scoring" / "curves.py").rename(root / "exclust" / "scoring" / "cost_curves.py")
+    assert docstring_module_violations(root) == [
+        "exclust/scoring/__init__.py's docstring names curves.py, which is not in exclust/scoring/",
+        "exclust/scoring/__init__.py's docstring does not name its module cost_curves.py"]
+
+
+def test_an_import_for_the_type_checker_alone_makes_no_edge(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    append(root, "exclust/errors.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+           "    from exclust.jobs import steps\nelse:\n    from exclust.tree import style")
+    targets = {i.target for i in project_imports(root) if i.importer == "exclust.errors"}
+    assert targets == {"exclust.tree.style"}
 
 
 def test_no_import_cycle_among_project_modules():

@@ -5,9 +5,10 @@ that holds them all.
 Every function here is pure: it takes a tree and small summaries and returns text (SVG or
 HTML). Nothing is fetched from the network when the page is opened: styles are inline,
 plots are inline SVG, so the report can be mailed, archived or attached to a Prefect run as
-one file. Modules: ``format`` (colours, numbers, text), ``tree_drawing``, ``plots`` (scatter,
-curve, contingency), ``measures`` (the metrics table), ``standing`` (the standing table), ``page`` (the page, its ``page.css``,
-and the Markdown digest), ``figures`` (``save_figure``: one picture as an SVG or PNG file).
+one file. Lives here: ``plots.py`` (scatter, curve, contingency), ``measures.py`` (the metrics
+table), ``standing.py`` (the standing table), ``page.py`` (the page, its ``page.css``, and the
+Markdown digest), ``figures.py`` (``save_figure``: one picture as an SVG or PNG file). The tree's
+drawing and the colours, numbers and text are ``exclust.tree.drawing`` and ``exclust.tree.style``.
 """
 from __future__ import annotations
 

@@ -4,8 +4,11 @@ A source is one module implementing ``base.DataSource`` (recognise an input, pla
 metadata alone, read a part on a worker, guard what a run reads) plus one registration in
 ``base.SOURCES``; ``base.open_source`` decides the kind of an input, once. Lives here:
 ``base.py`` (the interface and the registry), ``storage.py`` (paths, ``file://``, ``s3://``
-through fsspec: listing), ``parquet.py`` (the Parquet source), ``in_memory.py`` (numpy, pandas
+through fsspec: listing), ``parquet.py`` (the Parquet source) with ``parquet_reader.py`` (a
+planned piece read on a worker), ``delta.py`` and ``iceberg.py`` (table sources) with
+``table_plan.py`` (a snapshot's read planned from its metadata), ``in_memory.py`` (numpy, pandas
 and Dask arrays and frames), ``dataset.py`` (``Dataset``, ``load_dataset``, validation),
-``_finite_check.py`` (numba: the validation pass's per-block counts).
+``feature_choice.py`` (the feature columns when none are named), ``guards.py`` (what a run reads,
+as the outputs must know it), ``_finite_check.py`` (numba: the validation pass's per-block counts).
 May import: ``exclust.errors`` and the data plane; nothing above.
 """

@@ -3,6 +3,7 @@ ExShallow, KDTree), on one split-search engine.
 
 Lives here: ``binning.py`` (bin edges and codes), ``engine.py`` (encoded parts, histograms, prefix
 sums, routing memory), ``imm.py`` (paper 003 Sec. 2), ``exkmc.py`` (paper 003 Alg. 1-2),
-``exshallow.py`` (Laber, Murtinho and Oliveira 2023), ``kdtree.py`` (paper 003 App. B.1), and the
+``exshallow.py`` (Laber, Murtinho and Oliveira 2023), ``exgreedy.py`` (Laber and Murtinho 2021,
+ExGreedy), ``kdtree.py`` (paper 003 App. B.1), and the
 numba kernels ``_bin_coding.py``, ``_code_histograms.py`` and ``_shallow_cut.py``.
 """
