@@ -6,6 +6,7 @@ Needs only python3 (3.11+).  Usage:
     python3 bootstrap.py demo [exclust demo options]   # install, then run the main job
     python3 bootstrap.py install                       # only set up .venv
     python3 bootstrap.py test [pytest options]         # install with test extras, then run pytest
+    python3 bootstrap.py check                         # install with test extras, then ruff and mypy
 
 The environment lives in ./.venv and is re-installed only when pyproject.toml changes; after
 installing, numba's kernels are compiled once into numba's cache (``python -m exclust.jobs.warmup``),
@@ -61,11 +62,11 @@ def _install(extras: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"demo", "test", "install"}:
+    if not argv or argv[0] not in {"demo", "test", "check", "install"}:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
-    _install("test" if command == "test" else "")
+    _install("test" if command in ("test", "check") else "")
     if command == "install":
         print(ACTIVATE_HINT, flush=True)
         return 0
@@ -74,6 +75,10 @@ def main(argv: list[str]) -> int:
         code = subprocess.call([str(exe), "demo", *rest], cwd=ROOT)
         print(ACTIVATE_HINT, flush=True)
         return code
+    if command == "check":  # the gate: lint and types, as configured in pyproject.toml
+        lint = subprocess.call([str(_venv_python()), "-m", "ruff", "check", "."], cwd=ROOT)
+        types = subprocess.call([str(_venv_python()), "-m", "mypy"], cwd=ROOT)
+        return lint or types
     return subprocess.call([str(_venv_python()), "-m", "pytest", *rest], cwd=ROOT)
 
 
