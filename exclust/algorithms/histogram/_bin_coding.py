@@ -134,11 +134,13 @@ def encode_rows(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
     n, d = X.shape
     for i in numba.prange(n):
         for f in range(d):
-            codes[i, f] = _code_of(X[i, f], f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base)
+            codes[i, f] = _code_of(X[i, f], f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+                                   sub_start, sub_base)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base, centers_t, center_sq, codes, dots, labels):
+def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
+                       centers_t, center_sq, codes, dots, labels):
     """Pass 2 in one read of each row: bin codes, <x, mu_j> for every center, nearest center.
 
     Returns the block's sum of ||x||^2. The dot products accumulate feature by feature into all
@@ -156,7 +158,8 @@ def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
             acc[:] = 0.0
             for f in range(d):
                 v = X[i, f]
-                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base)
+                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+                                       sub_start, sub_base)
                 part += v * v
                 for j in range(k):
                     acc[j] += v * centers_t[f, j]
@@ -175,7 +178,8 @@ def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base, centers, l1, codes, dists, labels):
+def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
+                       centers, l1, codes, dists, labels):
     """Pass 2 with distances in place of dot products: bin codes, the distance of every row to
     every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
 
@@ -192,7 +196,8 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
             for f in range(d):
                 v = X[i, f]
-                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base)
+                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+                                       sub_start, sub_base)
                 part += v * v
             best = np.inf
             arg = 0

@@ -275,7 +275,8 @@ class EncodedData:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
         cells, base = self._reduce(
-            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins, n_splits,
+            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins,
+            n_splits,
             bulk_min_rows,
         )
         n_slots, d, n_bins, _ = cells.shape
@@ -324,7 +325,8 @@ def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray | None) ->
     return n[..., None] * center_sq - 2.0 * dots
 
 
-def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray, n_bins: np.ndarray, tol: float = 0.0):
+def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray, n_bins: np.ndarray,
+                         tol: float = 0.0):
     """ExKMC at one leaf: (feature, bin, split cost, left center, right center), costs less sum ||x||^2.
 
     Both sides of every threshold come from prefix sums of the (d, B, k + 1) histogram; each

@@ -109,7 +109,8 @@ def mmdt_bounds(summary: MixtureSummary, alpha: float | None = None, beta: float
     alpha = float(alpha)
     beta = float(beta)
     if alpha < 1 or beta < 1:
-        raise ValueError(f"alpha and beta must be >= 1 (paper 002 Section 2.1, Assumption 3); got alpha={alpha}, beta={beta}")
+        raise ValueError(f"alpha and beta must be >= 1 (paper 002 Section 2.1, Assumption 3); got alpha={alpha}, "
+                         f"beta={beta}")
     gaussian_beta = math.sqrt(math.pi / 2.0)
 
     def price(b: float) -> float:
@@ -147,18 +148,21 @@ def mmdt_bounds(summary: MixtureSummary, alpha: float | None = None, beta: float
             "vacuous": error_upper >= 1.0,
         },
         "error_lower_theorem9": {
-            "name": "paper 002, Theorem 9 (eq. 22): some mixture with K components and ENR q has P(error) >= (K-1) / (4q) for every tree",
+            "name": "paper 002, Theorem 9 (eq. 22): some mixture with K components and ENR q has P(error) >= (K-1) / "
+                    "(4q) for every tree",
             "value": error_lower,
             "applies": bool(q >= K),
             "requires": "q >= K",
             "vacuous": error_lower >= 1.0,
         },
         "error_lower_paper000_theorem3": {
-            "name": "paper 000, Theorem 3 (eq. 3): some sub-Gaussian mixture with K components and q (paper 000) has P(error) >= (K-1) / (2 e^q) for every tree",
+            "name": "paper 000, Theorem 3 (eq. 3): some sub-Gaussian mixture with K components and q (paper 000) has "
+                    "P(error) >= (K-1) / (2 e^q) for every tree",
             "value": paper000_lower,
             "applies": bool(q000 > math.log(2 * K)),
             "requires": "e^q > 2K (q in paper 000's convention)",
             "vacuous": paper000_lower >= 1.0,
         },
-        "not_evaluated": "paper 002 Theorem 5 (price lower bound) is stated only up to a constant, Omega(alpha beta log K / sqrt q), for q >= 2 K^3",
+        "not_evaluated": "paper 002 Theorem 5 (price lower bound) is stated only up to a constant, Omega(alpha beta "
+                         "log K / sqrt q), for q >= 2 K^3",
     }

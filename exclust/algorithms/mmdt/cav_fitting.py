@@ -165,7 +165,8 @@ def _resolve_kinds(names: list[str], kinds: Mapping[str, str] | None, scan: _Lab
         if kind not in KINDS + ("auto",):
             raise InputError(f"kind of concept {name!r} must be 'binary', 'continuous' or 'auto', not {kind!r}")
         if scan.n_infinite[m]:
-            raise InputError(f"concept {name!r} has {int(scan.n_infinite[m])} infinite label(s); use NaN for unlabelled rows")
+            raise InputError(f"concept {name!r} has {int(scan.n_infinite[m])} infinite label(s); use NaN for "
+                             "unlabelled rows")
         values = scan.distinct[m]
         if scan.n_valid[m] == 0:
             raise InputError(f"concept {name!r} has no labelled rows (all NaN)")
@@ -285,7 +286,8 @@ def fit_cavs(
     if not isinstance(concepts, Mapping):
         raise InputError(f"concepts must map concept names to one label per row, got {type(concepts).__name__}")
     if len(concepts) == 0:
-        raise InputError("no concepts given: pass a dict {concept name: one label per row (0/1 or a number, NaN = unlabelled)}")
+        raise InputError("no concepts given: pass a dict {concept name: one label per row (0/1 or a number, NaN = "
+                         "unlabelled)}")
     data = as_matrix(embeddings)
     X = data.X
     n, d = X.shape

@@ -62,7 +62,8 @@ class ConceptActivationVectors:
         M, d = self.matrix.shape
         self.names = [str(n) for n in self.names]
         if M == 0 or d == 0:
-            raise InputError(f"a CAV matrix needs at least one concept and one dimension, got shape {self.matrix.shape}")
+            raise InputError("a CAV matrix needs at least one concept and one dimension, got shape "
+                             f"{self.matrix.shape}")
         if len(self.names) != M or len(set(self.names)) != M:
             raise InputError(f"need {M} distinct concept names for {M} CAVs, got {self.names}")
         if not np.isfinite(self.matrix).all():
@@ -82,7 +83,8 @@ class ConceptActivationVectors:
             value = getattr(self, name)
             if value is None:
                 value = np.ones(M) if name == "scales" else np.zeros(M)
-            setattr(self, name, np.asarray(value, dtype=np.float64 if name in ("scales", "intercepts") else np.int64).reshape(M))
+            setattr(self, name,
+                    np.asarray(value, dtype=np.float64 if name in ("scales", "intercepts") else np.int64).reshape(M))
 
     @classmethod
     def from_matrix(

@@ -282,7 +282,8 @@ class ConceptCART(_ConceptTree):
     Fitted: ``tree_`` (over the concept names), ``reference_labels_``, ``mixture_``, ``cart_``.
     """
 
-    _parameter_constraints = {**_COMMON_CONSTRAINTS, "max_leaf_nodes": [None, Interval(Integral, 2, None, closed="left")]}
+    _parameter_constraints = {**_COMMON_CONSTRAINTS,
+                              "max_leaf_nodes": [None, Interval(Integral, 2, None, closed="left")]}
 
     def __init__(
         self,
@@ -326,7 +327,8 @@ class ConceptCART(_ConceptTree):
             Dataset(X=Z, feature_names=list(cavs.names)), labels
         )
         self.tree_ = _named_tree(
-            cart.tree_, cavs.names, {"algorithm": "concept-cart", "reference": "paper 000 Table 2 baseline (CART on C x)"}
+            cart.tree_, cavs.names,
+            {"algorithm": "concept-cart", "reference": "paper 000 Table 2 baseline (CART on C x)"}
         )
         self.cart_ = cart
         self.mixture_ = mixture

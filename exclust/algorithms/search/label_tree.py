@@ -26,8 +26,8 @@ of a cut, so the split of C is enumerated; a cluster with rows on one side only 
 exact search at most ``MAX_FREE_CLUSTERS`` clusters are tried on either side (those with most
 rows on their smaller side), the others go where most of their rows are. This is
 exact when every cut and every share of the leaves is tried at every depth, which the search
-does on at most ``exact_rows`` rows (the test oracle compares it with a brute force over all trees). On more rows it is a
-lookahead (Murthy and Salzberg, IJCAI 1995, as in ``tree_search.py``): at each node the
+does on at most ``exact_rows`` rows (the test oracle compares it with a brute force over all
+trees). On more rows it is a lookahead (Murthy and Salzberg, IJCAI 1995, as in ``tree_search.py``): at each node the
 ``n_candidates`` cuts of fewest two-leaf majority mistakes are tried ``lookahead`` levels deep,
 each with at most ``MAX_BUDGET_SHARES`` ways of sharing the leaf budget between its sides;
 below that a side is grown best-first by fewest majority mistakes (each step cuts the leaf and
@@ -128,7 +128,8 @@ class _Search:
             score = left_wrong.min(axis=1) + right_wrong.min(axis=1)
             thresholds = (values[between] + values[between + 1]) / 2.0
             found += [(float(v), f, float(t)) for v, t in zip(score, thresholds)]
-            one_side = np.minimum(left_wrong + right_wrong.min(axis=1)[:, None], right_wrong + left_wrong.min(axis=1)[:, None])
+            one_side = np.minimum(left_wrong + right_wrong.min(axis=1)[:, None],
+                                  right_wrong + left_wrong.min(axis=1)[:, None])
             for c in range(self.k):
                 i = int(one_side[:, c].argmin())
                 if for_cluster[c] is None or one_side[i, c] < for_cluster[c][0]:

@@ -50,7 +50,12 @@ import heapq
 import numpy as np
 
 from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
-from exclust.algorithms.histogram.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers, fit_reference_centers
+from exclust.algorithms.histogram.imm import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    check_centers,
+    fit_reference_centers,
+)
 from exclust.algorithms.search.optimal_tree import leaf_cost, nested_to_tree
 from exclust.sources.dataset import as_matrix
 from exclust.estimator import Integral, Interval
@@ -102,7 +107,8 @@ class _Search:
             hit = self.cuts[key] = (own, costs, thresholds)
         return hit
 
-    def best_cuts(self, mask: np.ndarray, how_many: int, members=None, window: int = 0) -> list[tuple[float, int, float]]:
+    def best_cuts(self, mask: np.ndarray, how_many: int, members=None,
+                  window: int = 0) -> list[tuple[float, int, float]]:
         """The ``how_many`` cuts of least cost: (cost, feature, threshold). With ``window``, only
         cuts of least cost among the ``window`` positions either side on their feature count: one
         per valley of the cost, where the plain least costs crowd into one gap between clusters."""
