@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--trials", type=_positive_int, default=1, help="random-cut: trees drawn, the cheapest kept")
     ex.add_argument("--no-curve", action="store_true", help="skip the report's cost-versus-leaves curve")
     ex.add_argument("--no-standing", action="store_true",
-                    help="skip the report's standing table (the tree beside other algorithms' trees on the same centers)")
+                    help="skip the report's standing table (the tree beside other algorithms' trees on the same "
+                         "centers)")
     ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
                     help="price the tree under k-medians too (2+ passes more over the data); "
                          "default: when the objective or the reference is kmedians")
@@ -98,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--kernel", default="gaussian", choices=("gaussian", "laplace"), help="kernel of kernel-mmdt")
     ex.add_argument("--bandwidth", type=float, help="kernel bandwidth of kernel-mmdt")
     ex.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    ex.add_argument("--plot", help="two features for the report's scatter plot, e.g. x0,x3 (default: the tree's first cuts)")
+    ex.add_argument("--plot",
+                    help="two features for the report's scatter plot, e.g. x0,x3 (default: the tree's first cuts)")
     ex.add_argument("--seed", type=int, default=0, help="random seed")
     ex.add_argument("--drop-nan", action="store_true", help="drop rows with NaN/inf features instead of failing")
     ex.add_argument("--out", required=True, help="output folder (replaced whole when the run succeeds)")
@@ -113,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
                     "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
     lb.add_argument("--fail-on-drift", action="store_true",
-                    help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data the "
-                         "tree was built on (PSI above 0.2); the labelled output is written either way")
+                    help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data "
+                         "the tree was built on (PSI above 0.2); the labelled output is written either way")
     lb.add_argument("--out-format", choices=("auto", "folder", "delta", "iceberg"), default="auto",
                     help="delta or iceberg: --out is a table of that format (made on the first night), each --date "
                          "one commit of its partition; auto (default): iceberg for an iceberg+ address, delta when "
@@ -191,7 +193,8 @@ def _label_by_date(args, log) -> list:
     with dask_cluster(args.scheduler):
         return label_dates(tree, args.input, args.out, days, on_night=report,
                            cluster_column=args.cluster_column, leaf_column=args.leaf_column, storage_options=options,
-                           **({"table_format": table, "date_column": getattr(args, "date_column", None)} if table else {}))
+                           **({"table_format": table,
+                               "date_column": getattr(args, "date_column", None)} if table else {}))
 
 
 def cmd_label(args) -> int:
@@ -281,10 +284,12 @@ def cmd_demo(args) -> int:
     else:
         if data.exists():
             if not stamp.exists():
-                raise FileExistsError(f"{data} exists and was not written by exclust demo; remove it or choose another --out")
+                raise FileExistsError(f"{data} exists and was not written by exclust demo; remove it or choose another "
+                                      "--out")
             shutil.rmtree(data)
         log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.k}, d={args.d}) as Parquet partitions to {data}")
-        write_gmm_parquet(data, args.rows, args.k, args.d, rows_per_file=max(10_000, args.rows // 6), random_state=args.seed)
+        write_gmm_parquet(data, args.rows, args.k, args.d, rows_per_file=max(10_000, args.rows // 6),
+                          random_state=args.seed)
         stamp.write_text(json.dumps(spec))
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
@@ -314,7 +319,8 @@ def cmd_demo(args) -> int:
         metrics = json.loads((out / "metrics.json").read_text())
         _summary(metrics, (out / "rules.txt").read_text(), summary["output"])
     print(f"demo done in {time.perf_counter() - t0:.1f} s; open {out / 'report.html'}")
-    print(f"label new data with: {_command_name()} label --tree {out / 'tree.json'} --input {data} --out {out}-labelled")
+    print(f"label new data with: {_command_name()} label --tree {out / 'tree.json'} --input {data} --out "
+          f"{out}-labelled")
     return 0
 
 
@@ -358,7 +364,8 @@ def _quiet_shutdown() -> None:
     """After Ctrl-C: the cluster is torn down mid-task; its loggers' tracebacks are not news."""
     import logging
 
-    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
+    names = [n for n in list(logging.root.manager.loggerDict)
+             if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
     for name in names + ["distributed", "tornado", "asyncio"]:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
