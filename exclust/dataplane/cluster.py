@@ -37,7 +37,8 @@ def close_quietly(client: Any) -> None:
 
 
 @contextlib.contextmanager
-def dask_cluster(address: str | None = None, n_workers: int | None = None, threads_per_worker: int = 1) -> Iterator[Any]:
+def dask_cluster(address: str | None = None, n_workers: int | None = None,
+                 threads_per_worker: int = 1) -> Iterator[Any]:
     """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
     from distributed import Client, LocalCluster
 
@@ -53,14 +54,16 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None, threa
                 raise
             close_quietly(client)
             raise SchedulerLost(f"lost the Dask scheduler {address} during the run ({type(exc).__name__}); "
-                                "the output it was writing is not committed; run again once the scheduler is back") from exc
+                                "the output it was writing is not committed; run again once the scheduler is "
+                                "back") from exc
         finally:
             client.close()
         return
     import threading
 
     # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
-    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.http.proxy"):
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
+                 "distributed.http.proxy"):
         logging.getLogger(name).setLevel(logging.WARNING)
     n_workers = n_workers or max(1, min(4, os.cpu_count() or 1))
     # Worker processes read their log level from the environment at start; restore it afterwards.
@@ -177,7 +180,8 @@ def check_scheduler(address: str, timeout: float) -> None:
         if scheme in ("tcp", "tls", "ws", "wss"):
             parse_host_port(location)
     except (ValueError, TypeError) as exc:
-        raise InputError(f"Dask scheduler address {address!r} is not valid ({exc}); give it as tcp://HOST:PORT") from None
+        raise InputError(f"Dask scheduler address {address!r} is not valid ({exc}); "
+                         "give it as tcp://HOST:PORT") from None
 
     async def identity() -> dict:
         comm = await connect(address, timeout=timeout, **Security().get_connection_args("client"))

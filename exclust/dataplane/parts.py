@@ -320,7 +320,8 @@ def run_reductions(X, reductions: Sequence[Reduction], *, fan_in: int = FAN_IN, 
         idx = []
         for c in r.columns:
             c = align(c, X)
-            same = [i for i, have in enumerate(columns) if have is c or (is_lazy(c) and is_lazy(have) and have.name == c.name)]
+            same = [i for i, have in enumerate(columns)
+                    if have is c or (is_lazy(c) and is_lazy(have) and have.name == c.name)]
             if same:
                 idx.append(same[0])
             else:

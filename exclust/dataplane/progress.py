@@ -88,7 +88,8 @@ class StepTimer:
                 beat.join(2)
             self.seconds[name] = round(time.perf_counter() - t0, 3)
         n, reads = self.passes.passes.get(name, 0), self.passes.reads.get(name, 0)
-        counted = f" ({n} pass{'es' if n != 1 else ''} over the data, {reads} read{'s' if reads != 1 else ''} of the files)" if n else ""
+        counted = (f" ({n} pass{'es' if n != 1 else ''} over the data, "
+                   f"{reads} read{'s' if reads != 1 else ''} of the files)") if n else ""
         self.log(f"[{self.elapsed:7.1f} s] {name} done in {self.seconds[name]:.1f} s{counted}")
         stop_if_interrupted()
 
