@@ -7,10 +7,10 @@ scikit-learn's 8x8 digits (``bench/paper_concepts.py``) needs no labelling by ha
 
 | concept | kind | measured as |
 | --- | --- | --- |
-| ``loop`` | binary | the image, upsampled 4x and thresholded, encloses background (a closed region not touching the border) |
+| ``loop`` | binary | the image (upsampled 4x, thresholded) encloses background: a closed region off the border |
 | ``vertical_line`` | binary | some column holds a run of dark pixels covering most of the image height |
 | ``horizontal_line`` | binary | some row holds a run of ink covering most of the image width |
-| ``curvature`` | continuous | how much the stroke direction turns locally: 1 - coherence of the edge orientation, averaged over the edges |
+| ``curvature`` | continuous | how much the stroke turns locally: 1 - coherence of edge orientation, mean over edges |
 | ``ink`` | continuous | mean pixel intensity |
 | ``width`` | continuous | width of the ink's bounding box, as a share of the image width |
 
@@ -49,7 +49,8 @@ def longest_run(mask: np.ndarray) -> np.ndarray:
     return best
 
 
-def count_loops(images, *, max_value: float = 16.0, upsample: int = 4, ink_level: float = 0.35, min_area: int = 3) -> np.ndarray:
+def count_loops(images, *, max_value: float = 16.0, upsample: int = 4, ink_level: float = 0.35,
+                min_area: int = 3) -> np.ndarray:
     """Number of closed background regions (holes enclosed by ink) per image.
 
     The image is upsampled (bilinear) before thresholding so that a one-pixel gap at 8x8 does not

@@ -184,7 +184,8 @@ def make_synthetic_ii(
     with y the codeword each point comes from; the codewords are the optimal k-means centers.
     """
     if n_clusters < 1 or d < 1 or n < n_clusters:
-        raise ValueError(f"make_synthetic_ii needs n >= n_clusters >= 1 and d >= 1, got n={n}, d={d}, n_clusters={n_clusters}")
+        raise ValueError(f"make_synthetic_ii needs n >= n_clusters >= 1 and d >= 1, got n={n}, d={d}, "
+                         f"n_clusters={n_clusters}")
     rng = np.random.default_rng(random_state)
     codewords = rng.choice(np.array([-1.0, 1.0]), size=(n_clusters, d))
     y = np.repeat(np.arange(n_clusters), [len(a) for a in np.array_split(np.arange(n), n_clusters)])
