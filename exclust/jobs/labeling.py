@@ -318,7 +318,8 @@ def run_label(plan: LabelPlan, *, cluster_column: str | None = None, leaf_column
         per_file = run_tasks(_label_file, args, stage.run_id)
         result = _collect(stage, per_file, plan.tree)
         result.seconds = time.perf_counter() - start
-        stage.write_text(LABELS_FILE, json_text({**result.to_dict(), "tree": plan.tree.meta, "source": plan.source.url}))
+        stage.write_text(LABELS_FILE,
+                         json_text({**result.to_dict(), "tree": plan.tree.meta, "source": plan.source.url}))
     result.seconds = time.perf_counter() - start
     return result
 

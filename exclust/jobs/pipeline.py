@@ -189,7 +189,8 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
 
         model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
         labels = _held(model.predict(data), data, config)
-        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=registry.algorithm(config.algorithm).needs == registry.SUMMARY)
+        full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
+        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=full)
         return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
@@ -267,7 +268,8 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     curve = plan.finish(fused.pop(0)) if plan is not None else None
     if standing is not None and not isinstance(standing, dict):
         standing = standing.finish(fused.pop(0), scores)
-    # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it (exclust.scoring.drift).
+    # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it
+    # (exclust.scoring.drift).
     sizes = scores.get("leaf_sizes") or {}
     total = float(sum(sizes.values())) or 1.0
     built.tree.meta["leaf_shares"] = {leaf: n / total for leaf, n in sizes.items()}
@@ -307,11 +309,13 @@ def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: Ex
         return standing.skipped(standing.NO_CENTERS.format(
             what=f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
     if ref.kind.startswith("labels:"):
-        return standing.skipped(standing.NO_CENTERS.format(what=f"the given labels of column '{config.reference_column}'"))
+        return standing.skipped(standing.NO_CENTERS.format(what="the given labels of column "
+                                                                f"'{config.reference_column}'"))
     # Drawn already by k-means seeding or the curve, or drawn here: the report's scatter plot
     # draws the run's sample in any case, so drawing it now moves that pass earlier, adds none.
     sample = run_sample(data, config)
-    return standing.plan_standing(config, built.tree, ref.centers, sample.X, _sample_reference_labels(sample, ref, config),
+    return standing.plan_standing(config, built.tree, ref.centers, sample.X,
+                                  _sample_reference_labels(sample, ref, config),
                                   sample.n_rows, data.feature_names, curve)
 
 
@@ -342,7 +346,7 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
     return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
 
 
-# --------------------------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
+# --------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
 def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds,
                      standing: dict | None = None) -> dict[str, Any]:
     """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,
@@ -364,7 +368,8 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         algorithm=config.algorithm, reference=built.info.get("reference") if ref is None else ref.kind,
         k=int(config.k), d=int(data.n_features), n=int(data.n_rows), n_dropped=int(data.n_dropped),
         enr=enr_of(ref, built), enr_convention=built.info.get("enr_convention", "paper002"),
-        threshold=config.threshold if registry.algorithm(config.algorithm).threshold else None, objective=config.objective,
+        threshold=config.threshold if registry.algorithm(config.algorithm).threshold else None,
+        objective=config.objective,
         n_leaves=int(tree.n_leaves), depth=int(tree.depth), features_used=tree.features_used,
         n_passes=built.info.get("n_passes"), seconds=dict(seconds), held=is_held(data), passes=passes,
         parquet_reads=reads, kernel_price=built.info.get("kernel_price"),

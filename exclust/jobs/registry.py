@@ -125,7 +125,8 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
     Threshold("midpoint", "halfway between the two means the cut separates"),
     Threshold("gaussian", "minimises the Gaussian tail bound (paper 002, eq. 6)"),
     Threshold("chebyshev", "minimises the Chebyshev tail bound (paper 002, eq. 5)"),
-    Threshold("exact", "minimises the exact Gaussian mis-assignment probability, each component with its own sigma (eq. 4)"),
+    Threshold("exact",
+              "minimises the exact Gaussian mis-assignment probability, each component with its own sigma (eq. 4)"),
     Threshold("random", "uniform between the two means (paper 000, App. B)"),
 )}
 
@@ -207,7 +208,8 @@ for _entry in (
     Algorithm("concept-mmdt", "Concept-MMDT", "exclust.algorithms.mmdt.concept:ConceptMMDT",
               "MMDT over concept activation vectors of an embedding", OWN, "000 Alg. 2", threshold=True,
               options=lambda c: {"n_components": c.k, "threshold": c.threshold, "random_state": c.random_state},
-              prepare="exclust.algorithms.mmdt.concept:concept_vectors_for_run", requires=(("concepts", "concept label columns, one per concept"),),
+              prepare="exclust.algorithms.mmdt.concept:concept_vectors_for_run",
+              requires=(("concepts", "concept label columns, one per concept"),),
               own_reference="gmm", space=lambda est: est.cavs.project),
     Algorithm("kernel-mmdt", "kernel MMDT", "exclust.algorithms.mmdt.kernel_mmdt:KernelMMDT",
               "interval cuts explaining kernel k-means", OWN, "002 Sec. 5", threshold=True,
