@@ -62,7 +62,8 @@ def output_location(url: str | os.PathLike, *, storage_options: Mapping[str, Any
         fs, path = filesystem(text, storage_options)
         path = path.strip("/")
         if "/" not in path:
-            raise InputError(f"output {text} is a whole bucket; name a prefix inside it, such as {text.rstrip('/')}/labels")
+            raise InputError(f"output {text} is a whole bucket; name a prefix inside it, such as "
+                             f"{text.rstrip('/')}/labels")
         if base is not None and not text.rstrip("/").startswith(str(base).rstrip("/") + "/"):
             raise InputError(f"output {text} lies outside the allowed base {base}; choose a location under it")
         return Location(text, fs, path, False)
@@ -72,7 +73,8 @@ def output_location(url: str | os.PathLike, *, storage_options: Mapping[str, Any
         base_path = Path(base).expanduser().resolve()
         target = (base_path / raw).resolve() if not raw.is_absolute() else raw.resolve()
         if target != base_path and base_path not in target.parents:
-            raise InputError(f"output folder {text} lies outside the allowed base folder {base_path}; choose a folder under it")
+            raise InputError(f"output folder {text} lies outside the allowed base folder {base_path}; choose a folder "
+                             "under it")
         if target == base_path:
             raise InputError(f"output folder {text} is the base folder {base_path} itself; name a folder inside it")
     else:

@@ -73,7 +73,8 @@ def _flock(fd: int, mode: int, timeout: float, what: str) -> Iterator[None]:
             break
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} stayed locked for {timeout:.0f} s; wait for the other run or choose another output") from None
+                raise TimeoutError(f"{what} stayed locked for {timeout:.0f} s; wait for the other run or choose "
+                                   "another output") from None
             time.sleep(0.02)
     try:
         yield
