@@ -216,7 +216,8 @@ class GaussianMixture(ExclustEstimator):
     # ------------------------------------------------------------------ use
     def _kernel_args(self) -> tuple:
         diag = self.covariance_type == "diag"
-        return (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag), diag)
+        return (*self._kernel_params((self.weights_, self.means_, self.covariances_, self.precisions_cholesky_), diag),
+                diag)
 
     def _apply(self, X, block, out_cols: int | None, dtype):
         X = self._predict_input(X)

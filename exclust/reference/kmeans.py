@@ -86,8 +86,9 @@ class KMeans(ExclustEstimator):
 
     Fitted: ``cluster_centers_``, ``labels_`` (numpy for numpy input, a lazy dask array for dask
     input), ``inertia_``, ``n_iter_``, ``statistics_`` (per-center count, sum and sum of squares
-    of the rows nearest each final center, from the last pass; Lloyd backend), ``n_passes_`` (passes over the data made by the fit; for
-    the scikit-learn backend, iterations + 1 for the k-means++ seeding, a lower bound).
+    of the rows nearest each final center, from the last pass; Lloyd backend), ``n_passes_``
+    (passes over the data made by the fit; for the scikit-learn backend, iterations + 1 for the
+    k-means++ seeding, a lower bound).
     """
 
     _parameter_constraints = {
@@ -208,7 +209,8 @@ class KMeans(ExclustEstimator):
             passes = int(is_lazy(X))
         sample = np.asarray(sample, dtype=np.float64)
         if sample.shape[0] > self.sample_rows:  # a uniform subsample of a uniform sample is uniform
-            keep = np.sort(np.random.default_rng(base.draw_seed(rs)).permutation(sample.shape[0])[: int(self.sample_rows)])
+            order = np.random.default_rng(base.draw_seed(rs)).permutation(sample.shape[0])
+            keep = np.sort(order[: int(self.sample_rows)])
             sample = sample[keep]
         if np.unique(sample, axis=0).shape[0] < k:
             raise InputError(f"the data hold fewer than {k} distinct points; ask for fewer clusters")

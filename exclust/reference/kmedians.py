@@ -160,7 +160,8 @@ class KMedians(ExclustEstimator):
             if tol_abs is None:
                 tol_abs = tol * float(costs.sum()) / max(int(found["counts"].sum()), 1)
             centers = np.ascontiguousarray(new)
-            base.report(self.verbose, "k-medians iteration %d: l1 cost %.6g, center shift %.3g", n_iter, costs.sum(), shift)
+            base.report(self.verbose, "k-medians iteration %d: l1 cost %.6g, center shift %.3g", n_iter, costs.sum(),
+                        shift)
             if shift <= tol_abs:
                 break
         if shift == 0:  # the last assignment is the nearest-center one of the final centers

@@ -60,7 +60,8 @@ def parallel_seeding(
     ell = oversampling * n_clusters
     scale, passes = 0.0, 0
     for r in range(rounds + 1 + _EXTRA_ROUNDS):
-        drawn, cost = parts.map_reduce(seeding_draw_block, X, args=(candidates, scale, seed * _ROUND_STRIDE + r, distance),
+        drawn, cost = parts.map_reduce(seeding_draw_block, X,
+                                       args=(candidates, scale, seed * _ROUND_STRIDE + r, distance),
                                        combine=concat_draws, with_offset=True)
         passes += 1
         candidates = np.ascontiguousarray(np.vstack([candidates, drawn]))

@@ -39,7 +39,8 @@ class MixtureSummary:
         self.means = np.atleast_2d(np.asarray(self.means, dtype=np.float64))
         K, d = self.means.shape
         if K < 1 or d < 1:
-            raise InputError(f"a mixture needs at least one component and one feature, got means of shape {self.means.shape}")
+            raise InputError("a mixture needs at least one component and one feature, got means of shape "
+                             f"{self.means.shape}")
         if not np.isfinite(self.means).all():
             raise InputError("mixture means must be finite")
         if self.weights is None:
@@ -228,7 +229,8 @@ class MixtureSummary:
         if stats.total == 0:
             raise InputError("no labelled points: every label is -1 (noise) or there are no rows")
         if not (np.isfinite(stats.sums).all() and np.isfinite(stats.sums_sq).all()):
-            raise InputError("X holds NaN or infinite values: clean them (or load with {fix})", option="nan_policy", value="drop")
+            raise InputError("X holds NaN or infinite values: clean them (or load with {fix})", option="nan_policy",
+                             value="drop")
         present = np.flatnonzero(stats.counts > 0)
         values = present.tolist() if label_values is None else [label_values[i] for i in present]
         if source == "k-means" and len(present) < stats.n_clusters:
