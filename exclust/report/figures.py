@@ -119,7 +119,8 @@ def _tree_figure(svg: str, width: float, height: float):
         style.update(_TEXT.get(text.get("class", "").split()[0] if text.get("class") else "", {}))
         if text.get("fill"):
             style["color"] = text.get("fill")
-        halo = [patheffects.withStroke(linewidth=4, foreground="white")] if "edge-label" in text.get("class", "") else None
+        halo = ([patheffects.withStroke(linewidth=4, foreground="white")] if "edge-label" in text.get("class", "")
+                else None)
         ax.text(float(text.get("x")), float(text.get("y")), text.text, va="baseline", family="sans-serif",
                 path_effects=halo, **style)
     return fig

@@ -139,7 +139,8 @@ def metrics_table_html(metrics: Mapping[str, Any]) -> str:
             rows_by_group["theory"].extend(_bounds_rows(value))
             continue
         info = MEASURES.get(key)
-        label, expl, group = (info.label, info.explanation, info.group) if info else (key.replace("_", " "), "", "other")
+        label, expl, group = ((info.label, info.explanation, info.group) if info
+                              else (key.replace("_", " "), "", "other"))
         if key == "enr":
             if isinstance(value, Mapping):
                 convention = value.get("convention", convention)
@@ -157,10 +158,12 @@ def metrics_table_html(metrics: Mapping[str, Any]) -> str:
     body = []
     for group, rows in rows_by_group.items():
         if rows:
-            body.append(f'<tbody class="group-{group}"><tr class="group"><th colspan="3">{esc(_GROUP_TITLES[group])}</th></tr>{"".join(rows)}</tbody>')
+            body.append(f'<tbody class="group-{group}"><tr class="group"><th '
+                        f'colspan="3">{esc(_GROUP_TITLES[group])}</th></tr>{"".join(rows)}</tbody>')
     return (
-        '<table class="metrics"><colgroup><col class="c1"/><col class="c2"/><col/></colgroup><thead><tr><th scope="col">measure</th><th scope="col">value</th>'
-        '<th scope="col">what it means</th></tr></thead>' + "".join(body) + "</table>"
+        '<table class="metrics"><colgroup><col class="c1"/><col class="c2"/><col/></colgroup><thead><tr><th '
+        'scope="col">measure</th><th scope="col">value</th><th scope="col">what it means</th></tr></thead>'
+        + "".join(body) + "</table>"
     )
 
 

@@ -61,7 +61,8 @@ def _rules_table_html(tree: ThresholdTree, palette: Sequence[str], leaf_counts: 
             cnt = sizes[c]
             share = f"{fmt_value(cnt, integer_like=True)}" + (f" · {cnt / total:.1%}" if total else "")
         rows.append(
-            f'<tr data-cluster="{c}"><td class="cluster"><span class="swatch" style="background:{palette[c % len(palette)]}"></span>'
+            f'<tr data-cluster="{c}"><td class="cluster"><span class="swatch" '
+            f'style="background:{palette[c % len(palette)]}"></span>'
             f"{esc(name)}</td><td>{alts}</td>" + (f'<td class="share">{esc(share)}</td>' if sizes else "") + "</tr>"
         )
     head = "<th scope='col'>cluster</th><th scope='col'>a point belongs to it when</th>" + (
@@ -116,7 +117,8 @@ def _diagnostics_html(diagnostics: Sequence[Mapping[str, Any]], tree: ThresholdT
                 text = fmt_value(v, integer_like=c in ("node", "n_means"))
             cells.append(f'<td class="{"num" if isinstance(v, (int, float, np.number)) else ""}">{esc(text)}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f'<div class="scroll"><table class="diagnostics"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    return (f'<div class="scroll"><table class="diagnostics"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 
@@ -138,8 +140,9 @@ def _kpis_html(metrics: Mapping[str, Any]) -> str:
         if bar is not None and math.isfinite(bar):
             bar_html = f'<div class="bar"><span style="width:{max(0.0, min(1.0, bar)) * 100:.1f}%"></span></div>'
         note_html = f'<div class="note">{esc(note)}</div>' if note else ""
-        cards.append(f'<div class="kpi" data-key="{key}"><div class="v">{esc(fmt_value(v, integer_like=key in INTEGER_KEYS))}</div>'
-                     f'<div class="l">{esc(label)}</div>{note_html}{bar_html}</div>')
+        cards.append(f'<div class="kpi" data-key="{key}"><div '
+                     f'class="v">{esc(fmt_value(v, integer_like=key in INTEGER_KEYS))}</div><div '
+                     f'class="l">{esc(label)}</div>{note_html}{bar_html}</div>')
 
     def num(key: str) -> float | None:
         v = metrics.get(key)
@@ -152,7 +155,8 @@ def _kpis_html(metrics: Mapping[str, Any]) -> str:
     if err is not None:
         cards.append(f'<div class="kpi" data-key="agreement"><div class="v">{1 - err:.1%}</div>'
                      f'<div class="l">points placed as the reference does</div>'
-                     f'<div class="bar"><span style="width:{max(0.0, min(1.0, 1 - err)) * 100:.1f}%"></span></div></div>')
+                     '<div class="bar"><span '
+                     f'style="width:{max(0.0, min(1.0, 1 - err)) * 100:.1f}%"></span></div></div>')
     ari = num("ari_reference")
     add("ari_reference", "ARI vs reference", ari)
     ari_t = num("ari_truth")
@@ -283,9 +287,9 @@ def render_report(
     bleed = (f' bleed" style="width:min(calc(100vw - 24px), {natural + 44:.0f}px)' if natural > 1140 else "")
     start = "left" if drawing.orientation == "left-right" else "top"
     sections = [
-        f'<section class="card{bleed}" id="tree"><h2>The tree</h2><p class="lead">Start at the {start}; at each test go '
-        f'<b>yes</b> (solid edge) when the point satisfies it, <b>no</b> (dashed) otherwise. Every leaf names a cluster.'
-        f'{esc(counts_note)}</p><div class="scroll tree-box">{drawing.svg}</div></section>'
+        f'<section class="card{bleed}" id="tree"><h2>The tree</h2><p class="lead">Start at the {start}; at each test '
+        'go <b>yes</b> (solid edge) when the point satisfies it, <b>no</b> (dashed) otherwise. Every leaf names a '
+        f'cluster.{esc(counts_note)}</p><div class="scroll tree-box">{drawing.svg}</div></section>'
     ]
     if counts_from_user:
         sizes = None  # the caller's leaf counts are the numbers to show
@@ -293,7 +297,8 @@ def render_report(
     sections.append(
         f'<section class="card" id="rules"><h2>Rules per cluster</h2><p class="lead">The same tree read leaf by leaf: '
         f'the conditions on each path, merged per feature.</p>{rules_html}'
-        f'<details><summary>rules as plain text</summary><pre>{esc(tree.rules_text(cluster_names))}</pre></details></section>'
+        f'<details><summary>rules as plain text</summary><pre>{esc(tree.rules_text(cluster_names))}</pre>'
+        '</details></section>'
     )
 
     pictures = []
@@ -304,17 +309,19 @@ def render_report(
         nm = tree.feature_names
         what = "the tree's clusters" if sample_labels is None else "the given labels"
         pictures.append(
-            f'<section class="card" id="scatter"><h2>The cuts in the data</h2><p class="lead">{len(sample_arr):,} sampled '
-            f'points on <b>{esc(nm[feats[0]])}</b>' + ("" if feats[0] == feats[1] else f' and <b>{esc(nm[feats[1]])}</b>')
+            f'<section class="card" id="scatter"><h2>The cuts in the data</h2><p class="lead">{len(sample_arr):,} '
+            f'sampled points on <b>{esc(nm[feats[0]])}</b>'
+            + ("" if feats[0] == feats[1] else f' and <b>{esc(nm[feats[1]])}</b>')
             + f', coloured by {what}. Black lines are the tree\'s cuts, drawn only inside the region that reaches '
-            f'their node (bolder nearer the root); shaded bands are interval cuts. Cuts on other features are not shown.'
-            f'</p><figure>{svg}</figure></section>'
+            'their node (bolder nearer the root); shaded bands are interval cuts. Cuts on other features are not '
+            f'shown.</p><figure>{svg}</figure></section>'
         )
     if curve:
         pictures.append(
-            f'<section class="card" id="curve"><h2>Cost as the tree grows</h2><p class="lead">{esc(curve_cost_words(curve))} of each '
-            f'method\'s tree divided by the reference cost, by number of leaves (as in ExKMC, paper 003 Figure 2). '
-            f'Lower is better; 1 matches the reference.</p><figure>{cost_curve_svg(curve)}</figure></section>'
+            '<section class="card" id="curve"><h2>Cost as the tree grows</h2><p '
+            f'class="lead">{esc(curve_cost_words(curve))} of each method\'s tree divided by the reference cost, by '
+            'number of leaves (as in ExKMC, paper 003 Figure 2). Lower is better; 1 matches the '
+            f'reference.</p><figure>{cost_curve_svg(curve)}</figure></section>'
         )
     if len(pictures) == 2:
         sections.append(f'<div class="grid2">{"".join(pictures)}</div>')
@@ -322,26 +329,28 @@ def render_report(
         sections.extend(pictures)
 
     sections.append(
-        f'<section class="card" id="metrics"><h2>Measures</h2><p class="lead">What the numbers say, and what each one means.</p>'
-        f'<div class="scroll">{metrics_table_html(metrics)}</div></section>'
+        '<section class="card" id="metrics"><h2>Measures</h2><p class="lead">What the numbers say, and what each one '
+        f'means.</p><div class="scroll">{metrics_table_html(metrics)}</div></section>'
     )
     table = metrics.get("contingency_tree_reference")
     if table is not None and np.asarray(table).ndim == 2 and np.asarray(table).size:
         sections.append(
             f'<section class="card" id="contingency"><h2>Tree clusters against reference clusters</h2><p class="lead">'
             f'Each row is a tree cluster, shaded by where its points sit in the reference clustering; a faithful tree '
-            f'puts the dark cells on one cell per row.</p><div class="scroll">{contingency_svg(table, palette)}</div></section>'
+            'puts the dark cells on one cell per row.</p><div '
+            f'class="scroll">{contingency_svg(table, palette)}</div></section>'
         )
     if diagnostics:
         sections.append(
-            f'<section class="card" id="diagnostics"><h2>Per-node diagnostics</h2><p class="lead">For every cut: the axis, '
-            f'the threshold, how far apart the node\'s means are on that axis in noise units, and the estimated share of '
-            f'the node\'s mass cut off from its own mean. Nodes are named by the # tag the tree drawing shows '
+            '<section class="card" id="diagnostics"><h2>Per-node diagnostics</h2><p class="lead">For every cut: the '
+            'axis, the threshold, how far apart the node\'s means are on that axis in noise units, and the estimated '
+            f'share of the node\'s mass cut off from its own mean. Nodes are named by the # tag the tree drawing shows '
             f'on them.</p>{_diagnostics_html(diagnostics, tree)}</section>'
         )
     if dataset_info:
         rows = "".join(
-            f"<tr><th scope='row'>{esc(str(a).replace('_', ' '))}</th><td>{esc(fmt_value(b, integer_like=True))}</td></tr>"
+            f"<tr><th scope='row'>{esc(str(a).replace('_', ' '))}</th>"
+            f"<td>{esc(fmt_value(b, integer_like=True))}</td></tr>"
             for a, b in dataset_info.items()
         )
         sections.append(f'<section class="card" id="data"><h2>Data</h2><table class="info">{rows}</table></section>')
@@ -355,8 +364,8 @@ def render_report(
         f'<header class="top"><div class="wrap"><h1>{esc(title)}</h1><p class="summary">{esc(summary)}</p>'
         f'<ul class="chips">{"".join(chips)}</ul></div></header>'
         f"<main>{_kpis_html(metrics)}{standing_html(metrics.get('standing'), titles)}{''.join(sections)}</main>"
-        f"<footer>made by exclust {__version__} · one self-contained file: no scripts, no fonts or images fetched</footer>"
-        "</body></html>\n"
+        f"<footer>made by exclust {__version__} · one self-contained file: no scripts, no fonts or images "
+        "fetched</footer></body></html>\n"
     )
 
 
@@ -368,15 +377,17 @@ def summary_markdown(tree: ThresholdTree, metrics: Mapping[str, Any] | None = No
                      title: str = "exclust report", titles: Mapping[str, str] | None = None) -> str:
     """A short Markdown digest (summary, rules per cluster, headline metrics), e.g. for a Prefect artifact."""
     metrics = dict(metrics or {})
-    lines = [f"# {title}", "", _summary_sentence(tree, metrics, None, titles), "", "| cluster | rule |", "| --- | --- |"]
+    lines = [f"# {title}", "", _summary_sentence(tree, metrics, None, titles), "", "| cluster | rule |",
+             "| --- | --- |"]
     for c, rule in tree.rules().items():
         lines.append(f"| {c} | {_md_cell(rule)} |")
     rows = []
     for key in HEADLINE:  # the catalogue's headline measures
         if key in metrics and not isinstance(metrics[key], (Mapping, list, tuple)):
             info = MEASURES[key]
-            rows.append(f"| {_md_cell(info.label)} | {_md_cell(fmt_value(metrics[key], integer_like=key in INTEGER_KEYS))} "
-                        f"| {_md_cell(info.explanation)} |")
+            rows.append(f"| {_md_cell(info.label)} | "
+                        f"{_md_cell(fmt_value(metrics[key], integer_like=key in INTEGER_KEYS))} | "
+                        f"{_md_cell(info.explanation)} |")
     if rows:
         lines += ["", "| measure | value | what it means |", "| --- | --- | --- |", *rows]
     return "\n".join(lines) + "\n"

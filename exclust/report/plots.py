@@ -115,7 +115,8 @@ def _svg_from_figure(fig, salt: str, css_class: str, label: str) -> str:
     # never blow a figure up much beyond its drawn size: its text would grow with it
     cap = f";max-width:{float(vb.group(1)) * 96 / 72 * 1.2:.0f}px;display:block;margin:0 auto" if vb else ""
     head += f' class="{css_class}" role="img" aria-label="{esc(label)}" style="width:100%;height:auto{cap}"'
-    body = re.sub(r"(<style[^>]*>)(.*?)(</style>)", lambda m: m.group(1) + scoped_css(m.group(2), f"svg.{css_class}") + m.group(3),
+    body = re.sub(r"(<style[^>]*>)(.*?)(</style>)",
+                  lambda m: m.group(1) + scoped_css(m.group(2), f"svg.{css_class}") + m.group(3),
                   svg[head_end:], flags=re.S)
     return head + body
 
@@ -169,7 +170,8 @@ def scatter_svg(
     ys = (np.random.default_rng(random_state).uniform(0, 1, X.shape[0]) if one_d else X[:, fy])
 
     def lims(v: np.ndarray, cuts: Iterable[float]) -> tuple[float, float]:
-        vals = np.concatenate([v, np.asarray(list(cuts), dtype=float)]) if len(v) else np.asarray(list(cuts) or [0.0, 1.0])
+        vals = (np.concatenate([v, np.asarray(list(cuts), dtype=float)]) if len(v)
+                else np.asarray(list(cuts) or [0.0, 1.0]))
         lo, hi = float(np.min(vals)), float(np.max(vals))
         if hi <= lo:
             lo, hi = lo - 0.5, hi + 0.5
@@ -231,14 +233,17 @@ def scatter_svg(
                     if a >= b:
                         continue
                     rect = Rectangle((a, y0), b - a, y1 - y0)
-                    edges = [([lo, lo], [y0, y1]) if x0 < lo < x1 else None, ([hi, hi], [y0, y1]) if x0 < hi < x1 else None]
+                    edges = [([lo, lo], [y0, y1]) if x0 < lo < x1 else None,
+                             ([hi, hi], [y0, y1]) if x0 < hi < x1 else None]
                 else:
                     a, b = max(lo, y0), min(hi, y1)
                     if a >= b:
                         continue
                     rect = Rectangle((x0, a), x1 - x0, b - a)
-                    edges = [([x0, x1], [lo, lo]) if y0 < lo < y1 else None, ([x0, x1], [hi, hi]) if y0 < hi < y1 else None]
-                rect.set(facecolor="#4b4f8c", alpha=0.12, edgecolor="none", zorder=1, gid=f"interval-band-node-{int(n)}")
+                    edges = [([x0, x1], [lo, lo]) if y0 < lo < y1 else None,
+                             ([x0, x1], [hi, hi]) if y0 < hi < y1 else None]
+                rect.set(facecolor="#4b4f8c", alpha=0.12, edgecolor="none", zorder=1,
+                         gid=f"interval-band-node-{int(n)}")
                 ax.add_patch(rect)
                 for e in edges:
                     if e:
@@ -272,7 +277,8 @@ def scatter_svg(
     if as_figure:
         return fig
     salt = hashlib.sha1(f"scatter{fx},{fy},{X.shape}{title}".encode()).hexdigest()[:10]
-    label = f"Scatter of {X.shape[0]:,} sample points on {names[fx]}" + ("" if one_d else f" and {names[fy]}") + " with the tree's cuts"
+    label = (f"Scatter of {X.shape[0]:,} sample points on {names[fx]}" + ("" if one_d else f" and {names[fy]}")
+             + " with the tree's cuts")
     return _svg_from_figure(fig, salt, "scatter-svg", label)
 
 
@@ -402,11 +408,13 @@ def contingency_svg(table, palette: Sequence[str], *, row_label: str = "tree clu
     width, height = left + c * cell + 10, top + r * cell + 10
     row_sums = t.sum(axis=1, keepdims=True)
     grid = "".join(
-        f'<rect x="{left + j * cell:.1f}" y="{top + i * cell:.1f}" width="{cell - 2:.1f}" height="{cell - 2:.1f}" rx="3"/>'
+        f'<rect x="{left + j * cell:.1f}" y="{top + i * cell:.1f}" width="{cell - 2:.1f}" height="{cell - 2:.1f}" '
+        'rx="3"/>'
         for i in range(r) for j in range(c)
     ) if r * c <= 400 else ""
     parts_bg = (f'<g fill="#f1f3f5">{grid}</g>' if grid else
-                f'<rect x="{left:.1f}" y="{top:.1f}" width="{c * cell - 2:.1f}" height="{r * cell - 2:.1f}" fill="#f6f7f9"/>')
+                f'<rect x="{left:.1f}" y="{top:.1f}" width="{c * cell - 2:.1f}" height="{r * cell - 2:.1f}" '
+                'fill="#f6f7f9"/>')
     share = np.divide(t, row_sums, out=np.zeros_like(t), where=row_sums > 0)
     parts = [
         parts_bg,
@@ -422,14 +430,16 @@ def contingency_svg(table, palette: Sequence[str], *, row_label: str = "tree clu
         parts.append(f'<rect x="{left - 26:.1f}" y="{y + cell / 2 - 6:.1f}" width="12" height="12" rx="3" '
                      f'fill="{palette[i % len(palette)]}"/>')
         if i % every == 0:
-            parts.append(f'<text x="{left - 6:.1f}" y="{y + cell / 2 + 4:.1f}" class="tick" text-anchor="end">{i}</text>')
+            parts.append(f'<text x="{left - 6:.1f}" y="{y + cell / 2 + 4:.1f}" class="tick" '
+                         f'text-anchor="end">{i}</text>')
         for j in range(c):
             v = share[i, j]
             if t[i, j] <= 0:
                 continue  # the grid behind shows through: big tables stay small files
             parts.append(
-                f'<rect class="cell" x="{left + j * cell:.1f}" y="{y:.1f}" width="{cell - 2:.1f}" height="{cell - 2:.1f}" '
-                f'rx="3" fill="rgba(0,114,178,{0.06 + 0.94 * v:.3f})"><title>tree {i} · ref {j}: {int(t[i, j]):,} ({v:.1%})</title></rect>'
+                f'<rect class="cell" x="{left + j * cell:.1f}" y="{y:.1f}" width="{cell - 2:.1f}" '
+                f'height="{cell - 2:.1f}" rx="3" fill="rgba(0,114,178,{0.06 + 0.94 * v:.3f})"><title>tree {i} · ref '
+                f'{j}: {int(t[i, j]):,} ({v:.1%})</title></rect>'
             )
             if show_numbers and t[i, j] > 0:
                 ink = "#fff" if v > 0.55 else "#1d2630"

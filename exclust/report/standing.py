@@ -80,8 +80,8 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
              f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
              f'all rows. {_sentence(str(standing.get("fitted_on", "")))}']
     if optimum:
-        notes.append("The optimum is the best tree of k leaves by k-means cost, found by exhaustive search on all rows; "
-                     "a tree with more leaves than clusters can beat it.")
+        notes.append("The optimum is the best tree of k leaves by k-means cost, found by exhaustive search on all "
+                     "rows; a tree with more leaves than clusters can beat it.")
     elif standing.get("optimum_note"):
         notes.append(str(standing["optimum_note"]))
     return (f'<section class="card" id="standing"><h2>Where this tree stands</h2><div class="scroll">'
