@@ -35,7 +35,8 @@ def population_stability_index(expected: np.ndarray, observed: np.ndarray) -> tu
     return float(terms.sum()), terms
 
 
-def leaf_drift(tree_meta: Mapping[str, Any], leaf_counts: Mapping[int, int], threshold: float = PSI_ALERT) -> dict | None:
+def leaf_drift(tree_meta: Mapping[str, Any], leaf_counts: Mapping[int, int],
+               threshold: float = PSI_ALERT) -> dict | None:
     """Tonight's rows per leaf against the built-on shares; None when the tree stored no shares.
 
     Returns {"psi", "threshold", "drifted", "leaves": [{"leaf", "built_share", "share", "term"}...]}.

@@ -90,7 +90,8 @@ def _refine(state: dict, active: np.ndarray, hist: np.ndarray, n_bins: int) -> N
     new_lo = low[gi, fj, star]
     top = high[gi, fj, star]
     new_hi = np.nextafter(top, np.inf)
-    in_offset = np.where(top == new_lo, 0.0, np.maximum(o[rows, star] - c[rows, star] * (new_lo - edges[rows, star]), 0.0))
+    in_offset = np.where(top == new_lo, 0.0,
+                         np.maximum(o[rows, star] - c[rows, star] * (new_lo - edges[rows, star]), 0.0))
     below = b[None, :] < star[:, None]
     above = b[None, :] > star[:, None]
     below_cost = state["below_cost"][gi, fj] + n_below * (new_lo - lo) + (

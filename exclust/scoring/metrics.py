@@ -262,7 +262,8 @@ def evaluate(
     ), *also])
     leaf = stats["leaf"]
     if not (np.isfinite(leaf["m2"]).all() and np.isfinite(leaf["mean"]).all()):
-        raise InputError("X holds NaN or infinite values; clean them or load with {fix}", option="nan_policy", value="drop")
+        raise InputError("X holds NaN or infinite values; clean them or load with {fix}", option="nan_policy",
+                         value="drop")
     p = _Pass(tree, stats, ref_mode, int(n), int(d))
     if ref_mode == 1 and centers is not None and p.n_ref > centers.shape[0]:
         raise InputError(

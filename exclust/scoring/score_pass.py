@@ -173,7 +173,8 @@ def row_reduction(func: Callable, merge: Callable, ref, truth, **params):
     (``exclust.dataplane.parts``): parts merged with ``merge([a, b])``; absent labels come as None."""
     present = (ref is not None, truth is not None)
     columns = [c for c in (ref, truth) if c is not None]
-    return Reduction(_call_with_optional_labels, columns, (present, func, params), functools.partial(_merge_pair, merge))
+    return Reduction(_call_with_optional_labels, columns, (present, func, params),
+                     functools.partial(_merge_pair, merge))
 
 
 def row_map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
@@ -193,7 +194,8 @@ def prepare_X(tree: ThresholdTree, X, feature_names: Sequence[str] | None):
         wanted = list(feature_names) if feature_names is not None else list(tree.feature_names)
         missing = [c for c in wanted if c not in X.columns]
         if missing:
-            raise InputError(f"columns {missing} of the tree are missing from the DataFrame; columns are {list(X.columns)}")
+            raise InputError(f"columns {missing} of the tree are missing from the DataFrame; columns are "
+                             f"{list(X.columns)}")
         X = X[wanted].to_numpy(dtype=np.float64)
         feature_names = wanted
     if feature_names is not None and list(feature_names) != list(tree.feature_names):
