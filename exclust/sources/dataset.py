@@ -58,9 +58,11 @@ def _check_block(block: np.ndarray) -> np.ndarray:
 
 
 def _check_pass(X) -> np.ndarray:
-    """One _check_block row per chunk (dask) or one for the whole matrix (numpy): one pass, nothing row-sized returned."""
+    """One _check_block row per chunk (dask) or one for the whole matrix (numpy): one pass, nothing
+    row-sized returned."""
     if is_lazy(X):
-        return X.map_blocks(_check_block, dtype=np.float64, chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
+        return X.map_blocks(_check_block, dtype=np.float64,
+                            chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
     return _check_block(X)
 
 
@@ -177,8 +179,8 @@ def load_dataset(
 
     ``features`` picks and orders the columns of tabular inputs (when omitted: the numeric
     columns but the extra columns and whole-number columns that look like labels, which
-    ``Dataset.notes`` names; see ``exclust.sources.feature_choice``); ``extra_columns`` are kept aside as 1-D arrays (ground
-    truth, precomputed labels); string labels are coded as integers in sorted order.
+    ``Dataset.notes`` names; see ``exclust.sources.feature_choice``); ``extra_columns`` are kept
+    aside as 1-D arrays (ground truth, precomputed labels); string labels are coded as integers in sorted order.
     ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
     endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
     sees the matrix and extra columns between reading and validation (the pipeline holds them

@@ -63,7 +63,8 @@ class Plan:
 def numeric_type(arrow_type) -> bool:
     import pyarrow.types as pat
 
-    return pat.is_integer(arrow_type) or pat.is_floating(arrow_type) or pat.is_boolean(arrow_type) or pat.is_decimal(arrow_type)
+    return (pat.is_integer(arrow_type) or pat.is_floating(arrow_type) or pat.is_boolean(arrow_type)
+            or pat.is_decimal(arrow_type))
 
 
 def string_type(arrow_type) -> bool:

@@ -81,7 +81,8 @@ def _read_whole_files(fs, local: bool, segments: Sequence[Segment], columns: lis
 
     try:
         filesystem = None if local else pa.fs.PyFileSystem(pa.fs.FSSpecHandler(fs))
-        table = pads.dataset([s.path for s in segments], format="parquet", filesystem=filesystem).to_table(columns=columns)
+        table = pads.dataset([s.path for s in segments], format="parquet",
+                             filesystem=filesystem).to_table(columns=columns)
         if table.num_rows == sum(s.n_rows for s in segments):
             return table
     except Exception:  # a damaged or changed file: read one by one to name it
@@ -135,7 +136,8 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
     where = [(blocks[0], j) if j < d else (blocks[1], j - d) for j in range(len(plan_columns))]
     row = 0
     for run in _runs(piece.segments):
-        table = _read_whole_files(fs, local, run, file_columns) if len(run) > 1 else _read_segment(fs, local, run[0], file_columns)
+        table = (_read_whole_files(fs, local, run, file_columns) if len(run) > 1
+                 else _read_segment(fs, local, run[0], file_columns))
         # Each column as one contiguous float64 array (Arrow's own buffer when it can be): the
         # footer-range checks read contiguous memory, and the only new memory is ``blocks``.
         values = {}

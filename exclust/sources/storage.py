@@ -102,10 +102,12 @@ def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None
         fs, path = url_to_fs(text, **options)
     except ImportError as exc:
         package = _PROTOCOL_PACKAGES.get(proto, f"the fsspec implementation of {proto}://")
-        raise InputError(f"reading {proto}:// paths needs the package {package}; install it (pip install {package})") from exc
+        raise InputError(f"reading {proto}:// paths needs the package {package}; "
+                         f"install it (pip install {package})") from exc
     except ValueError as exc:
         if "Protocol not known" in str(exc):
-            raise InputError(f"unknown storage scheme {proto}:// in {text}; use a local path, file:// or s3://") from exc
+            raise InputError(f"unknown storage scheme {proto}:// in {text}; "
+                             "use a local path, file:// or s3://") from exc
         raise
     # fsspec keeps one instance per options, with its listings cached: a long-lived process (a flow
     # worker running the nightly job) would otherwise not see files written since its last run.
