@@ -247,10 +247,13 @@ def draw_tree(
             )
             texts = []
             if top_down and len(lines) == 2:
-                texts.append(f'<text x="{cx:.1f}" y="{cy - 3:.1f}" class="leaf-label" fill="{ink}">{esc(lines[0])}</text>')
-                texts.append(f'<text x="{cx:.1f}" y="{cy + 12:.1f}" class="leaf-count" fill="{ink}">{esc(lines[1])}</text>')
+                texts.append(f'<text x="{cx:.1f}" y="{cy - 3:.1f}" class="leaf-label" '
+                             f'fill="{ink}">{esc(lines[0])}</text>')
+                texts.append(f'<text x="{cx:.1f}" y="{cy + 12:.1f}" class="leaf-count" '
+                             f'fill="{ink}">{esc(lines[1])}</text>')
             else:
-                texts.append(f'<text x="{cx:.1f}" y="{cy + 4.5:.1f}" class="leaf-label" fill="{ink}">{esc(lines[0])}</text>')
+                texts.append(f'<text x="{cx:.1f}" y="{cy + 4.5:.1f}" class="leaf-label" '
+                             f'fill="{ink}">{esc(lines[0])}</text>')
             parts.append(
                 f'<g class="node leaf" data-node="{n}" data-cluster="{c}"><title>{esc(title)}</title>'
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="7" fill="{fill}"/>'

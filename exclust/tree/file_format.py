@@ -97,7 +97,8 @@ def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     n_clusters = _whole(doc.get("n_clusters"), "n_clusters", 1, _MAX_INDEX)
     names = doc.get("feature_names")
     if not isinstance(names, list) or len(names) != n_features or not all(isinstance(s, str) for s in names):
-        raise TreeFormatError(f"tree.json: feature_names must be a list of {n_features} strings (one per feature); {_FIX}")
+        raise TreeFormatError(f"tree.json: feature_names must be a list of {n_features} strings (one per feature); "
+                              f"{_FIX}")
     meta = doc.get("meta") or {}
     if not isinstance(meta, dict):
         raise TreeFormatError(f"tree.json: meta is {type(meta).__name__}, not an object; {_FIX}")
