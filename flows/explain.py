@@ -2,8 +2,9 @@
 report, write outputs), each a Prefect task.
 
 The flow is thin: it runs the same step list as the CLI, makes each step a task (with retries
-on transient failures), opens the Dask client the parameters ask for, and publishes the run's metrics, rules and report (a link when EXCLUST_OUTPUTS_URL says where
-outputs are served) as Prefect artifacts.
+on transient failures), opens the Dask client the parameters ask for, and publishes the run's
+metrics, rules and report (a link when EXCLUST_OUTPUTS_URL says where outputs are served) as
+Prefect artifacts.
 """
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
         description="exclust explain: one rule per cluster, the headline metrics and where the report is",
     )
     if url:
-        create_link_artifact(url, link_text="report.html", key="explain-report", description="exclust explain: HTML report")
+        create_link_artifact(url, link_text="report.html", key="explain-report",
+                             description="exclust explain: HTML report")
     else:
         create_markdown_artifact(f"The report is `{report}` {where_is}.\n",
                                  key="explain-report", description="exclust explain: HTML report")

@@ -60,7 +60,8 @@ def publish_counts(outcome: NightOutcome) -> None:
     rows = [{"cluster": k, "rows": v} for k, v in sorted(result.counts.items())]
     rows.append({"cluster": "total", "rows": result.n_rows})
     create_table_artifact(rows, key="label-counts",
-                          description=f"exclust label {outcome.name}: rows per cluster (-1: rows with missing features)")
+                          description=f"exclust label {outcome.name}: rows per cluster (-1: rows with missing "
+                                      "features)")
 
 
 def drift_markdown(name: str, drift: dict, tree: ThresholdTree) -> str:
@@ -88,7 +89,8 @@ def publish_drift(outcome: NightOutcome, tree: ThresholdTree, logger) -> None:
     if not drift:
         logger.info("drift %s: not checked (the tree stores no leaf shares; explain again to store them)", outcome.name)
         return
-    rows = [{"leaf": leaf["leaf"], "cluster": int(tree.value[leaf["leaf"]]), "share_when_built": round(leaf["built_share"], 4),
+    rows = [{"leaf": leaf["leaf"], "cluster": int(tree.value[leaf["leaf"]]),
+             "share_when_built": round(leaf["built_share"], 4),
              "share_tonight": round(leaf["share"], 4), "psi_term": round(leaf["term"], 4)} for leaf in drift["leaves"]]
     verdict = "DRIFT" if drift["drifted"] else "no drift"
     create_table_artifact(

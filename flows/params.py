@@ -173,29 +173,41 @@ class ExplainParams(BaseModel):
     model_config = FORM
 
     input: str = Field(
-        description="Parquet input: a file, a folder of Parquet files, or a glob (seen from the machine that runs the flow)."
+        description="Parquet input: a file, a folder of Parquet files, or a glob (seen from the machine that runs the "
+                    "flow)."
     )
     output: str = Field(
         description="Folder for tree.json, metrics.json, rules.txt and report.html; replaced whole at the end of a run."
     )
     columns: str = Field(
-        default="", description="Feature columns, comma-separated, in order; blank: every numeric column except the named label columns."
+        default="",
+        description="Feature columns, comma-separated, in order; blank: every numeric column except the named label "
+                    "columns."
     )
     algorithm: Algorithm = Field(default=Algorithm.mmdt, description="Tree algorithm.")
     n_clusters: int = Field(default=5, ge=2, le=10_000, description="Number of clusters k of the reference clustering.")
     reference: ReferenceKind = Field(
         default=ReferenceKind.gmm,
-        description="Reference clustering: a Gaussian mixture, k-means, k-medians, or labels from a column (name it in reference_column).",
+        description="Reference clustering: a Gaussian mixture, k-means, k-medians, or labels from a column (name it in "
+                    "reference_column).",
     )
     reference_column: str = Field(default="", description="Label column when reference is labels; blank otherwise.")
     threshold: ThresholdVariant = Field(default=ThresholdVariant.exact, description="MMDT threshold variant.")
     truth_column: str = Field(default="", description="Ground-truth label column, scored with ARI; blank: none.")
-    leaves: int = Field(default=0, ge=0, le=100_000, description="Leaf budget of ExKMC, KDTree and CART; 0: n_clusters.")
-    objective: Objective = Field(default="kmeans", description="Cost the tree keeps low (imm, exkmc, exshallow, random-cut): kmeans or kmedians.")
+    leaves: int = Field(default=0, ge=0, le=100_000,
+                        description="Leaf budget of ExKMC, KDTree and CART; 0: n_clusters.")
+    objective: Objective = Field(default="kmeans",
+                                 description="Cost the tree keeps low (imm, exkmc, exshallow, random-cut): kmeans or "
+                                             "kmedians.")
     depth_factor: float = Field(default=0.03, ge=0, description="ExShallow's penalty on depth; 0 gives ExGreedy.")
-    trials: int = Field(default=1, ge=1, le=10_000, description="random-cut: trees drawn; the cheapest on the data is kept.")
-    cost_curve: bool = Field(default=True, description="Draw the report's cost-versus-leaves curve (data-driven trees); off saves its work.")
-    standing: bool = Field(default=True, description="Set the tree beside the other greedy algorithms' trees on the same centers in the report (no extra pass).")
+    trials: int = Field(default=1, ge=1, le=10_000,
+                        description="random-cut: trees drawn; the cheapest on the data is kept.")
+    cost_curve: bool = Field(default=True,
+                             description="Draw the report's cost-versus-leaves curve (data-driven trees); off saves "
+                                         "its work.")
+    standing: bool = Field(default=True,
+                           description="Set the tree beside the other greedy algorithms' trees on the same centers in "
+                                       "the report (no extra pass).")
     kmedians_price: KmediansPrice = Field(
         default=KmediansPrice.auto,
         description="Price the tree under k-medians too, at 2 or more passes more over the data: auto does so when "
@@ -206,17 +218,22 @@ class ExplainParams(BaseModel):
     bandwidth: float = Field(default=0.0, ge=0, description="Kernel bandwidth of kernel-mmdt; 0: chosen from the data.")
     scheduler_address: str = Field(default="", description=SCHEDULER_HELP)
     plot_features: str = Field(
-        default="", description="Two features for the report's scatter plot, comma-separated; blank: the features of the tree's first cuts."
+        default="",
+        description="Two features for the report's scatter plot, comma-separated; blank: the features of the tree's "
+                    "first cuts."
     )
     random_state: int = Field(default=0, description="Seed of every random choice.")
-    nan_policy: NanPolicy = Field(default=NanPolicy.raise_, description="Rows with NaN/inf features: fail the run, or drop them.")
+    nan_policy: NanPolicy = Field(default=NanPolicy.raise_,
+                                  description="Rows with NaN/inf features: fail the run, or drop them.")
     table_version: int = Field(
         default=-1, ge=-1,
         description="A table input: the version to read (Delta: a version number; Iceberg: a snapshot id); "
                     "-1: the latest (or as_of).",
     )
     as_of: str = Field(
-        default="", description="A Delta or Iceberg table input: read the snapshot current at this time (ISO 8601); blank: the latest."
+        default="",
+        description="A Delta or Iceberg table input: read the snapshot current at this time (ISO 8601); blank: the "
+                    "latest."
     )
     storage_options: str = Field(default="", description=STORAGE_OPTIONS_HELP)
 
@@ -255,7 +272,8 @@ class ExplainParams(BaseModel):
             concepts=_names(self.concepts), kernel=self.kernel, bandwidth=self.bandwidth or None,
             random_state=self.random_state, nan_policy=self.nan_policy, plot_features=_names(self.plot_features),
             storage_options=self.storage_options_dict(), objective=self.objective, depth_factor=self.depth_factor,
-            trials=self.trials, cost_curve=self.cost_curve, standing=self.standing, kmedians_price=_KMEDIANS_PRICE[self.kmedians_price],
+            trials=self.trials, cost_curve=self.cost_curve, standing=self.standing,
+            kmedians_price=_KMEDIANS_PRICE[self.kmedians_price],
             table_version=None if self.table_version < 0 else self.table_version, as_of=self.as_of.strip() or None,
         )
 
@@ -286,8 +304,10 @@ class LabelParams(BaseModel):
                     "auto: iceberg for an iceberg+ address, delta when output is a Delta table already, else folders.",
     )
     date_column: str = Field(default="date", min_length=1, description="A table output's date partition column.")
-    cluster_column: str = Field(default="cluster", min_length=1, description="Name of the cluster column added to every file.")
-    leaf_column: str = Field(default="leaf", min_length=1, description="Name of the leaf-id column added to every file.")
+    cluster_column: str = Field(default="cluster", min_length=1,
+                                description="Name of the cluster column added to every file.")
+    leaf_column: str = Field(default="leaf", min_length=1,
+                             description="Name of the leaf-id column added to every file.")
     scheduler_address: str = Field(default="", description=SCHEDULER_HELP)
     storage_options: str = Field(default="", description=STORAGE_OPTIONS_HELP)
 

@@ -20,7 +20,8 @@ from flows.retry import is_transient
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs", "prefect.engine", "prefect.flows")
 ENGINE_REPEAT = "Engine execution exited with unexpected exception"
 BAD_INPUT = "Run failed on bad input (change the parameters or the data):"
-RAW_VALIDATION = "Parameter validation failed for flow"  # pydantic's error dicts; the engine's next line says it plainly
+# pydantic's error dicts; the engine's next line says it plainly
+RAW_VALIDATION = "Parameter validation failed for flow"
 
 
 def is_bad_input(exc: BaseException) -> bool:

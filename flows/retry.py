@@ -5,7 +5,8 @@ RETRIES = 2
 RETRY_DELAYS = [2, 10]
 
 # Errors that say the input or the request is wrong: running again cannot help.
-_PERMANENT = (ValueError, TypeError, KeyError, LookupError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+_PERMANENT = (ValueError, TypeError, KeyError, LookupError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+              PermissionError)
 
 
 def is_transient(exc: BaseException) -> bool:
