@@ -17,7 +17,8 @@ def shared_dataset(name: str):
     """(X, labels) of a dataset in ../shared/data; skips the test when ../shared is absent."""
     data = SHARED_DATA / f"{name}.data.gz"
     if not data.exists():
-        pytest.skip(f"../shared/data/{name}.data.gz is absent (tests that read shared data need ../shared beside the checkout)")
+        pytest.skip(f"../shared/data/{name}.data.gz is absent (tests that read shared data need ../shared beside the "
+                    "checkout)")
     X = np.loadtxt(data, ndmin=2)
     y = np.loadtxt(SHARED_DATA / f"{name}.labels0.gz").astype(int) - 1
     return X, y
@@ -78,7 +79,8 @@ def s3_server():
 
     server = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
     if not Path(server).exists():
-        pytest.skip("moto_server (pip install 'moto[server]') is not installed: no S3-compatible server to test against")
+        pytest.skip("moto_server (pip install 'moto[server]') is not installed: no S3-compatible server to test "
+                    "against")
     port = _free_port()
     proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

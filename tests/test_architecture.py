@@ -301,7 +301,8 @@ MAX_LINES = 500  # every module of exclust/ and flows/ is shorter
 
 def check_sizes(root: Path = ROOT) -> list[str]:
     top = sorted(p.name for p in (root / "exclust").glob("*.py") if p.name != "__init__.py")
-    found = [f"exclust/ holds {len(top)} modules directly, more than {MAX_TOP_LEVEL}: {top}"] if len(top) > MAX_TOP_LEVEL else []
+    found = [f"exclust/ holds {len(top)} modules directly, more than {MAX_TOP_LEVEL}: {top}"
+             ] if len(top) > MAX_TOP_LEVEL else []
     for module, path in project_modules(root).items():
         lines = len(path.read_text(encoding="utf-8").splitlines())
         if lines >= MAX_LINES:
@@ -518,17 +519,21 @@ def append(root: Path, path: str, text: str) -> None:
 
 BREAKS = {  # rule checker, module, appended offending text, the violation it must report
     "a kernel imports a source": (check_kernel_imports, "exclust/tree/_routing.py",
-                                  "from exclust.sources import dataset", "kernel exclust.tree._routing imports exclust.sources.dataset"),
+                                  "from exclust.sources import dataset",
+                                  "kernel exclust.tree._routing imports exclust.sources.dataset"),
     "a kernel imports lazy names": (check_kernel_imports, "exclust/dataplane/_row_hash.py",
-                                    "from exclust.reference import KMeans", "kernel exclust.dataplane._row_hash imports exclust.reference "),
+                                    "from exclust.reference import KMeans",
+                                    "kernel exclust.dataplane._row_hash imports exclust.reference "),
     "numba outside a kernel": (check_numba_outside_kernels, "exclust/scoring/metrics.py",
                                "def compiled():\n    from numba import njit\n    return njit",
                                "exclust.scoring.metrics imports numba but is not a kernel module named _*.py"),
     "the thread control compiles": (check_numba_outside_kernels, "exclust/dataplane/parts.py",
                                     "def compiled():\n    import numba\n    return numba.njit",
-                                    "exclust.dataplane.parts may use numba only to set its thread count, but uses ['njit']"),
+                                    "exclust.dataplane.parts may use numba only to set its thread count, but uses "
+                                    "['njit']"),
     "an algorithm imports the jobs": (check_layers, "exclust/algorithms/cart.py",
-                                      "from exclust.jobs import registry", "exclust.algorithms.cart imports exclust.jobs.registry "),
+                                      "from exclust.jobs import registry",
+                                      "exclust.algorithms.cart imports exclust.jobs.registry "),
     "the core imports the datasets": (check_layers, "exclust/scoring/drift.py",
                                       "def f():\n    from exclust.datasets import synthetic",
                                       "exclust.scoring.drift imports exclust.datasets.synthetic "),

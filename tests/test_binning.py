@@ -107,7 +107,8 @@ def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
 
     cells, grid_cells = (4096, None) if level == "cells" else (8192, 1)
     edges = [
-        *(_grid_aligned_edges(rng, lo, hi, cells) for lo, hi in [(0.1, 0.7), (-3.3, 1e3 / 3), (1e-5, 1.0), (-7e9, -1.1)]),
+        *(_grid_aligned_edges(rng, lo, hi, cells)
+          for lo, hi in [(0.1, 0.7), (-3.3, 1e3 / 3), (1e-5, 1.0), (-7e9, -1.1)]),
         np.array([-1e308, 0.0, 1e308]),  # a span too wide for a finite 1 / width
         np.array([5e-324, 1e-323, 1.5e-323]),  # a span too narrow for it
         np.array([1.0, np.nextafter(1.0, 2.0)]),
@@ -122,7 +123,8 @@ def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
         assert grid[4].size == len(edges) and (np.diff(grid[6])[:4] == cells + 1).all()  # all crowded
         origin, inv_width = grid[4], grid[5]
     # Values inside each gap (written so as not to overflow on the widest span) and around it.
-    inside = [np.concatenate([e[:-1] + rng.random(e.size - 1) * (e[1:] / 2 - e[:-1] / 2), rng.normal(size=100)]) for e in edges]
+    inside = [np.concatenate([e[:-1] + rng.random(e.size - 1) * (e[1:] / 2 - e[:-1] / 2),
+                              rng.normal(size=100)]) for e in edges]
     probes = [_adversarial_values(rng, e, x) for e, x in zip(edges, inside)]
     for f in range(4):  # the grid's own boundaries, where a cell function's rounding shows
         bounds = origin[f] + np.arange(cells + 1) / inv_width[f]
@@ -141,7 +143,8 @@ def test_encoding_passes_code_like_transform(rng, l1):
     codes = np.empty(X.shape, dtype=mapper.code_dtype)
     out, labels = np.empty((X.shape[0], 5)), np.empty(X.shape[0], dtype=np.uint8)
     if l1 is None:
-        sq = encode_and_project(X, *mapper.grid(), np.ascontiguousarray(centers.T), (centers**2).sum(1), codes, out, labels)
+        sq = encode_and_project(X, *mapper.grid(), np.ascontiguousarray(centers.T), (centers**2).sum(1), codes, out,
+                                labels)
         np.testing.assert_allclose(out, X @ centers.T)
     else:
         sq = encode_and_measure(X, *mapper.grid(), centers, l1, codes, out, labels)

@@ -77,7 +77,8 @@ def test_bounds_formulas_on_a_hand_computed_mixture():
     assert b["q"] == pytest.approx(4.0) and b["q_paper000"] == pytest.approx(2.0)
     assert b["alpha"] == pytest.approx(1.5) and b["beta"] == 1.0
     assert b["price_upper_theorem4"]["value"] == pytest.approx(1 + c * 1.5 * 3 * 2 / 2.0)
-    assert b["price_upper_theorem4_gaussian"]["value"] == pytest.approx(1 + c * 1.5 * math.sqrt(math.pi / 2) * 3 * 2 / 2.0)
+    gaussian_beta = math.sqrt(math.pi / 2)
+    assert b["price_upper_theorem4_gaussian"]["value"] == pytest.approx(1 + c * 1.5 * gaussian_beta * 3 * 2 / 2.0)
     assert b["error_upper_theorem8"]["value"] == pytest.approx(c * 1.5 * 3 * 2 / 4.0)
     assert b["error_upper_theorem8"]["vacuous"]  # > 1: kept, and said so
     assert b["error_lower_theorem9"]["value"] == pytest.approx(2 / 16)

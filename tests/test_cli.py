@@ -63,8 +63,10 @@ def test_label_command_writes_labelled_parquet(tmp_path, capsys, dask_client):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["label", "--tree", "{tmp}/nope.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "tree file not found: {tmp}/nope.json"),
-        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/none", "--out", "{tmp}/o"], "input not found: {tmp}/none"),
+        (["label", "--tree", "{tmp}/nope.json", "--input", "{tmp}/in", "--out", "{tmp}/o"],
+         "tree file not found: {tmp}/nope.json"),
+        (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/none", "--out", "{tmp}/o"],
+         "input not found: {tmp}/none"),
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "/"], "filesystem root"),
         (["label", "--tree", "{tmp}/bad.json", "--input", "{tmp}/in", "--out", "{tmp}/o"], "not valid JSON"),
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}/o", "--storage-option", "anon"],
@@ -72,8 +74,10 @@ def test_label_command_writes_labelled_parquet(tmp_path, capsys, dask_client):
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}/in/o"], "lies inside the input"),
         (["label", "--tree", "{tmp}/tree.json", "--input", "{tmp}/in", "--out", "{tmp}"], "contains the input"),
         (["explain", "--input", "{tmp}/none", "--k", "3", "--out", "{tmp}/o"], "input not found"),
-        (["explain", "--input", "{tmp}/in", "--k", "3", "--reference", "dbscan", "--out", "{tmp}/o"], "gmm, kmeans, kmedians or labels:COLUMN"),
-        (["explain", "--input", "{tmp}/in", "--k", "3", "--algorithm", "concept-mmdt", "--out", "{tmp}/o"], "--concepts"),
+        (["explain", "--input", "{tmp}/in", "--k", "3", "--reference", "dbscan", "--out", "{tmp}/o"],
+         "gmm, kmeans, kmedians or labels:COLUMN"),
+        (["explain", "--input", "{tmp}/in", "--k", "3", "--algorithm", "concept-mmdt", "--out", "{tmp}/o"],
+         "--concepts"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
@@ -107,7 +111,8 @@ def test_explain_command_writes_outputs(tmp_path, capsys, dask_client):
     assert "fit reference done in" in captured.err  # progress lines with elapsed seconds
     assert "cluster 2:" in captured.out and "ari_truth=" in captured.out
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert (metrics["algorithm"], metrics["k"], metrics["d"], metrics["reference"], metrics["threshold"]) == ("mmdt", 3, 2, "kmeans", "exact")
+    assert (metrics["algorithm"], metrics["k"], metrics["d"], metrics["reference"], metrics["threshold"]) == (
+        "mmdt", 3, 2, "kmeans", "exact")
     assert metrics["enr"] > 0 and {"load", "fit reference", "build tree", "score"} <= set(metrics["seconds"])
     assert (tmp_path / "out" / "report.html").stat().st_size > 1000
 
@@ -194,13 +199,15 @@ def test_three_ways_to_lose_data_are_refused_and_leave_every_byte(tmp_path, caps
         (tmp_path / "hive" / f"day={day}").mkdir(parents=True)
         pq.write_table(pa.table({"a": np.linspace(-1, 1, 3000), "b": np.zeros(3000)}),
                        tmp_path / "hive" / f"day={day}" / "part.parquet")
-    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "hive" / "*" / "part.parquet"),
+    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input",
+                 str(tmp_path / "hive" / "*" / "part.parquet"),
                  "--out", str(tmp_path / "out"), *scheduler]) == 0
     assert "labelled 6000 rows in 2 file(s)" in capsys.readouterr().out
     rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "out").rglob("*.parquet"))
     assert rows == 6000 == json.loads((tmp_path / "out" / "_labels.json").read_text())["n_rows"]
     # a glob's root and every folder it reads are guarded too
-    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "hive" / "*" / "part.parquet"),
+    assert main(["label", "--tree", str(tmp_path / "tree.json"), "--input",
+                 str(tmp_path / "hive" / "*" / "part.parquet"),
                  "--out", str(tmp_path / "hive" / "day=1"), *scheduler]) == 2
     assert "the folder" in capsys.readouterr().err
 
@@ -232,11 +239,13 @@ def _wait_until_staging_has_data(tmp_path, proc) -> None:
 
 
 def _everything(folder) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
 def _signal_label_midway(tmp_path, signum):
-    """Start `exclust label` over 400 files, send ``signum`` to its group once it staged a file; (listing before, proc, out, err)."""
+    """Start `exclust label` over 400 files, send ``signum`` to its group once it staged a file;
+    (listing before, proc, out, err)."""
     (tmp_path / "model").mkdir()
     _tree(tmp_path / "model" / "tree.json")
     _many_parts(tmp_path / "in", 400)
@@ -341,7 +350,8 @@ def test_a_bad_scheduler_address_is_one_line_and_exit_2(command, tmp_path, capsy
     cases = {
         "notanaddress": "Dask scheduler address 'notanaddress' is not valid (missing port number",
         "tcp://127.0.0.1:x": "Dask scheduler address 'tcp://127.0.0.1:x' is not valid",
-        "http://127.0.0.1:8787": "Dask scheduler address 'http://127.0.0.1:8787' is not valid (unknown address scheme 'http'",
+        "http://127.0.0.1:8787": "Dask scheduler address 'http://127.0.0.1:8787' is not valid (unknown address scheme "
+                                 "'http'",
         f"tcp://127.0.0.1:{_closed_port()}": "within 2 s (OSError: Timed out trying to connect",
         f"tcp://{wrong_protocol_server}": f"no Dask scheduler answered at tcp://{wrong_protocol_server} within 2 s",
     }
@@ -349,7 +359,8 @@ def test_a_bad_scheduler_address_is_one_line_and_exit_2(command, tmp_path, capsy
         if command == "explain":
             argv = ["explain", "--input", str(tmp_path / "data"), "--k", "2", "--out", str(tmp_path / "out")]
         else:
-            argv = ["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+            argv = ["label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"), "--out",
+                    str(tmp_path / "out")]
         assert main([*argv, "--scheduler", address, "--quiet"]) == 2, address
         captured = capsys.readouterr()
         assert captured.err.startswith(f"exclust {command}: error: ") and message in captured.err, captured.err
@@ -376,7 +387,8 @@ def test_label_checks_every_file_against_the_tree_when_it_plans(tmp_path):
         proc = _cli("label", "--tree", str(tmp_path / "tree.json"), "--input", str(tmp_path / "data"),
                     "--out", str(tmp_path / "out"))
         assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.startswith(f"exclust label: error: {tmp_path / 'data' / name}.parquet") and message in proc.stderr
+        assert proc.stderr.startswith(f"exclust label: error: {tmp_path / 'data' / name}.parquet")
+        assert message in proc.stderr
         assert proc.stderr.count("\n") == 1, proc.stderr  # no worker log, no progress line: nothing started
         (tmp_path / "data" / f"{name}.parquet").unlink()
     assert sorted(os.listdir(tmp_path)) == ["data", "tree.json"]
@@ -473,7 +485,7 @@ def test_ctrl_c_landing_where_python_swallows_it_is_delivered_again(capfd, where
     assert "Exception ignored" not in capfd.readouterr().err
 
 
-# --------------------------------------------------------------------------- the CLI and Python agree (issue 19, item 5)
+# -------------------------------------------------------------------------- the CLI and Python agree (issue 19, item 5)
 def _default(cls, name):
     import inspect
 
@@ -498,12 +510,15 @@ def test_cli_and_python_defaults_agree():
     config = {f.name: f.default for f in dataclasses.fields(ExplainConfig)}
     flow = {name: getattr(f.default, "value", f.default) for name, f in ExplainParams.model_fields.items()}
     agreed = {  # one default, read from every place that declares it
-        "threshold": [cli.threshold, demo.threshold, config["threshold"], flow["threshold"], _default(MMDT, "threshold"),
+        "threshold": [cli.threshold, demo.threshold, config["threshold"], flow["threshold"],
+                      _default(MMDT, "threshold"),
                       _default(ConceptMMDT, "threshold")],
         "algorithm": [cli.algorithm, demo.algorithm, config["algorithm"], flow["algorithm"]],
         "objective": [cli.objective, config["objective"], flow["objective"]]
-        + [_default(registry.algorithm(a).estimator_class(), "objective") for a in ("imm", "exkmc", "exshallow", "random-cut")],
-        "depth factor": [cli.depth_factor, config["depth_factor"], flow["depth_factor"], _default(ExShallow, "depth_factor")],
+        + [_default(registry.algorithm(a).estimator_class(), "objective")
+           for a in ("imm", "exkmc", "exshallow", "random-cut")],
+        "depth factor": [cli.depth_factor, config["depth_factor"], flow["depth_factor"],
+                         _default(ExShallow, "depth_factor")],
         "trials": [cli.trials, config["trials"], flow["trials"], _default(RandomCutTree, "n_trials")],
         "kernel": [cli.kernel, config["kernel"], flow["kernel"], _default(KernelMMDT, "kernel")],
         "reference": [cli.reference, config["reference"], flow["reference"]],
@@ -515,7 +530,8 @@ def test_cli_and_python_defaults_agree():
         "standing table": [not cli.no_standing, config["standing"], flow["standing"]],
         "k-medians price (auto)": [cli.kmedians_price, config["kmedians_price"]],
         # no leaf budget: one leaf per cluster (the flow spells it 0)
-        "leaves": [cli.leaves, config["leaves"], flow["leaves"] or None, _default(registry.algorithm("exkmc").estimator_class(), "max_leaves"),
+        "leaves": [cli.leaves, config["leaves"], flow["leaves"] or None,
+                   _default(registry.algorithm("exkmc").estimator_class(), "max_leaves"),
                    _default(registry.algorithm("kdtree").estimator_class(), "max_leaves"),
                    _default(registry.algorithm("cart").estimator_class(), "max_leaf_nodes")],
     }
@@ -526,10 +542,11 @@ def test_cli_and_python_defaults_agree():
     run = ExplainConfig(input="unused", k=3)
     for entry in registry.ALGORITHMS.values():
         for name, value in entry.options(run).items():
-            if name in ("random_state", "n_clusters", "n_components"):  # the run's seed is 0 (an estimator's None); k is the run's
+            # the run's seed is 0 (an estimator's None); k is the run's
+            if name in ("random_state", "n_clusters", "n_components"):
                 continue
             own = _default(entry.estimator_class(), name)
-            if name in ("max_leaves", "max_leaf_nodes", "n_leaves"):  # the run's k leaves: what None means to the estimator
+            if name in ("max_leaves", "max_leaf_nodes", "n_leaves"):  # the run's k leaves: what None means to it
                 assert value == run.k and own is None, (entry.name, name, own)
             else:
                 assert value == own, (entry.name, name, value, own)

@@ -24,7 +24,8 @@ def write_parts(folder, frames):
 @pytest.fixture
 def frame(rng):
     return pd.DataFrame(
-        {"a": rng.normal(size=300), "b": rng.normal(size=300), "name": ["p", "q", "r"] * 100, "y": np.repeat([0, 1, 2], 100)}
+        {"a": rng.normal(size=300), "b": rng.normal(size=300), "name": ["p", "q", "r"] * 100,
+         "y": np.repeat([0, 1, 2], 100)}
     )
 
 
@@ -79,7 +80,8 @@ def test_nan_is_named_by_column_and_count(tmp_path, frame, dask_client):
     "kwargs, message",
     [
         (dict(features=["a", "zz"]), r"unknown column\(s\) \['zz'\]"),
-        (dict(features=["a", "name"]), r"column 'name' of Parquet file .*part-000.parquet holds \w*string values, not numbers"),
+        (dict(features=["a", "name"]),
+         r"column 'name' of Parquet file .*part-000.parquet holds \w*string values, not numbers"),
         (dict(features=["a"], n_clusters=1000), "300 row.*fewer than the 1000 clusters"),
     ],
 )
@@ -139,7 +141,8 @@ def test_text_in_a_numeric_column_is_named_and_never_coerced(tmp_path, frame, da
     drifted = frame.iloc[150:].copy()
     drifted["b"] = drifted["b"].map(lambda v: f"{v:.3f}")  # numeric strings: still not numbers
     folder = write_parts(tmp_path / "ds", [frame.iloc[:150], drifted])
-    with pytest.raises(InputError, match=r"column 'b' of Parquet file .*part-001\.parquet holds \w*string values, not numbers"):
+    with pytest.raises(InputError,
+                       match=r"column 'b' of Parquet file .*part-001\.parquet holds \w*string values, not numbers"):
         load_dataset(folder, ["a", "b"])
     labels = frame.iloc[150:].assign(y=lambda f: f["y"].astype(str))
     folder = write_parts(tmp_path / "labels", [frame.iloc[:150], labels])

@@ -95,9 +95,11 @@ def test_schema_problems_name_the_snapshot(events):
     path, _, _ = events
     with pytest.raises(InputError, match=rf"unknown column\(s\) \['x9'\] in Delta table {path} \(version 1\)"):
         load_dataset(path, ["x0", "x9"])
-    with pytest.raises(InputError, match=rf"column 'kind' of Delta table {path} \(version 1\) holds string values, not numbers"):
+    with pytest.raises(InputError,
+                       match=rf"column 'kind' of Delta table {path} \(version 1\) holds string values, not numbers"):
         load_dataset(path, ["x0", "kind"])
-    with pytest.raises(InputError, match=rf"partition column 'day' of Delta table {path}-dates \(version 0\) holds date32"):
+    with pytest.raises(InputError,
+                       match=rf"partition column 'day' of Delta table {path}-dates \(version 0\) holds date32"):
         frame = pd.DataFrame({"x0": [1.0, 2.0], "day": pd.to_datetime(["2026-11-20", "2026-11-21"]).date})
         deltalake.write_deltalake(path + "-dates", frame, partition_by=["day"])
         load_dataset(path + "-dates", ["x0", "day"])
@@ -109,8 +111,8 @@ def test_snapshot_options_are_refused_for_plain_parquet(tmp_path, capsys):
                  "--table-version", "0", "--out", str(tmp_path / "out")])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"exclust explain: error: --table-version applies to tables (Delta, Iceberg), but {tmp_path / 'plain.parquet'} is "
-                   "read as Parquet; leave --table-version out or give a table"]
+    assert err == ["exclust explain: error: --table-version applies to tables (Delta, Iceberg), but "
+                   f"{tmp_path / 'plain.parquet'} is read as Parquet; leave --table-version out or give a table"]
 
 
 def test_explain_a_delta_table_with_its_partition_column_as_truth(events, tmp_path, capsys, dask_client):
@@ -132,7 +134,8 @@ def test_a_delta_table_on_s3(s3_server, s3_bucket, dask_client):
                      "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
     first = mixture_frame(1200, 3)
     deltalake.write_deltalake(url, first, partition_by=["day"], storage_options=delta_options)
-    write_after(url, commit_times(url, delta_options)[0], first[first.day == 3].iloc[:10].reset_index(drop=True), mode="overwrite",
+    write_after(url, commit_times(url, delta_options)[0], first[first.day == 3].iloc[:10].reset_index(drop=True),
+                mode="overwrite",
                 predicate="day = 3", partition_by=["day"], storage_options=delta_options)
     options = s3_server["storage_options"]  # the Parquet source's fsspec options reach delta-rs too
     source = open_source(url, options)

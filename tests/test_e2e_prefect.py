@@ -39,7 +39,8 @@ def _wait(predicate, timeout: float, what: str, procs=()):
     while time.monotonic() < deadline:
         for p, log in procs:
             if p.poll() is not None:
-                raise RuntimeError(f"{what}: a service exited early ({p.args[:3]}); log:\n{Path(log).read_text()[-3000:]}")
+                raise RuntimeError(f"{what}: a service exited early ({p.args[:3]}); "
+                                   f"log:\n{Path(log).read_text()[-3000:]}")
         try:
             if predicate():
                 return
@@ -114,11 +115,13 @@ def stack(tmp_path_factory):
     (folder / "home").mkdir()
     svc = Services(folder, env)
     try:
-        server = svc.start("prefect-server", [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(api_port)])
+        server = svc.start("prefect-server",
+                           [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(api_port)])
         svc.start("dask-scheduler", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(dask_port),
                                      "--dashboard-address", "127.0.0.1:0"])
         for i in range(2):
-            svc.start(f"dask-worker-{i}", [str(BIN / "dask"), "worker", scheduler, "--host", "127.0.0.1", "--nthreads", "1",
+            svc.start(f"dask-worker-{i}",
+                      [str(BIN / "dask"), "worker", scheduler, "--host", "127.0.0.1", "--nthreads", "1",
                                            "--memory-limit", "2GiB", "--no-dashboard", "--name", f"w{i}"])
         _wait(lambda: httpx.get(f"{api}/health", timeout=5).status_code == 200, 240, "Prefect server", svc.procs[:1])
 
@@ -129,14 +132,16 @@ def stack(tmp_path_factory):
         svc.run([str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"])
         # Deployed as documented for the default (a local Dask cluster per run): EXCLUST_DASK_SCHEDULER unset.
         deploy_env = {k: v for k, v in env.items() if k != "EXCLUST_DASK_SCHEDULER"}
-        deploy = svc.run([str(BIN / "prefect"), "--no-prompt", "deploy", "--all", "--prefect-file", "deploy/prefect.yaml"],
+        deploy = svc.run([str(BIN / "prefect"), "--no-prompt", "deploy", "--all", "--prefect-file",
+                          "deploy/prefect.yaml"],
                          env=deploy_env)
         svc.start("prefect-worker", [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process"])
         svc.start("outputs-http", [sys.executable, "-m", "http.server", str(files_port), "--bind", "127.0.0.1",
                                    "--directory", str(data)])
         setup = time.monotonic() - t0
         yield {"api": api, "scheduler": scheduler, "client": client, "data": data, "folder": folder,
-               "env": env, "setup_seconds": setup, "server": server, "svc": svc, "deploy_output": deploy.stdout + deploy.stderr}
+               "env": env, "setup_seconds": setup, "server": server, "svc": svc,
+               "deploy_output": deploy.stdout + deploy.stderr}
         client.close()
     finally:
         svc.stop()
@@ -186,7 +191,8 @@ def test_e2e_explain_then_label_through_deployments(stack):
     from exclust.tree import ThresholdTree
 
     data = stack["data"]
-    write_gmm_parquet(data / "input", 24_000, n_components=4, n_features=2, rows_per_file=6_000, random_state=1, noise_scale=3.0)
+    write_gmm_parquet(data / "input", 24_000, n_components=4, n_features=2, rows_per_file=6_000, random_state=1,
+                      noise_scale=3.0)
     write_gmm_parquet(data / "incoming" / "date=2026-11-20", 9_000, n_components=4, n_features=2, rows_per_file=3_000,
                       random_state=5, noise_scale=3.0)
     timings = {"setup": stack["setup_seconds"]}
@@ -311,7 +317,8 @@ def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(
     doc["deployments"] = [nightly]
     spec = stack["folder"] / "scheduled.yaml"
     spec.write_text(yaml.safe_dump(doc))
-    stack["svc"].run([str(BIN / "prefect"), "--no-prompt", "deploy", "--prefect-file", str(spec), "--name", "label-every-10s"])
+    stack["svc"].run([str(BIN / "prefect"), "--no-prompt", "deploy", "--prefect-file", str(spec), "--name",
+                      "label-every-10s"])
 
     with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
         with get_client(sync_client=True) as client:

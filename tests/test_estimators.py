@@ -335,7 +335,8 @@ def test_kmeans_score_is_scikit_learns():
     assert ours.score(X) == pytest.approx(theirs.score(X), rel=1e-12)
 
 
-@pytest.mark.parametrize("make", [_kmeans, _gaussian_mixture, _kmedians], ids=["kmeans", "gaussian_mixture", "kmedians"])
+@pytest.mark.parametrize("make", [_kmeans, _gaussian_mixture, _kmedians],
+                         ids=["kmeans", "gaussian_mixture", "kmedians"])
 def test_reference_clusterings_pass_check_estimator(make):
     from sklearn.utils.estimator_checks import check_estimator
 
@@ -401,7 +402,8 @@ def test_number_of_clusters_is_n_clusters_and_at_least_two():
 FITTED_ON_ROWS = [row for row in ESTIMATORS if row[0] is not _mmdt]  # MMDT fits a mixture summary
 
 
-@pytest.mark.parametrize("make, changed, bad, fit_args", FITTED_ON_ROWS, ids=[row[0].__name__.strip("_") for row in FITTED_ON_ROWS])
+@pytest.mark.parametrize("make, changed, bad, fit_args", FITTED_ON_ROWS,
+                         ids=[row[0].__name__.strip("_") for row in FITTED_ON_ROWS])
 def test_named_input_gives_no_feature_name_warning(make, changed, bad, fit_args):
     import pandas as pd
     from exclust.sources.dataset import load_dataset

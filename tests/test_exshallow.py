@@ -134,7 +134,8 @@ def _fixture_data(name):
 def _fixtures():
     paths = [SHARED_FIXTURES / "exkmc_reference.json", SHARED_FIXTURES / "shallow_reference.json"]
     if not all(p.exists() for p in paths):
-        pytest.skip("../shared/fixtures/{exkmc,shallow}_reference.json are absent (needs ../shared beside the checkout)")
+        pytest.skip("../shared/fixtures/{exkmc,shallow}_reference.json are absent (needs ../shared beside the "
+                    "checkout)")
     return [json.loads(p.read_text()) for p in paths]
 
 
@@ -263,7 +264,8 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
         n_groups.append(n)
         spans.append(np.stack([codes[members].min(0), codes[members].max(0)], axis=1))
     slot = np.array([-1, 0, 1])
-    args = (part["codes"], part["dots"], *tree.arrays(), np.zeros(X.shape[0], dtype=np.int32), False, slot, 2, np.stack(groups), np.stack(n_groups),
+    args = (part["codes"], part["dots"], *tree.arrays(), np.zeros(X.shape[0], dtype=np.int32), False, slot, 2,
+            np.stack(groups), np.stack(n_groups),
             np.stack(spans), data.n_bins, 5, 2)
     plain_cells, plain_base = shallow_histograms(*args, 1 << 62)
     bulk_cells, bulk_base = shallow_histograms(*args, 1)

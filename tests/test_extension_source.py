@@ -105,7 +105,8 @@ def test_a_registered_source_runs_explain_and_reads_what_memory_holds(tmp_path, 
         assert from_csv.metrics[key] == in_memory.metrics[key]
     assert from_csv.metrics["n"] == len(frame) and from_csv.metrics["ari_truth"] > 0.9
 
-    written = run_explain(ExplainConfig(input=str(path), **options), tmp_path / "out", scheduler=dask_client.scheduler.address)
+    written = run_explain(ExplainConfig(input=str(path), **options), tmp_path / "out",
+                          scheduler=dask_client.scheduler.address)
     assert (written.out / "tree.json").exists()
     with pytest.raises(InputError, match="unknown column"):
         explain(ExplainConfig(input=str(path), features=["x0", "nope"], k=3, reference="kmeans"))

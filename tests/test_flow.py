@@ -25,7 +25,8 @@ def _artifacts(flow_run_id):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
     return {a.key: a for a in found}
 
 
@@ -110,7 +111,8 @@ def test_label_flow_writes_partitions_and_counts_artifact(tmp_path, prefect_api,
 
     _tree(tmp_path / "tree.json")
     _parts(tmp_path / "in")
-    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out"),
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"),
+                              output=str(tmp_path / "out"),
                               scheduler_address=dask_client.scheduler.address), return_state=True)
     assert state.is_completed(), state.message
     result = state.result()["nights"][0]
@@ -174,7 +176,8 @@ def test_label_flow_reads_and_writes_s3_with_its_storage_options_into_an_iceberg
     assert state.is_completed(), state.message
     assert [n["n_rows"] for n in state.result()["nights"]] == [600]
     assert fs.find(f"{s3_bucket}/lake/ns/labels/data/date=2026-11-20")  # the night's files went to the store
-    for text, error in (("", "cannot read s3://.*tree.json"), ("{not json", "storage_options is not a valid JSON object")):
+    for text, error in (("", "cannot read s3://.*tree.json"),
+                        ("{not json", "storage_options is not a valid JSON object")):
         with pytest.raises(ValidationError, match=error):  # without the options the tree is not found on the store
             LabelParams(tree=f"s3://{s3_bucket}/models/tree.json", input=f"s3://{s3_bucket}/incoming/date={{date}}",
                         output=f"s3://{s3_bucket}/out/date={{date}}", storage_options=text)
@@ -189,13 +192,15 @@ def test_label_flow_on_corrupt_file_fails_naming_it_without_retrying(tmp_path, p
     _tree(tmp_path / "tree.json")
     _parts(tmp_path / "in")
     (tmp_path / "in" / "p1.parquet").write_bytes(b"PAR1 garbage, not a footer")
-    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"), output=str(tmp_path / "out")),
+    state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in"),
+                              output=str(tmp_path / "out")),
                   return_state=True)
     assert state.is_failed()
     assert "p1.parquet" in state.message
     assert not (tmp_path / "out").exists()
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+        run_id = state.state_details.flow_run_id
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=[run_id])))
     assert [r.run_count for r in runs] == [1]  # bad input is not retried
 
 
@@ -291,7 +296,8 @@ def test_retry_only_transient_failures():
 
     assert not is_transient(InputError("cannot read Parquet file x"))
     assert not is_transient(TreeFormatError("bad tree")) and not is_transient(FileNotFoundError("x"))
-    assert is_transient(KilledWorker("task", "worker", 3)) and is_transient(TimeoutError()) and is_transient(ConnectionError())
+    assert is_transient(KilledWorker("task", "worker", 3))
+    assert is_transient(TimeoutError()) and is_transient(ConnectionError())
     assert retry_if_transient(None, None, Failed(data=OSError("disk busy"))) is True
     assert retry_if_transient(None, None, Failed(data=InputError("no rows"))) is False
 
@@ -368,7 +374,8 @@ def test_bad_parameters_fail_the_run_with_one_log_line(tmp_path, prefect_api):
     for logger in loggers:
         logger.addHandler(handler)
     try:
-        state = label(params={"tree": str(tmp_path / "missing.json"), "input": str(tmp_path), "output": str(tmp_path / "o")},
+        state = label(params={"tree": str(tmp_path / "missing.json"), "input": str(tmp_path),
+                              "output": str(tmp_path / "o")},
                       return_state=True)
     finally:
         for logger in loggers:

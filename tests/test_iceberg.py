@@ -83,7 +83,8 @@ def test_a_snapshot_id_and_a_timestamp_select_older_snapshots(events, dask_clien
 
 def test_iceberg_problems_are_named(events, tmp_path):
     address, _, _, _ = events
-    with pytest.raises(InputError, match=r"column 'kind' of Iceberg table ns.events \(snapshot \d+\) holds large_string"):
+    with pytest.raises(InputError,
+                       match=r"column 'kind' of Iceberg table ns.events \(snapshot \d+\) holds large_string"):
         load_dataset(address, ["x0", "kind"])
     with pytest.raises(InputError, match=r"unknown column\(s\) \['x9'\] in Iceberg table ns.events"):
         load_dataset(address, ["x0", "x9"])

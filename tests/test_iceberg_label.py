@@ -22,7 +22,8 @@ pytest.importorskip("pyiceberg")
 
 @pytest.fixture(scope="module")
 def feed(tmp_path_factory, dask_client):
-    return {"tree": explained_tree(tmp_path_factory.mktemp("iceberg-nights")), "scheduler": dask_client.scheduler.address}
+    return {"tree": explained_tree(tmp_path_factory.mktemp("iceberg-nights")),
+            "scheduler": dask_client.scheduler.address}
 
 
 @pytest.fixture

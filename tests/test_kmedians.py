@@ -70,7 +70,8 @@ def test_matches_brute_force_from_the_same_seeding():
     seeded, _ = kmedians_parallel_init(X, 4, 0)
     model = KMedians(4, tol=0.0, random_state=0).fit(X)
     np.testing.assert_allclose(model.cluster_centers_, brute_force_kmedians(X, seeded), rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(model.labels_, np.abs(X[:, None] - model.cluster_centers_[None]).sum(axis=2).argmin(axis=1))
+    np.testing.assert_array_equal(model.labels_,
+                                  np.abs(X[:, None] - model.cluster_centers_[None]).sum(axis=2).argmin(axis=1))
 
 
 def test_numpy_and_dask_reach_the_same_centers(dask_client):

@@ -49,7 +49,8 @@ def test_label_parquet_writes_every_row_with_cluster_and_leaf(tmp_path):
     src = write_parts(tmp_path / "in")
     result = label_parquet(tmp_path / "tree.json", tmp_path / "in", tmp_path / "out")
     out = pq.read_table(sorted((tmp_path / "out").glob("*.parquet")))
-    assert sorted(p.name for p in (tmp_path / "out").glob("*.parquet")) == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.parquet")) == [
+        "part-0.parquet", "part-1.parquet", "part-2.parquet"]
     assert out.num_rows == src.num_rows == result.n_rows == 3000
     ids = out.column("id").to_numpy()
     order = np.argsort(ids)
@@ -108,13 +109,15 @@ def test_corrupt_partition_fails_naming_it_and_leaves_no_folder(tmp_path):
 
 def everything(folder) -> list[str]:
     """Every file and folder below ``folder``, hidden ones included."""
-    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
 def test_same_named_files_of_a_glob_keep_their_relative_paths(tmp_path, dask_client):
     for day in (1, 2, 3):
         write_parts(tmp_path / "data" / "hive" / f"day={day}", n_files=1, rows=2000, seed=day)
-        os.rename(tmp_path / "data" / "hive" / f"day={day}" / "part-0.parquet", tmp_path / "data" / "hive" / f"day={day}" / "part.parquet")
+        os.rename(tmp_path / "data" / "hive" / f"day={day}" / "part-0.parquet",
+                  tmp_path / "data" / "hive" / f"day={day}" / "part.parquet")
     result = label_parquet(two_feature_tree(), str(tmp_path / "data" / "hive" / "*" / "part.parquet"), tmp_path / "out")
     written = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.parquet"))
     assert written == ["day=1/part.parquet", "day=2/part.parquet", "day=3/part.parquet"]
@@ -158,8 +161,8 @@ def test_a_bad_file_among_good_ones_on_a_cluster_leaves_nothing_anywhere(tmp_pat
     assert everything(tmp_path) == before  # no output, no hidden staging, nothing written late
     time.sleep(1.0)  # a worker still writing after the driver gave up would show up now
     assert everything(tmp_path) == before
-    assert not dask_client.run(lambda: __import__("exclust.jobs.labeling").jobs.labeling._RUNNING) or \
-        all(not v for v in dask_client.run(lambda: dict(__import__("exclust.jobs.labeling").jobs.labeling._RUNNING)).values())
+    running = dask_client.run(lambda: dict(__import__("exclust.jobs.labeling").jobs.labeling._RUNNING))
+    assert all(not v for v in running.values())
 
 
 def test_a_later_reader_never_sees_label_output_debris(tmp_path):

@@ -64,7 +64,8 @@ def test_from_labels_uses_dataset_names_and_extra_columns(noisy_labels):
     s = MixtureSummary.from_labels(data, "group")
     assert s.feature_names == ["height", "weight", "age"]
     np.testing.assert_allclose(s.means, MixtureSummary.from_labels(X, labels).means)
-    assert MixtureSummary.from_labels(frame[["height", "weight", "age"]], labels).feature_names == ["height", "weight", "age"]
+    named = MixtureSummary.from_labels(frame[["height", "weight", "age"]], labels)
+    assert named.feature_names == ["height", "weight", "age"]
     assert MixtureSummary.from_labels(X, labels, feature_names=["a", "b", "c"]).feature_names == ["a", "b", "c"]
 
 

@@ -35,7 +35,8 @@ def _brute_force_objective(kind, theta, means, weights, sigmas):
 @pytest.mark.parametrize("threshold", THRESHOLDS)
 def test_three_means_on_one_axis_give_two_cuts_on_that_axis(threshold):
     # Axis 0 is irrelevant: the means hardly differ there relative to its sigma.
-    summary = MixtureSummary(means=[[0.0, 0.0], [0.1, 6.0], [0.05, 12.0]], sigma=[5.0, 1.0], feature_names=["noise", "signal"])
+    summary = MixtureSummary(means=[[0.0, 0.0], [0.1, 6.0], [0.05, 12.0]], sigma=[5.0, 1.0],
+                             feature_names=["noise", "signal"])
     model = MMDT(threshold, random_state=0).fit(summary)
     cuts = _cuts(model)
     assert [c[0] for c in cuts] == [1, 1]

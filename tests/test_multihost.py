@@ -292,7 +292,8 @@ class Clusters:
         for name, octet in self.WORKERS:
             hosts[name] = net.add_host(name, octet)
             net.start(name, [str(BIN / "dask"), "worker", address, "--host", hosts[name], "--name", name,
-                             "--nthreads", "1", "--memory-limit", "1GiB", "--no-dashboard", "--local-directory", "dask"],
+                             "--nthreads", "1", "--memory-limit", "1GiB", "--no-dashboard", "--local-directory",
+                             "dask"],
                       self.env)
         self.booting = (address, hosts)
 

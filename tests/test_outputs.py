@@ -43,7 +43,8 @@ def snapshot(folder) -> dict[str, bytes]:
 
 
 def everything(folder) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
 def test_atomic_output_replaces_whole_or_not_at_all(tmp_path):
@@ -161,7 +162,8 @@ def test_an_unwritable_output_fails_before_any_work(tmp_path):
         pytest.skip("cannot make a folder unwritable here (root without chattr +i)")
     try:
         work = []
-        with pytest.raises(InputError, match="output .*readonly/out cannot be written .*; choose a location you can write to"):
+        with pytest.raises(InputError,
+                           match="output .*readonly/out cannot be written .*; choose a location you can write to"):
             with staged_output(locked / "out", "label"):
                 work.append("computed")
         assert work == [] and os.listdir(locked) == []
@@ -195,7 +197,8 @@ with staged_output(sys.argv[1], "label") as stage:
 
 def test_a_killed_runs_staging_is_hidden_kept_while_alive_and_removed_by_the_next_run(tmp_path):
     _part(tmp_path / "data" / "part.parquet")
-    proc = subprocess.Popen([sys.executable, "-c", STAGER, str(tmp_path / "data" / "out"), str(tmp_path / "data" / "part.parquet")],
+    proc = subprocess.Popen([sys.executable, "-c", STAGER, str(tmp_path / "data" / "out"),
+                             str(tmp_path / "data" / "part.parquet")],
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "staged"
     staging = [n for n in os.listdir(tmp_path / "data") if n.startswith(".out.exclust-staging-")]

@@ -228,7 +228,8 @@ def _sign_of_first(block):
 
 def test_label_rows_labels_rows_holding_nan_or_inf_minus_one(dask_client):
     X = np.array([[1.0, 2.0], [np.nan, 1.0], [-1.0, np.inf], [1e308, 1e308], [-2.0, -np.inf], [-3.0, 0.0]])
-    expected = np.array([1, parts.UNLABELLED, parts.UNLABELLED, 1, parts.UNLABELLED, 0])  # 1e308 + 1e308 overflows: still finite
+    # 1e308 + 1e308 overflows: still finite
+    expected = np.array([1, parts.UNLABELLED, parts.UNLABELLED, 1, parts.UNLABELLED, 0])
     assert np.array_equal(parts.label_rows(_sign_of_first, X), expected)
     lazy = parts.label_rows(_sign_of_first, da.from_array(X, chunks=(2, 2)))
     assert isinstance(lazy, da.Array)

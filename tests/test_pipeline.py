@@ -72,7 +72,8 @@ def test_parquet_run_writes_the_four_files(tmp_path, dask_client):
         tmp_path / "out", scheduler=dask_client.scheduler.address,
     )
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == [".exclust-output", "_SUCCESS", "metrics.json", "report.html", "rules.txt", "tree.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".exclust-output", "_SUCCESS", "metrics.json", "report.html",
+                                                     "rules.txt", "tree.json"]
     assert ThresholdTree.from_json(out / "tree.json") == result.tree
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["n"] == 12_000 and metrics["ari_truth"] > 0.95 and metrics["seconds"]["total"] > 0

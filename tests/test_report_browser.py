@@ -154,7 +154,8 @@ def test_the_standing_table_reads_right_in_a_browser(tmp_path):
 
     binary = _chromium()
     rows = [{"algorithm": name, "title": title, "n_leaves": 5, "cost": 10.0 * price, "price": price,
-             "weighted_avg_depth": depth, "own": name == "exgreedy", "best": name == "exshallow", "gap": price / 1.01 - 1}
+             "weighted_avg_depth": depth, "own": name == "exgreedy", "best": name == "exshallow",
+             "gap": price / 1.01 - 1}
             for name, title, price, depth in (("exgreedy", "ExGreedy", 1.04, 2.6), ("imm", "IMM", 1.09, 2.8),
                                               ("exshallow", "ExShallow", 1.02, 2.1), ("cart", "CART", 1.31, 2.4))]
     standing = {"cost": "kmeans", "reference_cost": 10.0, "rows": rows, "fitted_on": "fitted on a sample",

@@ -115,7 +115,8 @@ def test_cli_explain_from_s3_with_storage_options(events, s3_server, dask_client
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["reference"] == "labels:day" and metrics["n"] == 3000
     assert metrics["ari_truth"] > 0.8
-    missing = subprocess.run([*cmd[:5], url + "-missing", *cmd[6:]], env=env, capture_output=True, text=True, timeout=300)
+    missing = subprocess.run([*cmd[:5], url + "-missing", *cmd[6:]], env=env, capture_output=True, text=True,
+                             timeout=300)
     assert missing.returncode == 2 and "not found on s3://" in missing.stderr
 
 

@@ -174,7 +174,8 @@ def _numpy_values(value, where="score"):
     if isinstance(value, (list, tuple)):
         return [p for i, v in enumerate(value) for p in _numpy_values(v, f"{where}[{i}]")]
     if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _numpy_values(k, f"{where} key {k!r}") + _numpy_values(v, f"{where}[{k!r}]")]
+        return [p for k, v in value.items()
+                for p in _numpy_values(k, f"{where} key {k!r}") + _numpy_values(v, f"{where}[{k!r}]")]
     return []
 
 

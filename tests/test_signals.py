@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow
 
 
 def _everything(folder) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
 @contextlib.contextmanager
@@ -145,7 +146,8 @@ def test_sigterm_to_the_whole_group_stops_label_midway_and_leaves_nothing(tmp_pa
     (tmp_path / "in").mkdir()
     rng = np.random.default_rng(5)
     for i in range(400):
-        pq.write_table(pa.table({"a": rng.normal(size=1000), "b": rng.normal(size=1000)}), tmp_path / "in" / f"p{i:04d}.parquet")
+        pq.write_table(pa.table({"a": rng.normal(size=1000), "b": rng.normal(size=1000)}),
+                       tmp_path / "in" / f"p{i:04d}.parquet")
     before = _everything(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-m", "exclust.cli", "label", "--tree", str(tmp_path / "model" / "tree.json"),

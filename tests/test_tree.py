@@ -63,9 +63,11 @@ def test_json_round_trip_is_exact(tmp_path):
     [
         (lambda d: d.update(schema_version=99), "schema version 99"),
         (lambda d: d.update(format="pickle"), "not an exclust tree"),
-        (lambda d: d["nodes"]["left"].__setitem__(0, 0), r"nodes.left\[0\] is 0; it must be a whole number in \[1, 7\)"),
+        (lambda d: d["nodes"]["left"].__setitem__(0, 0),
+         r"nodes.left\[0\] is 0; it must be a whole number in \[1, 7\)"),
         (lambda d: d["nodes"]["left"].__setitem__(0, 99), r"nodes.left\[0\] is 99"),
-        (lambda d: d["nodes"]["feature"].__setitem__(0, 7), r"nodes.feature\[0\] is 7; it must be a whole number in \[0, 2\)"),
+        (lambda d: d["nodes"]["feature"].__setitem__(0, 7),
+         r"nodes.feature\[0\] is 7; it must be a whole number in \[0, 2\)"),
         (lambda d: d["nodes"]["kind"].__setitem__(0, "exec"), "malformed"),
         # issue 8: each of these was an IndexError, an OverflowError, or silently accepted
         (lambda d: d["nodes"]["left"].pop(), "nodes.left has 6 entries but nodes.kind has 7"),
@@ -73,7 +75,8 @@ def test_json_round_trip_is_exact(tmp_path):
         (lambda d: d["nodes"]["feature"].__setitem__(0, 1e30), r"nodes.feature\[0\] is 1e\+30"),
         (lambda d: d["nodes"]["feature"].__setitem__(0, 2.7), r"nodes.feature\[0\] is 2.7; it must be a whole number"),
         (lambda d: d["nodes"]["feature"].__setitem__(0, True), r"nodes.feature\[0\] is True"),
-        (lambda d: d["nodes"]["threshold"].__setitem__(0, "7.5"), r"nodes.threshold\[0\] is '7.5'; it must be a finite number"),
+        (lambda d: d["nodes"]["threshold"].__setitem__(0, "7.5"),
+         r"nodes.threshold\[0\] is '7.5'; it must be a finite number"),
         (lambda d: d["nodes"]["threshold"].__setitem__(0, True), r"nodes.threshold\[0\] is True"),
         (lambda d: d["nodes"]["threshold"].__setitem__(0, None), r"nodes.threshold\[0\] is None"),
         (lambda d: d["nodes"]["value"].__setitem__(2, 1e30), r"nodes.value\[2\] is 1e\+30"),

@@ -147,7 +147,8 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     browser.find_element(By.CSS_SELECTOR, "li.p-tab#artifacts").click()
     try:
         _wait_for(lambda: all(key in browser.find_element(By.TAG_NAME, "body").text
-                              for key in ("explain-rules", "explain-report", "explain-metrics")), 60, "the run's artifacts")
+                              for key in ("explain-rules", "explain-report", "explain-metrics")), 60,
+                  "the run's artifacts")
     finally:
         browser.save_screenshot(str(SHOTS / "exclust-ui-artifacts.png"))
         (SHOTS / "exclust-ui-artifacts.html").write_text(browser.page_source)

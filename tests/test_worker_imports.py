@@ -1,6 +1,7 @@
 """The Dask workers of an explain run never import scikit-learn (about 1.2 s per worker process,
 measured at 10M rows): every function shipped to them lives in a module that does not import
-it (exclust.reference.passes, exclust.scoring.curve_pass, exclust.scoring.score_pass, exclust.algorithms.histogram.engine, ...)."""
+it (exclust.reference.passes, exclust.scoring.curve_pass, exclust.scoring.score_pass,
+exclust.algorithms.histogram.engine, ...)."""
 from __future__ import annotations
 
 import logging
