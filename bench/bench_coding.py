@@ -71,7 +71,8 @@ def old_encode_rows(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, code
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def old_encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, centers_t, center_sq, codes, dots, labels):
+def old_encode_and_project(X, edges, n_edges, origin, inv_width, cell_lo, cell_hi, centers_t, center_sq, codes, dots,
+                           labels):
     n, d = X.shape
     k = centers_t.shape[1]
     chunk = 4096
@@ -174,8 +175,8 @@ def main() -> None:
     centers_t, center_sq = np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers)
     old, new = old_grid(mapper.edges), mapper.grid()
     print(f"data: {source}, {n} x {X.shape[1]}; edges per feature {min(e.size for e in mapper.edges)}"
-          f"..{max(e.size for e in mapper.edges)}; new grid {new[3].shape[1] - 1} cells, {new[5].size} crowded; numba threads "
-          f"{numba.get_num_threads()}")
+          f"..{max(e.size for e in mapper.edges)}; new grid {new[3].shape[1] - 1} cells, {new[5].size} crowded; numba "
+          f"threads {numba.get_num_threads()}")
 
     def buffers():
         return np.empty(X.shape, mapper.code_dtype), np.empty((n, 10)), np.empty(n, np.uint8)

@@ -132,7 +132,8 @@ def main(small: bool) -> None:
         print(f"  ExKMC  : {r['seconds']:8.2f} s   cost ratio {r['cost_ratio']:.4f}   "
               f"(surrogate {r['surrogate_ratio']:.4f}, {r['leaves']} leaves, {r['passes']} passes; "
               f"kernel load {r['warmup_seconds']:.1f} s, not counted)")
-        print(f"  ExKMC / CART time: {ratio:.3f}x" + (f"   (authors' implementation: {a_time}x, cost ratio {a_cost})" if a_time else ""))
+        authors = f"   (authors' implementation: {a_time}x, cost ratio {a_cost})" if a_time else ""
+        print(f"  ExKMC / CART time: {ratio:.3f}x" + authors)
         print(f"  ExKMC peak RSS {r['peak_rss'] / 2**20:.0f} MiB = {r['peak_rss'] / r['x_nbytes']:.2f}x X.nbytes "
               f"(process with X and libraries loaded: {r['rss_before'] / 2**20:.0f} MiB; fit's own numpy "
               f"allocations peak {r['traced_peak'] / r['x_nbytes']:.2f}x X.nbytes)")

@@ -101,7 +101,8 @@ def main() -> None:
     parser.add_argument("--only-after-setup", action="store_true", help="skip the cold setting (minutes)")
     parser.add_argument("--cache", help="numba cache folder of the 'after setup' setting (default: a new one); "
                                         "the warm-up runs into it unless --warmed")
-    parser.add_argument("--warmed", action="store_true", help="--cache was filled by python -m exclust.jobs.warmup before")
+    parser.add_argument("--warmed", action="store_true",
+                        help="--cache was filled by python -m exclust.jobs.warmup before")
     parser.add_argument("--installed-cache", action="store_true",
                         help="'after setup' uses numba's default cache beside the sources, as filled by bootstrap.py's "
                              "warm-up (NUMBA_CACHE_DIR unset; implies --warmed)")
@@ -122,13 +123,15 @@ def main() -> None:
             if setting == "after setup" and args.installed_cache:
                 env.pop("NUMBA_CACHE_DIR", None)
             else:
-                cache = args.cache if args.cache and setting == "after setup" else os.path.join(tmp, setting.replace(" ", "-"))
+                cache = (args.cache if args.cache and setting == "after setup"
+                         else os.path.join(tmp, setting.replace(" ", "-")))
                 os.makedirs(cache, exist_ok=True)
                 env["NUMBA_CACHE_DIR"] = cache
             if setting == "after setup" and not (args.warmed or args.installed_cache):
                 t = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "exclust.jobs.warmup"], env=env, cwd=ROOT, check=True)
-                print(f"warm-up (python -m exclust.jobs.warmup, once after installing): {time.perf_counter() - t:.1f} s")
+                print(f"warm-up (python -m exclust.jobs.warmup, once after installing): {time.perf_counter() - t:.1f} "
+                      "s")
             for algorithm in ALGORITHMS:
                 r = run_child(algorithm, data_path, env)
                 print(f"{setting:12s} {algorithm:10s} import {r['import']:5.2f} s  first fit {r['first']:6.2f} s  "

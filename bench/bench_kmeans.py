@@ -80,7 +80,8 @@ def bench_gmm(X, Xd, k: int, seed: int, iters: int) -> None:
     results = {}
     for name, make, data in [
         ("scikit-learn (numpy)", lambda m: SKGMM(k, max_iter=m, tol=0.0, random_state=seed), X),
-        ("scikit-learn (numpy, 1 BLAS thread)", lambda m: _one_thread(SKGMM(k, max_iter=m, tol=0.0, random_state=seed)), X),
+        ("scikit-learn (numpy, 1 BLAS thread)", lambda m: _one_thread(SKGMM(k, max_iter=m, tol=0.0, random_state=seed)),
+         X),
         ("exclust (dask, 2 workers)", lambda m: GaussianMixture(k, max_iter=m, tol=0.0, random_state=seed), Xd),
         ("exclust (numpy, threads)", lambda m: GaussianMixture(k, max_iter=m, tol=0.0, random_state=seed), X),
     ]:

@@ -122,7 +122,8 @@ def big_summary(k: int = 100, d: int = 1000):
 
 
 # --------------------------------------------------------------------------- (b)
-def bench_score(Xd, truth, X, tree, centers, ref_labels, repeats: int, ref_name: str = "GMM labels") -> dict[str, float]:
+def bench_score(Xd, truth, X, tree, centers, ref_labels, repeats: int,
+                ref_name: str = "GMM labels") -> dict[str, float]:
     """Scoring passes against X.sum(axis=0).compute(), read from Parquet and persisted."""
     import dask
     from distributed import wait
@@ -132,14 +133,16 @@ def bench_score(Xd, truth, X, tree, centers, ref_labels, repeats: int, ref_name:
     res = {}
     exclust.score(tree, Xd, centers=centers, y_true=truth, kmedians=True)  # warm-up: kernels load on the workers
     s, t_sum, t_score = paired_best(lambda: Xd.sum(axis=0).compute(),
-                                    lambda: exclust.score(tree, Xd, centers=centers, y_true=truth, kmedians=False), repeats)
+                                    lambda: exclust.score(tree, Xd, centers=centers, y_true=truth, kmedians=False),
+                                    repeats)
     res["parquet_sum_s"], res["parquet_score_s"] = t_sum, t_score
     print(f"  (b) from Parquet: X.sum {t_sum:.2f}s; score (reference = nearest center, truth column, "
           f"{s['passes']} pass) {t_score:.2f}s -> ratio {t_score / t_sum:.2f}", flush=True)
     s, t_lab = best_of(lambda: exclust.score(tree, Xd, reference_labels=ref_labels, centers=centers,
                                              y_true=truth, kmedians=False), 1)
     res["parquet_score_gmm_labels_s"] = t_lab
-    print(f"      with reference labels ({ref_name}, computed in the pass): {t_lab:.2f}s -> ratio {t_lab / t_sum:.2f}", flush=True)
+    print(f"      with reference labels ({ref_name}, computed in the pass): {t_lab:.2f}s -> ratio {t_lab / t_sum:.2f}",
+          flush=True)
     s, t_km = best_of(lambda: exclust.score(tree, Xd, centers=centers, y_true=truth, kmedians=True), 1)
     res["parquet_score_kmedians_s"] = t_km
     print(f"      with k-medians ({s['passes']} passes, relative gap {s['kmedians_relative_gap']:.1e}): "
@@ -183,7 +186,8 @@ def bench_em(Xd, X, k: int, iters: int) -> tuple[dict[str, float], object]:
         out[name] = (tm - t1) / iters
         if name == "exclust":
             model = fitted
-        print(f"  (c) {name:13s} {out[name]:.3f} s per EM iteration (fit 1 iter {t1:.2f}s, {1 + iters} iters {tm:.2f}s)",
+        print(f"  (c) {name:13s} {out[name]:.3f} s per EM iteration (fit 1 iter {t1:.2f}s, {1 + iters} iters "
+              f"{tm:.2f}s)",
               flush=True)
     print(f"      ratio exclust / scikit-learn: {out['exclust'] / out['scikit-learn']:.2f}", flush=True)
     return out, model
@@ -248,7 +252,8 @@ def _spec_as_gmm(spec):
 # --------------------------------------------------------------------------- main
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply the datasets' row counts (0.1 for a quick run)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply the datasets' row counts (0.1 for a quick run)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats of the short passes (best is kept)")
     parser.add_argument("--em-iters", type=int, default=5, help="m in (fit(1+m) - fit(1)) / m")
     parser.add_argument("--sections", default="abcd", help="which of a, b, c, d to run")
@@ -274,7 +279,8 @@ def main(argv=None) -> None:
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address=None, silence_logs=logging.ERROR)
     client = Client(cluster)
-    print(f"LocalCluster: 2 worker processes x 1 thread; scale {args.scale}; machine shared with other jobs", flush=True)
+    print(f"LocalCluster: 2 worker processes x 1 thread; scale {args.scale}; machine shared with other jobs",
+          flush=True)
     try:
         if "a" in args.sections:
             bench_mmdt(big_summary(), "synthetic summary K=100, d=1000")
@@ -284,7 +290,8 @@ def main(argv=None) -> None:
             if any(s in args.sections for s in "abc"):
                 data, t_load = timed(lambda: load_dataset(str(folder), features, extra_columns=["truth"]))
                 Xd, truth = data.X, data.extra["truth"]
-                print(f"  load_dataset (footers + one validation pass): {t_load:.2f}s, {Xd.numblocks[0]} chunks", flush=True)
+                print(f"  load_dataset (footers + one validation pass): {t_load:.2f}s, {Xd.numblocks[0]} chunks",
+                      flush=True)
                 X = read_numpy(folder, features)
                 if "c" in args.sections:
                     _, gmm = bench_em(Xd, X, k, args.em_iters)

@@ -98,8 +98,8 @@ def main() -> None:
                 for kind, spec in (("delta", str(table)), ("parquet", plain)):
                     seconds, metrics = explain_seconds(spec, Path(tmp) / f"{kind}-{i}", client.scheduler.address)
                     times[kind].append(seconds)
-                    print(f"explain {kind:8s} run {i}: {seconds:7.2f} s  n={metrics['n']} ari_truth={metrics['ari_truth']:.3f}"
-                          f"  load {os.getloadavg()[0]:.1f}")
+                    print(f"explain {kind:8s} run {i}: {seconds:7.2f} s  n={metrics['n']} "
+                          f"ari_truth={metrics['ari_truth']:.3f}  load {os.getloadavg()[0]:.1f}")
     best = {k: min(v) for k, v in times.items()}
     print(f"best of 2: Delta {best['delta']:.2f} s, Parquet {best['parquet']:.2f} s, "
           f"ratio {best['delta'] / best['parquet']:.2f}")

@@ -42,7 +42,8 @@ from exclust.datasets.concepts_digits import ALL_CONCEPTS, PAPER_CONCEPTS, digit
 from exclust.sources.dataset import Dataset
 
 # Paper 000, Table 2, MNIST row: samples, CAVs, K, model, ARI base / MMDT / CART, time (s) MMDT / CART.
-PAPER_MNIST = dict(samples=60000, cavs=4, k=10, model="VaDE", base=0.68, mmdt=0.32, cart=0.36, t_mmdt=0.00722, t_cart=0.12240)
+PAPER_MNIST = dict(samples=60000, cavs=4, k=10, model="VaDE", base=0.68, mmdt=0.32, cart=0.36, t_mmdt=0.00722,
+                   t_cart=0.12240)
 
 
 def embed(pixels: np.ndarray, dim: int) -> np.ndarray:
@@ -88,7 +89,8 @@ def run_concept_set(Z, digits, concepts, names, seeds, k):
                 example = (base_model, tree)
         def build_cart():
             P = cavs.project(Z)
-            return CART(max_leaf_nodes=k, random_state=seed).fit(Dataset(X=P, feature_names=list(cavs.names)), base).tree_
+            cart = CART(max_leaf_nodes=k, random_state=seed)
+            return cart.fit(Dataset(X=P, feature_names=list(cavs.names)), base).tree_
 
         row["t_cart"], cart_tree = best_time(build_cart)
         leaves = cart_tree.predict(cavs.project(Z))
@@ -119,7 +121,8 @@ def dask_check(Z, concepts, names, k, seed):
         t_cavs = time.perf_counter() - t0
         base = ConceptMMDT(cavs_np, n_components=k, random_state=seed).fit(Z).reference_labels_
         tree_np = ConceptMMDT(cavs_np, threshold="midpoint", random_state=seed).fit(Z, base).tree_
-        tree_d = ConceptMMDT(cavs_d, threshold="midpoint", random_state=seed).fit(Zd, da.from_array(base, chunks=400)).tree_
+        tree_d = ConceptMMDT(cavs_d, threshold="midpoint", random_state=seed).fit(
+            Zd, da.from_array(base, chunks=400)).tree_
         same = (np.array_equal(tree_np.feature, tree_d.feature) and np.array_equal(tree_np.value, tree_d.value)
                 and np.allclose(tree_np.threshold, tree_d.threshold, atol=1e-7, equal_nan=True))
         print(f"dask check: CAVs max |numpy - dask| = {np.abs(cavs_np.matrix - cavs_d.matrix).max():.2e} "
@@ -166,8 +169,8 @@ def main() -> None:
     for label, (cavs, rows) in results.items():
         col = lambda key: [r[key] for r in rows]  # noqa: E731
         for rule in ("midpoint", "exact"):
-            print(f"| digits 8x8, {label}, MMDT {rule} | {len(digits)} / {cavs.n_concepts} / {k} | PCA-{args.dim} + GMM | "
-                  f"{fmt(col('base'))} | {fmt(col(rule))} | {fmt(col('cart'))} | "
+            print(f"| digits 8x8, {label}, MMDT {rule} | {len(digits)} / {cavs.n_concepts} / {k} | PCA-{args.dim} + "
+                  f"GMM | {fmt(col('base'))} | {fmt(col(rule))} | {fmt(col('cart'))} | "
                   f"{np.mean(col('t_' + rule)):.5f} | {np.mean(col('t_cart')):.5f} |")
     print("\nFidelity: ARI of each tree against the base mixture's labels")
     for label, (cavs, rows) in results.items():

@@ -124,12 +124,14 @@ def run_dbscan(name, X, truth, seeds, eps_grid, min_samples_grid=(5, 10, 15, 20)
         for threshold in THRESHOLDS:
             model, secs = timed(lambda: MMDT(threshold, random_state=seed).fit(summary), 5)
             res[threshold] = (ari(truth, keep[model.predict(X)]), secs)
-        cart, secs = timed(lambda: DecisionTreeClassifier(max_leaf_nodes=K, random_state=seed).fit(X[inliers], labels[inliers]), 5)
+        cart, secs = timed(
+            lambda: DecisionTreeClassifier(max_leaf_nodes=K, random_state=seed).fit(X[inliers], labels[inliers]), 5)
         res["cart"] = (ari(truth, cart.predict(X)), secs)
         res["base"] = (score, 0.0)
         res["enr"] = summary_enr(summary)
         runs.append(res)
-    return {"name": name, "base": f"DBSCAN(eps={eps:g}, min_samples={min_samples}, {K} clusters, {int((~inliers).sum())} outliers)",
+    return {"name": name,
+            "base": f"DBSCAN(eps={eps:g}, min_samples={min_samples}, {K} clusters, {int((~inliers).sum())} outliers)",
             "n": X.shape[0], "d": X.shape[1], "K": K, "runs": runs}
 
 
@@ -192,7 +194,8 @@ def print_table(rows):
         print(f"{row['name']:12s} {row['base'][:44]:44s} " + " ".join(f"{c:>16s}" for c in cells) + "   " + ptxt)
     print("\nSeconds (best of repeats, median over seeds): MMDT from the summary vs CART on the data; "
           "paper 000 Table 1 in brackets [MMDT / CART]")
-    head = f"{'dataset':12s} {'n':>9s} {'d':>3s} {'K':>3s} " + " ".join(f"{c:>10s}" for c in THRESHOLDS) + f" {'cart':>10s} {'cart/exact':>10s} {'ENR(002)':>9s}   paper"
+    head = (f"{'dataset':12s} {'n':>9s} {'d':>3s} {'K':>3s} " + " ".join(f"{c:>10s}" for c in THRESHOLDS)
+            + f" {'cart':>10s} {'cart/exact':>10s} {'ENR(002)':>9s}   paper")
     print(head)
     print("-" * len(head))
     for row in rows:
@@ -255,10 +258,12 @@ def main(argv=None):
             X, y, _ = make_gmm_dataset(n, 5, 2, random_state=100 + r)
             runs.extend(run_gmm("AppG", X, y, [r], repeat=3, cart_repeat=1)["runs"])
         for r, run in enumerate(runs):
-            print(f"  App. G mixture {r}: ENR {run['enr']:.2f}  base {run['base'][0]:.3f}  midpoint {run['midpoint'][0]:.3f}"
-                  f"  exact {run['exact'][0]:.3f}  CART {run['cart'][0]:.3f}")
+            print(f"  App. G mixture {r}: ENR {run['enr']:.2f}  base {run['base'][0]:.3f}  midpoint "
+                  f"{run['midpoint'][0]:.3f}  exact {run['exact'][0]:.3f}  CART {run['cart'][0]:.3f}")
         if runs:
-            rows.insert(1, {"name": "Synthetic (App. G runs)", "base": f"GMM, {len(runs)} mixtures of ~375k rows", "n": n, "d": 2, "K": 5, "runs": runs})
+            rows.insert(1,
+                        {"name": "Synthetic (App. G runs)", "base": f"GMM, {len(runs)} mixtures of ~375k rows", "n": n,
+                         "d": 2, "K": 5, "runs": runs})
     print_table(rows)
     build_times()
     print(f"\ntotal {time.perf_counter() - t_start:.0f}s")

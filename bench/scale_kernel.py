@@ -61,7 +61,8 @@ def main() -> None:
     print(f"LocalCluster: 2 worker processes x 1 thread; machine shared with other jobs (compare within this run)")
     runs = [(paths[0], ROWS_PER_FILE)] + ([(DATA, ROWS_PER_FILE * a.files)] if a.files > 1 else [])
     try:
-        header = f"{'n':>10} {'total s':>8} {'base s':>7} {'sample s':>8} {'tree s':>7} {'price s':>7} {'passes':>6} {'price':>7} {'agree':>6} {'build ms':>9}"
+        header = (f"{'n':>10} {'total s':>8} {'base s':>7} {'sample s':>8} {'tree s':>7} {'price s':>7} "
+                  f"{'passes':>6} {'price':>7} {'agree':>6} {'build ms':>9}")
         lines = []
         for source, n in runs:
             t = time.perf_counter()
@@ -79,7 +80,8 @@ def main() -> None:
             reps = 20
             t = time.perf_counter()
             for _ in range(reps):
-                build_kernel_tree(model.samples_, model.samples_taken_, weights, "gaussian", a.bandwidth, random_state=0)
+                build_kernel_tree(model.samples_, model.samples_taken_, weights, "gaussian", a.bandwidth,
+                                  random_state=0)
             build_ms = (time.perf_counter() - t) / reps * 1e3
             tm = model.timings_
             lines.append(

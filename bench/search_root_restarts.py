@@ -35,4 +35,5 @@ for spread in (False, True):
         s.spread=spread
         c=s.cost(imp,everything)
         results.append((c/ref,spread,f,t)); best=min(best,c)
-        print(f"spread={spread} cut x{f}<={t:.3f} start {s.cost(tree,everything)/ref:.4f} improved {c/ref:.4f}  best {best/ref:.4f}  {time.time()-t0:.0f}s", flush=True)
+        print(f"spread={spread} cut x{f}<={t:.3f} start {s.cost(tree,everything)/ref:.4f} improved {c/ref:.4f}  best "
+              f"{best/ref:.4f}  {time.time()-t0:.0f}s", flush=True)

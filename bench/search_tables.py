@@ -88,7 +88,8 @@ def prices(sets: tuple[str, ...]) -> None:
             rows["Optimum (exact)"] = (*kmeans_row(tree, X, reference_cost), time.perf_counter() - t0)
         tables[f"{name} (k={k})"] = rows
         print(name, {t: f"{r[0]:.4f}/{r[1]:.2f} {r[2]:.1f}s" for t, r in rows.items()}, flush=True)
-    print_table("k-means price / weighted average depth", {n: {m: v[:2] for m, v in t.items()} for n, t in tables.items()})
+    print_table("k-means price / weighted average depth",
+                {n: {m: v[:2] for m, v in t.items()} for n, t in tables.items()})
     print("\nseconds per build (shared machine):")
     for n, t in tables.items():
         print(n, ", ".join(f"{m} {v[2]:.1f}" for m, v in t.items()))
@@ -123,7 +124,8 @@ def gap(instances: int) -> None:
     print("|---|---|---|---|")
     for n in names:
         r = np.asarray(ratios[n])
-        print(f"| {n} | {int((r < 1 + 1e-9).sum())} / {r.size} | {100 * (r.mean() - 1):.2f}% | {100 * (r.max() - 1):.2f}% |")
+        print(f"| {n} | {int((r < 1 + 1e-9).sum())} / {r.size} | {100 * (r.mean() - 1):.2f}% | "
+              f"{100 * (r.max() - 1):.2f}% |")
 
 
 def timing(rows: int, repeats: int) -> None:
@@ -145,7 +147,8 @@ def timing(rows: int, repeats: int) -> None:
         centers = KMeans(10, n_init=3, random_state=0).fit(sample).cluster_centers_
         best = {"ExShallow": np.inf, "TreeSearch": np.inf}
         for _ in range(repeats):
-            for name, model in (("ExShallow", ExShallow(10, random_state=0)), ("TreeSearch", TreeSearch(10, random_state=0))):
+            for name, model in (("ExShallow", ExShallow(10, random_state=0)),
+                                ("TreeSearch", TreeSearch(10, random_state=0))):
                 t0 = time.perf_counter()
                 model.fit(data, centers)
                 took = time.perf_counter() - t0
