@@ -50,7 +50,8 @@ def bench_kmeans(X, Xd, k: int, seed: int) -> None:
         return float(nearest_center(X, np.ascontiguousarray(centers, dtype=np.float64))[1].sum())
 
     models = [sk, dm, ex, ex2]
-    rows = [(name, secs, inertia(m.cluster_centers_), iters) for (name, secs, _, iters), m in zip(rows, models)]
+    rows = [(name, secs, inertia(m.cluster_centers_), iters) for (name, secs, _, iters),
+            m in zip(rows, models, strict=True)]
     base = rows[0][2]
     print(f"\nk-means, n={X.shape[0]}, d={X.shape[1]}, k={k}")
     print(f"{'method':58s} {'seconds':>8s} {'x sklearn':>9s} {'inertia ratio':>13s} {'iters':>5s}")

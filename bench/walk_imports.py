@@ -113,7 +113,7 @@ def figures(stays: list[tuple[str, str]]) -> dict:
         "moves": max(len(stays) - 1, 0),
         "climbs back up": sum(1 for _, how in stays[1:] if how == "return"),
         "returns to a module already left": returns_to_left,
-        "distinct moves": len({(a, b) for (a, _), (b, _) in zip(stays, stays[1:])}),
+        "distinct moves": len({(a, b) for (a, _), (b, _) in zip(stays, stays[1:], strict=False)}),
     }
 
 
