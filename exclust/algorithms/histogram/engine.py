@@ -112,7 +112,8 @@ class CodeTree:
         algorithm's split order names nodes of both trees (``ThresholdTree.prune`` gives its prefixes)."""
         feature, split_bin, left, right = self.arrays()
         split = split_bin >= 0
-        threshold = [mapper.threshold(f, b) if b >= 0 else np.nan for f, b in zip(feature.tolist(), split_bin.tolist())]
+        threshold = [mapper.threshold(f, b) if b >= 0 else np.nan for f,
+                     b in zip(feature.tolist(), split_bin.tolist(), strict=True)]
         return ThresholdTree(
             np.where(split, ONE_SIDED, LEAF), np.where(split, feature, -1), threshold,
             np.where(split, left, -1), np.where(split, right, -1),

@@ -57,7 +57,7 @@ class _LabelScan:
         return _LabelScan(
             self.n_valid + other.n_valid,
             self.n_infinite + other.n_infinite,
-            [np.union1d(a, b)[:3] for a, b in zip(self.distinct, other.distinct)],
+            [np.union1d(a, b)[:3] for a, b in zip(self.distinct, other.distinct, strict=True)],
         )
 
 
@@ -130,7 +130,7 @@ def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str],
         raise InputError(f"concept names must be distinct, got {names}")
     lazy = is_lazy(X)
     columns = []
-    for name, values in zip(names, concepts.values()):
+    for name, values in zip(names, concepts.values(), strict=True):
         if is_lazy(values):
             col = values
         else:

@@ -249,8 +249,9 @@ class ConceptMMDT(_ConceptTree):
                 "algorithm": "concept-mmdt",
                 "reference": "paper 000 Alg. 2 (MMDT " + mmdt.tree_.meta.get("reference", "") + ")",
                 "base_clustering": source,
-                "concept_kinds": dict(zip(cavs.names, cavs.kinds)),
-                "cav_scores": {n: (None if not np.isfinite(s) else float(s)) for n, s in zip(cavs.names, cavs.scores)},
+                "concept_kinds": dict(zip(cavs.names, cavs.kinds, strict=True)),
+                "cav_scores": {n: (None if not np.isfinite(s) else float(s))
+                               for n, s in zip(cavs.names, cavs.scores, strict=True)},
                 "enr_paper000_eq6": self.enr_,
                 # Saved so that a tree file alone can label new embeddings (exclust label projects first).
                 "concept_activation_vectors": cavs.to_dict(),

@@ -208,8 +208,8 @@ def build_kernel_tree(samples, taken, weights, kernel, bandwidth, *, prototype="
         best = np.flatnonzero(gaps == gaps.max())
         j = int(best[rng.integers(len(best))])
         theta = 0.5 * (order[j] + order[j + 1])
-        near = [int(m) for m, v in zip(c, vals) if v > theta]  # paper's t_right: kappa_i(x, x^(k)) >= theta
-        far = [int(m) for m, v in zip(c, vals) if v < theta]  # paper's t_left
+        near = [int(m) for m, v in zip(c, vals, strict=True) if v > theta]  # t_right: kappa_i(x, x^(k)) >= theta
+        far = [int(m) for m, v in zip(c, vals, strict=True) if v < theta]  # paper's t_left
         half_width = float(h[i] * profile_inverse(kernel, theta))
         p = _choose_prototype(prototype, rng, samples, taken, k, i, half_width, near, far, weights)
         center = float(samples[k, p, i])

@@ -127,7 +127,7 @@ class _Search:
             left_wrong, right_wrong = n_left - left, idx.size - n_left - right  # (cuts, K): side given to c
             score = left_wrong.min(axis=1) + right_wrong.min(axis=1)
             thresholds = (values[between] + values[between + 1]) / 2.0
-            found += [(float(v), f, float(t)) for v, t in zip(score, thresholds)]
+            found += [(float(v), f, float(t)) for v, t in zip(score, thresholds, strict=True)]
             one_side = np.minimum(left_wrong + right_wrong.min(axis=1)[:, None],
                                   right_wrong + left_wrong.min(axis=1)[:, None])
             for c in range(self.k):
@@ -240,7 +240,7 @@ class _Search:
             else:
                 low = middle + 1
         mistakes, leaves, chosen = labelled(high)
-        return mistakes, _nest(splits[:high], dict(zip(leaves, chosen.tolist())))
+        return mistakes, _nest(splits[:high], dict(zip(leaves, chosen.tolist(), strict=True)))
 
     def _growth(self, mask: np.ndarray, m: int) -> tuple[list, list]:
         """The best-first splits of ``mask`` (at least ``m - 1`` of them unless no cut is left) and
@@ -289,7 +289,7 @@ def relabel(tree, X: np.ndarray, y: np.ndarray, n_clusters: int) -> tuple[float,
     leaves = np.flatnonzero(tree.kind == LEAF)
     counts = np.stack([np.bincount(y[leaf_of == leaf], minlength=n_clusters) for leaf in leaves])
     mistakes, chosen = covering_assignment(counts, range(n_clusters))
-    value = dict(zip(leaves.tolist(), chosen.tolist()))
+    value = dict(zip(leaves.tolist(), chosen.tolist(), strict=True))
 
     def build(i):
         if tree.kind[i] == LEAF:

@@ -115,7 +115,7 @@ def nested_to_tree(nested, n_features: int, feature_names, n_leaves: int, meta=N
         right.append(-1)
         value.append(-1)
         if node is None:
-            value[i] = sum(1 for v, k in zip(value, kind) if k == LEAF and v >= 0)
+            value[i] = sum(1 for v, k in zip(value, kind, strict=True) if k == LEAF and v >= 0)
             return i
         f, t, sub_left, _, sub_right = node
         kind[i], feature[i], threshold[i] = ONE_SIDED, f, t
