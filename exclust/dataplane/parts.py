@@ -258,14 +258,14 @@ class Reduction:
 def add_parts(a: Any, b: Any) -> Any:
     """Element-wise sum of two partial results: arrays, mergeable objects, or (nested) tuples of them."""
     if isinstance(a, tuple):
-        return tuple(add_parts(x, y) for x, y in zip(a, b))
+        return tuple(add_parts(x, y) for x, y in zip(a, b, strict=True))
     return a + b
 
 
 def concat_parts(a: Any, b: Any) -> Any:
     """Row-wise concatenation of two partial results (arrays or tuples of arrays), in order."""
     if isinstance(a, tuple):
-        return tuple(concat_parts(x, y) for x, y in zip(a, b))
+        return tuple(concat_parts(x, y) for x, y in zip(a, b, strict=True))
     return np.concatenate([a, b])
 
 
@@ -280,7 +280,7 @@ def _run_part(offset: int, block, column_blocks: list, reductions: list[Reductio
               own: list, threads: int | None = None):
     out = []
     with kernel_threading(threads):
-        for r, idx, mine in zip(reductions, slots, own):
+        for r, idx, mine in zip(reductions, slots, own, strict=True):
             cols = [column_blocks[i] for i in idx]
             head = (offset,) if r.with_offset else ()
             extra = (mine,) if r.per_part is not None else ()
