@@ -119,7 +119,7 @@ def check_label_inputs(tree: ThresholdTree, source: Source, cluster_column: str 
     from exclust.sources.parquet import read_footers
 
     needed = tree_columns(tree)
-    for file, meta in zip(source.files, read_footers(source)):
+    for file, meta in zip(source.files, read_footers(source), strict=True):
         schema = meta.schema.to_arrow_schema()
         from_path = [key for key, _ in file.partitions if key in needed and key not in schema.names]
         try:
@@ -223,7 +223,7 @@ def _label_file(tree_doc: dict, fs: Any, file: SourceFile, area: StagingArea, ru
 
 def _value_counts(column) -> dict[int, int]:
     values, counts = np.unique(column.to_numpy(), return_counts=True)
-    return {int(v): int(c) for v, c in zip(values, counts)}
+    return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
 
 
 def _current_client():

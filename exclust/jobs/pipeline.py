@@ -102,7 +102,7 @@ def _load_held(config: ExplainConfig, extra: list[str]) -> Dataset:
         (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
                                                      while_reading=lambda: _import_later_steps(config))
         parts.PASSES.record(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
-        return X, dict(zip(extras, columns))
+        return X, dict(zip(extras, columns, strict=True))
 
     data = load_dataset(config.source(), config.features, extra_columns=extra, nan_policy=config.nan_policy,
                         n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
@@ -123,7 +123,7 @@ def _import_later_steps(config: ExplainConfig) -> None:
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
     (X, *columns), _ = residency.hold(data.X, *data.extra.values(), force=force)
-    return Dataset(X, data.feature_names, dict(zip(data.extra, columns)), data.source, data.n_dropped,
+    return Dataset(X, data.feature_names, dict(zip(data.extra, columns, strict=True)), data.source, data.n_dropped,
                    data.category_names)
 
 
@@ -144,7 +144,7 @@ def run_sample(data: Dataset, config: ExplainConfig) -> RunSample:
     names = list(data.extra)
     X, *columns = parts.uniform_sample(data.X, *data.extra.values(), size=RUN_SAMPLE_ROWS,
                                        random_state=config.random_state)
-    sample = RunSample(X, dict(zip(names, columns)), data.n_rows)
+    sample = RunSample(X, dict(zip(names, columns, strict=True)), data.n_rows)
     data.run_sample = sample
     return sample
 

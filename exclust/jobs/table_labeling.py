@@ -91,7 +91,7 @@ def label_night_into_table(
                          cluster_column, leaf_column, date_column, day if night.file_holds_date else None,
                          night.file_stats))
         per_file = run_tasks(_label_file_into, args, night.run_id)
-        for f, part in zip(listed.files, per_file):
+        for f, part in zip(listed.files, per_file, strict=True):
             if not part["schema"].equals(per_file[0]["schema"]):
                 raise InputError(f"input file {listed.display(f)} labels into columns {part['schema']} unlike "
                                  f"{listed.display(listed.files[0])}'s {per_file[0]['schema']}; a night's files "
