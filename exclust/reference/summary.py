@@ -237,7 +237,7 @@ class MixtureSummary:
             empty = np.flatnonzero(stats.counts == 0).tolist()
             raise InputError(f"k-means cluster(s) {empty} hold no points of X: refit with fewer clusters")
         stats = stats.subset(present)
-        small = [v for v, c in zip(values, stats.counts) if c < 2]
+        small = [v for v, c in zip(values, stats.counts, strict=True) if c < 2]
         if small:
             raise InputError(
                 f"cluster(s) {small} hold fewer than 2 points, so they have no spread: "
