@@ -36,7 +36,7 @@ def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: 
         per_tree = [(sums[i, : t.node_count], firsts[i, : t.node_count]) for i, t in enumerate(finals)]
         ref = float(nearest)
     else:
-        per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals)]
+        per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals, strict=True)]
         if not (centers.shape[0] and n):
             ref = 0.0
         elif nearest is not None:
@@ -60,6 +60,6 @@ def curve_block_given_nearest(X, nearest, finals: list[ThresholdTree], centers: 
 
 def merge_curves(a, b):
     families = []
-    for (stats_a, rep_a), (stats_b, rep_b) in zip(a[0], b[0]):
+    for (stats_a, rep_a), (stats_b, rep_b) in zip(a[0], b[0], strict=True):
         families.append((stats_a + stats_b, np.where(np.isnan(rep_a), rep_b, rep_a)))
     return families, a[1] + b[1]

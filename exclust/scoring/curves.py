@@ -66,7 +66,8 @@ def kmeans_costs(X, trees: Sequence[ThresholdTree], n_clusters: int) -> np.ndarr
     trees = list(trees)
     families, _ = map_reduce(curve_block, X, args=(trees, np.zeros((0, X.shape[1]))), combine=merge_curves)
     k = max(int(n_clusters), max(t.n_clusters for t in trees))
-    return np.asarray([_cost_of(_prefix_stats(mom, reps, t, k)) for t, (mom, reps) in zip(trees, families)])
+    return np.asarray([_cost_of(_prefix_stats(mom, reps, t, k))
+                       for t, (mom, reps) in zip(trees, families, strict=True)])
 
 
 def reference_cost(X, centers: np.ndarray) -> float:
@@ -115,12 +116,12 @@ class CurvePlan:
         families, ref = result
         k = self.n_clusters
         costs = {name: [_cost_of(_prefix_stats(stats, reps, tree, k), self.objective) for tree in series.trees]
-                 for (name, series), (stats, reps) in zip(self.series.items(), families)}
+                 for (name, series), (stats, reps) in zip(self.series.items(), families, strict=True)}
         return costs, float(ref[0])
 
     def final_leaf_counts(self, result) -> dict[str, np.ndarray]:
         """From the pass's ``result``: the rows that reached each node of every series' final tree."""
-        return {name: stats[:, 0] for name, (stats, _) in zip(self.series, result[0])}
+        return {name: stats[:, 0] for name, (stats, _) in zip(self.series, result[0], strict=True)}
 
     def finish(self, result) -> dict:
         """``{"leaves", "cost", <one ratio list per series>, <"NAME_surrogate" per surrogate series>,

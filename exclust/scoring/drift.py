@@ -58,7 +58,7 @@ def leaf_drift(tree_meta: Mapping[str, Any], leaf_counts: Mapping[int, int],
         "drifted": bool(psi > threshold),
         "leaves": [
             {"leaf": leaf, "built_share": float(b), "share": float(s), "term": float(t)}
-            for leaf, b, s, t in zip(leaves, built / built.sum(), tonight, terms)
+            for leaf, b, s, t in zip(leaves, built / built.sum(), tonight, terms, strict=True)
         ],
     }
 

@@ -140,12 +140,12 @@ def merge_stats(parts: list[dict]) -> dict:
     for p in parts[1:]:
         tables = {}
         for key in ("leaf_ref", "leaf_truth", "ref_truth"):
-            shape = tuple(max(s, t) for s, t in zip(out[key].shape, p[key].shape))
+            shape = tuple(max(s, t) for s, t in zip(out[key].shape, p[key].shape, strict=True))
             tables[key] = pad2(out[key], shape) + pad2(p[key], shape)
         ranges = {}
         for key, fill, op in (("leaf_lo", np.inf, np.minimum), ("leaf_hi", -np.inf, np.maximum),
                               ("ref_lo", np.inf, np.minimum), ("ref_hi", -np.inf, np.maximum)):
-            shape = tuple(max(s, t) for s, t in zip(out[key].shape, p[key].shape))
+            shape = tuple(max(s, t) for s, t in zip(out[key].shape, p[key].shape, strict=True))
             ranges[key] = op(pad2(out[key], shape, fill), pad2(p[key], shape, fill))
         out = {
             "rows": out["rows"] + p["rows"],
