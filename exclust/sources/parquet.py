@@ -135,7 +135,7 @@ def partition_codes(source: Source, key: str) -> tuple[list[float], list[str] | 
 def _check_schemas(source: Source, footers, features, extras, partition_keys) -> list[str]:
     """Fail naming the first file and column that cannot serve; return the string extra columns."""
     string_extras: dict[str, str] = {}
-    for f, meta in zip(source.files, footers):
+    for f, meta in zip(source.files, footers, strict=True):
         check_columns(meta.schema.to_arrow_schema(), f"Parquet file {source.display(f)}", features, extras,
                       partition_keys, string_extras)
     return [c for c, kind in string_extras.items() if kind == "string"]

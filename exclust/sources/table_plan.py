@@ -90,7 +90,7 @@ def plan_table(source: Source, files: Sequence[TableFile], schema, partition_key
         per_key.append(codes)
     file_columns = [c for c in dict.fromkeys([*features, *extras]) if c not in keys]
     segments = []
-    for i, (listed, f) in enumerate(zip(source.files, files)):
+    for i, (listed, f) in enumerate(zip(source.files, files, strict=True)):
         if f.n_rows:
             bounds = tuple(f.bounds.get(c) for c in file_columns)
             segments.append(Segment(listed.path, source.display(listed), (), int(f.n_rows),
