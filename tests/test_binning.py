@@ -125,7 +125,7 @@ def test_codes_equal_searchsorted_for_edges_on_grid_boundaries(rng, level):
     # Values inside each gap (written so as not to overflow on the widest span) and around it.
     inside = [np.concatenate([e[:-1] + rng.random(e.size - 1) * (e[1:] / 2 - e[:-1] / 2),
                               rng.normal(size=100)]) for e in edges]
-    probes = [_adversarial_values(rng, e, x) for e, x in zip(edges, inside)]
+    probes = [_adversarial_values(rng, e, x) for e, x in zip(edges, inside, strict=True)]
     for f in range(4):  # the grid's own boundaries, where a cell function's rounding shows
         bounds = origin[f] + np.arange(cells + 1) / inv_width[f]
         probes[f] = np.concatenate([probes[f], bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf)])

@@ -107,7 +107,7 @@ def test_bounds_shrink_as_separation_grows():
         )
         if previous is not None:
             assert now[0] > previous[0]
-            assert all(n < p for n, p in zip(now[1:], previous[1:]))
+            assert all(n < p for n, p in zip(now[1:], previous[1:], strict=True))
         previous = now
     assert not b["error_upper_theorem8"]["vacuous"]  # far enough apart: a useful bound
 

@@ -53,7 +53,7 @@ def test_reaches_reference_implementation_cost_ratios(name):
     model = ExKMC(k, leaves[-1], max_bins=65536).fit(X, centers)
     trees = [model.tree_at(L) for L in leaves]
     costs = kmeans_costs(X, trees, k)
-    for L, tree, cost in zip(leaves, trees, costs):
+    for L, tree, cost in zip(leaves, trees, costs, strict=True):
         expected = ref["exkmc"][str(L)]["cost_ratio"]
         assert cost / ref["reference_cost"] <= expected + 0.005, (name, L)
         assert np.isclose(cost, kmeans_cost(X, tree.predict(X)))

@@ -53,7 +53,7 @@ def brute_force(X: np.ndarray, y: np.ndarray, k: int, max_leaves: int) -> int:
         for labelling in itertools.product(range(k), repeat=len(parts)):
             if len(set(labelling)) < k:
                 continue
-            best = min(best, sum(int((y[p] != c).sum()) for p, c in zip(parts, labelling)))
+            best = min(best, sum(int((y[p] != c).sum()) for p, c in zip(parts, labelling, strict=True)))
     return int(best)
 
 

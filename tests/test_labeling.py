@@ -143,7 +143,7 @@ def test_a_hive_key_the_tree_cuts_is_read_from_the_path_and_not_written_twice(tm
 def test_drift_of_the_rows_per_leaf_is_recorded(tmp_path):
     tree = two_feature_tree()
     leaves = tree.leaves.tolist()
-    tree.meta["leaf_shares"] = {str(leaf): share for leaf, share in zip(leaves, (0.9, 0.05, 0.05))}
+    tree.meta["leaf_shares"] = {str(leaf): share for leaf, share in zip(leaves, (0.9, 0.05, 0.05), strict=True)}
     write_parts(tmp_path / "in", n_files=1, rows=3000)
     result = label_parquet(tree, tmp_path / "in", tmp_path / "out")
     assert result.drift is not None and result.drift["drifted"] and result.drift["psi"] > 0.2

@@ -118,7 +118,8 @@ def test_threshold_is_the_minimizer_of_the_papers_objective(threshold):
         # on a mean, where no minimizer exists): brute force over the same allowed set.
         cuts = np.unique(means)
         grid = np.concatenate([
-            np.linspace(a + 1e-3 * (b - a), b - 1e-3 * (b - a), 20_001) for a, b in zip(cuts[:-1], cuts[1:])
+            np.linspace(a + 1e-3 * (b - a), b - 1e-3 * (b - a), 20_001)
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True)
         ])
         brute = _brute_force_objective(threshold, grid, means[:, 0], weights, sig).min()
         ours = _brute_force_objective(threshold, np.array([theta]), means[:, 0], weights, sig)[0]

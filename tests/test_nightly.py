@@ -157,7 +157,7 @@ def _night_drift(labelled: Path, tree: ThresholdTree) -> dict:
     if doc.get("drift") is not None:
         return doc["drift"]
     leaves, counts = np.unique(_rows(labelled).column("leaf").to_numpy(), return_counts=True)
-    return leaf_drift(tree.meta, {int(a): int(b) for a, b in zip(leaves, counts) if a >= 0})
+    return leaf_drift(tree.meta, {int(a): int(b) for a, b in zip(leaves, counts, strict=True) if a >= 0})
 
 
 def test_drift_flag_rises_when_the_data_moved_and_stays_down_when_not(feed, tmp_path, capsys):

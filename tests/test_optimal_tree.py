@@ -44,7 +44,7 @@ def test_cost_falls_with_leaves_and_beats_any_other_tree():
     X = rng.normal(size=(25, 3))
     costs = [optimal_tree(X, m)[1] for m in (1, 2, 3, 4)]
     assert costs[0] == pytest.approx(leaf_cost(X))
-    assert all(a > b for a, b in zip(costs, costs[1:]))
+    assert all(a > b for a, b in zip(costs, costs[1:], strict=False))
     from exclust.algorithms.histogram.exgreedy import ExGreedy
 
     centers = X[:4] + 0.01

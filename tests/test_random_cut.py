@@ -98,7 +98,7 @@ def _gap_cells(centers):
     cells = []
     for j in range(centers.shape[1]):
         v = np.unique(centers[:, j])
-        cells += [(j, lo, hi - lo) for lo, hi in zip(v[:-1], v[1:])]
+        cells += [(j, lo, hi - lo) for lo, hi in zip(v[:-1], v[1:], strict=True)]
     return cells
 
 

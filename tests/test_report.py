@@ -138,7 +138,7 @@ def test_tree_svg_labels_every_edge_yes_or_no():
 
 def test_tree_svg_shows_leaf_counts_and_shares():
     tree = interval_tree()
-    counts = {int(leaf): n for leaf, n in zip(tree.leaves, (50, 54, 46))}
+    counts = {int(leaf): n for leaf, n in zip(tree.leaves, (50, 54, 46), strict=True)}
     root = parse_svg(tree_svg(tree, leaf_counts=counts))
     texts = " | ".join(t.text for g in groups(root, "leaf") for t in g.iter(f"{SVG}text"))
     assert "50 · 33.3%" in texts and "54 · 36.0%" in texts and "46 · 30.7%" in texts
@@ -281,7 +281,7 @@ def test_cut_regions_match_where_points_really_go():
     def inside_boxes(p, boxes):
         return any(x0 <= p[0] <= x1 and y0 <= p[1] <= y1 for x0, x1, y0, y1 in boxes)
 
-    for p, leaf in zip(pts, leaf_of):
+    for p, leaf in zip(pts, leaf_of, strict=True):
         assert inside_boxes(p, regions[int(leaf)])
         for other in tree.leaves:
             if other != leaf:

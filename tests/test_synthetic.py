@@ -48,7 +48,7 @@ def test_synthetic_ii_imm_is_costly_and_exkmc_falls():
     curve = cost_ratio_curve(X, centers, [k, 2 * k, 3 * k, 4 * k])
     ex = curve["exkmc"]
     assert ex[0] > 1.5  # IMM: Omega(log k) for trees with k leaves
-    assert all(b <= a + 1e-9 for a, b in zip(ex, ex[1:])) and ex[-1] < 1.05
+    assert all(b <= a + 1e-9 for a, b in zip(ex, ex[1:], strict=False)) and ex[-1] < 1.05
     assert ex[1] < ex[0]
 
 
@@ -84,7 +84,7 @@ def test_prefix_trees_of_cart_and_kdtree_equal_separate_fits(rng):
     X = C[rng.integers(0, 4, 1500)] + 2.0 * rng.normal(size=(1500, 3))
     labels = np.argmin(((X[:, None] - C) ** 2).sum(-1), 1)
     prefixes = cart_prefix_trees(X, labels, [4, 6, 9], random_state=0)
-    for L, tree in zip([4, 6, 9], prefixes):
+    for L, tree in zip([4, 6, 9], prefixes, strict=True):
         alone = CART(max_leaf_nodes=L, random_state=0).fit(X, labels).tree_
         assert tree.n_leaves == L and np.array_equal(tree.predict(X), alone.predict(X))
     big = KDTree(9).fit(X, C)
