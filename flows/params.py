@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
+from enum import Enum, StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -35,7 +35,7 @@ Objective = Enum("Objective", {name: name for name in registry.OBJECTIVES}, type
 Objective.__doc__ = "The reference cost the tree keeps low: k-means (squared distances) or k-medians (l1)."
 
 
-class ReferenceKind(str, Enum):
+class ReferenceKind(StrEnum):
     """The clustering the tree explains."""
 
     gmm = "gmm"
@@ -44,14 +44,14 @@ class ReferenceKind(str, Enum):
     labels = "labels"
 
 
-class Kernel(str, Enum):
+class Kernel(StrEnum):
     """Per-axis kernel of kernel MMDT."""
 
     gaussian = "gaussian"
     laplace = "laplace"
 
 
-class KmediansPrice(str, Enum):
+class KmediansPrice(StrEnum):
     """Whether scoring prices the tree under k-medians too (2+ passes more over the data)."""
 
     auto = "auto"  # when the objective or the reference is kmedians
@@ -69,14 +69,14 @@ def _kmedians_price_choice(value):
     return value
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     auto = "auto"
     folder = "folder"
     delta = "delta"
     iceberg = "iceberg"
 
 
-class NanPolicy(str, Enum):
+class NanPolicy(StrEnum):
     """What to do with rows holding NaN or infinite feature values."""
 
     raise_ = "raise"
