@@ -52,8 +52,8 @@ def cluster_colors(k: int) -> list[str]:
     for i in range(k):
         # golden-ratio hue steps keep neighbouring cluster ids apart; two lightness levels double the range
         h = (i * 0.618033988749895) % 1.0
-        l = 0.45 if i % 2 == 0 else 0.65
-        r, g, b = colorsys.hls_to_rgb(h, l, 0.65)
+        lightness = 0.45 if i % 2 == 0 else 0.65
+        r, g, b = colorsys.hls_to_rgb(h, lightness, 0.65)
         out.append(f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}")
     return out
 

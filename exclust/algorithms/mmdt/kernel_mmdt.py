@@ -201,7 +201,7 @@ def build_kernel_tree(samples, taken, weights, kernel, bandwidth, *, prototype="
         else:
             ties = ties[widest == widest.max()]
             i, a, b = ties[rng.integers(len(ties))]
-        k, l = int(c[a]), int(c[b])
+        k, ell = int(c[a]), int(c[b])  # the paper's pair (k, l)
         vals = xi[i, k, c]
         order = np.sort(vals)
         gaps = np.diff(order)
@@ -215,7 +215,7 @@ def build_kernel_tree(samples, taken, weights, kernel, bandwidth, *, prototype="
         center = float(samples[k, p, i])
         inside, outside = builder.split_interval(node, int(i), center, half_width)
         decisions.append({
-            "node": int(node), "feature": int(i), "k": k, "l": l, "xi_min": float(xi[i, k, l]),
+            "node": int(node), "feature": int(i), "k": k, "l": ell, "xi_min": float(xi[i, k, ell]),
             "theta": float(theta), "prototype": samples[k, p].tolist(), "center": center,
             "half_width": half_width, "near": sorted(near), "far": sorted(far),
         })
