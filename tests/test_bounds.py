@@ -16,9 +16,9 @@ def _enr_by_loops(means, sigma):
     K, d = means.shape
     best = math.inf
     for k in range(K):
-        for l in range(K):
-            if k != l:
-                best = min(best, max((means[k, j] - means[l, j]) ** 2 / sigma[j] ** 2 for j in range(d)))
+        for other in range(K):
+            if k != other:
+                best = min(best, max((means[k, j] - means[other, j]) ** 2 / sigma[j] ** 2 for j in range(d)))
     return best
 
 
@@ -39,8 +39,8 @@ def test_enr_matches_the_formula_on_random_mixtures():
         means, sigma = rng.normal(size=(K, d)) * 4, rng.uniform(0.5, 2.0, d)
         summary = MixtureSummary(means=means, sigma=sigma)
         assert explainability_to_noise_ratio(summary) == pytest.approx(_enr_by_loops(means, sigma), rel=1e-12)
-        q, (k, l) = closest_pair(summary)
-        assert np.max((means[k] - means[l]) ** 2 / sigma**2) == pytest.approx(q, rel=1e-12)
+        q, (k, other) = closest_pair(summary)
+        assert np.max((means[k] - means[other]) ** 2 / sigma**2) == pytest.approx(q, rel=1e-12)
 
 
 def test_enr_with_a_zero_sigma_feature():

@@ -138,8 +138,8 @@ def test_concept_summary_is_eq_4_and_5(latent, cavs):
     np.testing.assert_allclose(model.summary_.sigma, np.sqrt(np.diag(C @ sigma @ C.T)), rtol=1e-10)
     # eq. 6: min over pairs of max over concepts (c'(mu_k - mu_l))^2 / (2 c' Sigma c)
     q = min(
-        max(((C[m] @ (mus[k] - mus[l])) ** 2) / (2 * C[m] @ sigma @ C[m]) for m in range(2))
-        for k in range(3) for l in range(3) if k != l
+        max(((C[m] @ (mus[k] - mus[other])) ** 2) / (2 * C[m] @ sigma @ C[m]) for m in range(2))
+        for k in range(3) for other in range(3) if k != other
     )
     np.testing.assert_allclose(model.enr_, q, rtol=1e-8)
 

@@ -120,7 +120,9 @@ def test_depth_factor_trades_cost_for_depth():
     greedy = ExShallow(12, depth_factor=0.0).fit(X, C)
     shallow = ExShallow(12, depth_factor=1.0).fit(X, C)
     assert shallow.weighted_avg_depth_ < greedy.weighted_avg_depth_
-    cost = lambda m: distances(X, C, "kmeans")[np.arange(len(X)), m.predict(X)].sum()
+    def cost(m):
+        return distances(X, C, "kmeans")[np.arange(len(X)), m.predict(X)].sum()
+
     assert cost(greedy) <= cost(shallow)
 
 

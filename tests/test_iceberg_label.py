@@ -131,6 +131,7 @@ def test_a_concurrent_writer_wins_and_the_other_run_fails_with_one_line(feed, la
     night(incoming / "date=2026-11-20", 500, seed=6)
     night(incoming / "date=2026-11-21", 300, seed=7)
     address, day = lake["address"], date(2026, 11, 21)
+    previous_night_files: set[str] = set()  # the night's files the first pass left: the second keeps them
     for found in ("no table", "snapshot"):  # the first night of a new table, then a night of an existing one
         def other_writer_commits():  # a second run of the night commits while this one is between read and commit
             label_night_into_table(feed["tree"], incoming / "date=2026-11-21", address, day, table_format="iceberg")

@@ -77,7 +77,7 @@ def test_every_metric_matches_brute_force(rng):
     assert math.isclose(s["kmeans_cost_reference"], _kmeans_cost(X, ref), rel_tol=1e-10)
     assert math.isclose(s["price_kmeans"], _kmeans_cost(X, pred) / _kmeans_cost(X, ref), rel_tol=1e-10)
     assert math.isclose(s["surrogate_cost_tree"], _surrogate_cost(X, leaves, centers), rel_tol=1e-10)
-    by_label = sum(((X[leaves == l] - centers[tree.value[l]]) ** 2).sum() for l in np.unique(leaves))
+    by_label = sum(((X[leaves == leaf] - centers[tree.value[leaf]]) ** 2).sum() for leaf in np.unique(leaves))
     assert math.isclose(s["surrogate_cost_tree_by_label"], by_label, rel_tol=1e-10)
     ref_surrogate = ((X - centers[ref]) ** 2).sum()
     assert math.isclose(s["surrogate_cost_reference"], ref_surrogate, rel_tol=1e-10)

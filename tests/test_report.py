@@ -429,7 +429,7 @@ def test_report_is_self_contained_and_holds_every_rule(rng):
     _assert_self_contained(html)
     assert html.startswith("<!DOCTYPE html>")
     assert "<title>iris &lt;test&gt;</title>" in html
-    for leaf, path in tree.leaf_paths().items():
+    for path in tree.leaf_paths().values():
         for cond in tree.leaf_rule(path).split(" and "):
             assert cond.replace("<=", "≤").replace(">=", "≥").replace("<", "&lt;").replace(">", "&gt;") in html
     for line in tree.rules_text().splitlines():

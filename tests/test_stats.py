@@ -47,7 +47,7 @@ def test_numpy_statistics_equal_ground_truth_with_noise(labelled):
     diag_only = cluster_statistics(X, labels, 5)
     assert diag_only.scatter is None
     with pytest.raises(ValueError, match="full_scatter=True"):
-        diag_only.covariances
+        _ = diag_only.covariances
 
 
 def test_dask_statistics_equal_numpy(labelled, dask_client):
