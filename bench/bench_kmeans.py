@@ -88,8 +88,8 @@ def bench_gmm(X, Xd, k: int, seed: int, iters: int) -> None:
     ]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _, t1 = timed(lambda: make(1).fit(data))
-            _, tm = timed(lambda: make(1 + iters).fit(data))
+            _, t1 = timed(lambda make=make, data=data: make(1).fit(data))
+            _, tm = timed(lambda make=make, data=data: make(1 + iters).fit(data))
         per_iter = (tm - t1) / iters
         results[name] = per_iter
         print(f"{name:38s} {per_iter:8.3f} s/iter  (fit 1 iter {t1:.2f}s, {1 + iters} iters {tm:.2f}s)")

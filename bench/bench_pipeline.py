@@ -100,7 +100,7 @@ def bench_mmdt(summary, label: str, repeats: int = 21) -> dict[str, float]:
     for variant in ("midpoint", "gaussian", "exact", "random"):
         times = []
         for _ in range(repeats):
-            _, t = timed(lambda: exclust.MMDT(threshold=variant, random_state=0).fit(summary))
+            _, t = timed(lambda variant=variant: exclust.MMDT(threshold=variant, random_state=0).fit(summary))
             times.append(t)
         out[variant] = statistics.median(times) * 1e3
     print(f"  (a) MMDT build, {label}: " + ", ".join(f"{v} {ms:.2f} ms" for v, ms in out.items()), flush=True)
@@ -151,8 +151,9 @@ def bench_score(Xd, truth, X, tree, centers, ref_labels, repeats: int,
     Xp, tp, lp = dask.persist(Xd, truth, ref_labels)
     wait([Xp, tp, lp])
     s, p_sum, p_score = paired_best(
-        lambda: Xp.sum(axis=0).compute(),
-        lambda: exclust.score(tree, Xp, reference_labels=lp, centers=centers, y_true=tp, kmedians=False), repeats)
+        lambda Xp=Xp: Xp.sum(axis=0).compute(),
+        lambda Xp=Xp, tp=tp, lp=lp: exclust.score(tree, Xp, reference_labels=lp, centers=centers, y_true=tp,
+                                                  kmedians=False), repeats)
     res["persisted_sum_s"], res["persisted_score_s"] = p_sum, p_score
     print(f"      persisted in worker memory: X.sum {p_sum:.3f}s; score ({ref_name}, centers, truth) "
           f"{p_score:.3f}s -> ratio {p_score / p_sum:.2f}", flush=True)
@@ -181,8 +182,8 @@ def bench_em(Xd, X, k: int, iters: int) -> tuple[dict[str, float], object]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             make(1).fit(data)  # warm-up: numba kernels loaded on the workers, caches filled
-            _, t1 = timed(lambda: make(1).fit(data))
-            fitted, tm = timed(lambda: make(1 + iters).fit(data))
+            _, t1 = timed(lambda make=make, data=data: make(1).fit(data))
+            fitted, tm = timed(lambda make=make, data=data: make(1 + iters).fit(data))
         out[name] = (tm - t1) / iters
         if name == "exclust":
             model = fitted
@@ -288,7 +289,8 @@ def main(argv=None) -> None:
             features = [f"x{j}" for j in range(d)]
             print(f"\n== {name}: n={n:,} d={d} K={k} ({folder.name})", flush=True)
             if any(s in args.sections for s in "abc"):
-                data, t_load = timed(lambda: load_dataset(str(folder), features, extra_columns=["truth"]))
+                data, t_load = timed(lambda folder=folder, features=features:
+                                     load_dataset(str(folder), features, extra_columns=["truth"]))
                 Xd, truth = data.X, data.extra["truth"]
                 print(f"  load_dataset (footers + one validation pass): {t_load:.2f}s, {Xd.numblocks[0]} chunks",
                       flush=True)

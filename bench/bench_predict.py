@@ -43,9 +43,9 @@ def main() -> None:
     holes[rng.choice(args.rows, size=args.rows // 100, replace=False), 0] = np.nan
     print(f"{args.rows} x {args.features}, {tree.n_leaves} leaves; load average {os.getloadavg()[0]:.1f}")
     for name, data in (("finite rows", X), ("1% rows with NaN", holes)):
-        raw = best_of(args.repeats, lambda: tree._route_block(data, False))
-        policy = best_of(args.repeats, lambda: tree.predict(data))
-        checked = best_of(args.repeats, lambda: model.predict(data))
+        raw = best_of(args.repeats, lambda data=data: tree._route_block(data, False))
+        policy = best_of(args.repeats, lambda data=data: tree.predict(data))
+        checked = best_of(args.repeats, lambda data=data: model.predict(data))
         print(f"{name}: routing {raw:.3f} s, tree.predict {policy:.3f} s ({policy / raw:.2f}x), "
               f"IMM.predict {checked:.3f} s ({checked / raw:.2f}x)")
 

@@ -77,7 +77,7 @@ def run_concept_set(Z, digits, concepts, names, seeds, k):
         row = {"base": adjusted_rand_score(digits, base)}
         gmm = base_model.mixture_
         for rule in ("midpoint", "exact"):
-            def build_mmdt():
+            def build_mmdt(gmm=gmm, rule=rule, seed=seed):
                 summary = concept_summary(cavs, MixtureSummary.from_gmm(gmm))
                 return MMDT(threshold=rule, random_state=seed).fit(summary).tree_
 
@@ -87,7 +87,7 @@ def run_concept_set(Z, digits, concepts, names, seeds, k):
             row[f"{rule}_vs_base"] = adjusted_rand_score(base, leaves)
             if rule == "midpoint" and seed == seeds[0]:
                 example = (base_model, tree)
-        def build_cart():
+        def build_cart(seed=seed, base=base):
             P = cavs.project(Z)
             cart = CART(max_leaf_nodes=k, random_state=seed)
             return cart.fit(Dataset(X=P, feature_names=list(cavs.names)), base).tree_
@@ -167,14 +167,14 @@ def main() -> None:
     print(f"| MNIST (paper 000) | {p['samples']} / {p['cavs']} / {p['k']} | {p['model']} | {p['base']:.2f} | "
           f"{p['mmdt']:.2f} | {p['cart']:.2f} | {p['t_mmdt']:.5f} | {p['t_cart']:.5f} |")
     for label, (cavs, rows) in results.items():
-        col = lambda key: [r[key] for r in rows]  # noqa: E731
+        col = lambda key, rows=rows: [r[key] for r in rows]  # noqa: E731
         for rule in ("midpoint", "exact"):
             print(f"| digits 8x8, {label}, MMDT {rule} | {len(digits)} / {cavs.n_concepts} / {k} | PCA-{args.dim} + "
                   f"GMM | {fmt(col('base'))} | {fmt(col(rule))} | {fmt(col('cart'))} | "
                   f"{np.mean(col('t_' + rule)):.5f} | {np.mean(col('t_cart')):.5f} |")
     print("\nFidelity: ARI of each tree against the base mixture's labels")
-    for label, (cavs, rows) in results.items():
-        col = lambda key: [r[key] for r in rows]  # noqa: E731
+    for label, (_, rows) in results.items():
+        col = lambda key, rows=rows: [r[key] for r in rows]  # noqa: E731
         print(f"  {label}: Concept-MMDT midpoint {fmt(col('midpoint_vs_base'))}, exact {fmt(col('exact_vs_base'))}, "
               f"Concept-CART {fmt(col('cart_vs_base'))}; concept-space ENR q {fmt(col('enr'), 3)}")
     if args.dask:

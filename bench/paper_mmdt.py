@@ -78,7 +78,7 @@ def evaluate_trees(X, truth, base_labels, summary, K, seed, repeat, cart_repeat)
     """ARI and seconds of every MMDT variant and of CART for one base clustering."""
     out = {}
     for threshold in THRESHOLDS:
-        model, secs = timed(lambda: MMDT(threshold, random_state=seed).fit(summary), repeat)
+        model, secs = timed(lambda threshold=threshold: MMDT(threshold, random_state=seed).fit(summary), repeat)
         out[threshold] = (ari(truth, model.predict(X)), secs)
     cart, secs = timed(
         lambda: DecisionTreeClassifier(max_leaf_nodes=K, random_state=seed).fit(X, base_labels), cart_repeat
@@ -122,10 +122,11 @@ def run_dbscan(name, X, truth, seeds, eps_grid, min_samples_grid=(5, 10, 15, 20)
     for seed in seeds:
         res = {}
         for threshold in THRESHOLDS:
-            model, secs = timed(lambda: MMDT(threshold, random_state=seed).fit(summary), 5)
+            model, secs = timed(lambda threshold=threshold, seed=seed:
+                                MMDT(threshold, random_state=seed).fit(summary), 5)
             res[threshold] = (ari(truth, keep[model.predict(X)]), secs)
-        cart, secs = timed(
-            lambda: DecisionTreeClassifier(max_leaf_nodes=K, random_state=seed).fit(X[inliers], labels[inliers]), 5)
+        cart, secs = timed(lambda seed=seed: DecisionTreeClassifier(max_leaf_nodes=K, random_state=seed).fit(
+            X[inliers], labels[inliers]), 5)
         res["cart"] = (ari(truth, cart.predict(X)), secs)
         res["base"] = (score, 0.0)
         res["enr"] = summary_enr(summary)

@@ -119,7 +119,8 @@ def timing(n_rows: int, repeats: int) -> None:
           f"median {np.median(times['ExShallow']) / np.median(times['IMM']):.2f}")
     print(f"CPU seconds of the process (all threads), best of each: IMM {min(cpu['IMM']):.2f}, "
           f"ExShallow {min(cpu['ExShallow']):.2f}, ratio {min(cpu['ExShallow']) / min(cpu['IMM']):.2f}")
-    print("load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f" % (*load_before, *load_after))
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in load_before)}, "
+          f"after: {' '.join(f'{v:.2f}' for v in load_after)}")
 
 
 def main() -> None:

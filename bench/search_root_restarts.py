@@ -12,7 +12,8 @@ from search_tables import load_set
 from table_objectives import kmeans_row
 import exclust.algorithms.search.tree_search as ts
 X,k,centers=load_set(sys.argv[1] if len(sys.argv)>1 else "d31")
-d2=((X[:,None,:]-centers[None])**2).sum(axis=2); ref=float(d2.min(axis=1).sum())
+d2=((X[:,None,:]-centers[None])**2).sum(axis=2)
+ref=float(d2.min(axis=1).sum())
 rows=X.astype(float)
 s=ts._Search(rows, None, 4, 2, guide=centers)
 everything=np.ones(rows.shape[0],bool)
@@ -27,13 +28,16 @@ for spread in (False, True):
     for f,t in sorted(cands):
         left,right=s.sides(everything,f,t)
         lm,rm=s.split_members(s.all_members,f,t)
-        lc,lt=s.solve(left,lm,k-1,s.lookahead); rc,rt=s.solve(right,rm,k-1,s.lookahead)
+        lc,lt=s.solve(left,lm,k-1,s.lookahead)
+        rc,rt=s.solve(right,rm,k-1,s.lookahead)
         j=min(range(1,k), key=lambda j: lc[j]+rc[k-j])
-        plan=(f,t,lt[j],j,rt[k-j]); tree=s.nested(plan,everything)
+        plan=(f,t,lt[j],j,rt[k-j])
+        tree=s.nested(plan,everything)
         s.spread=True
         imp=s.improve(tree,everything)
         s.spread=spread
         c=s.cost(imp,everything)
-        results.append((c/ref,spread,f,t)); best=min(best,c)
+        results.append((c/ref,spread,f,t))
+        best=min(best,c)
         print(f"spread={spread} cut x{f}<={t:.3f} start {s.cost(tree,everything)/ref:.4f} improved {c/ref:.4f}  best "
               f"{best/ref:.4f}  {time.time()-t0:.0f}s", flush=True)
