@@ -59,8 +59,8 @@ def _node_lines(tree: ThresholdTree, node: int, two_lines: bool) -> list[str]:
         t = fmt_num(float(tree.threshold[node]))
         return [name, f"≤ {t}"] if two_lines else [f"{name} ≤ {t}"]
     # an interval cut |x - c| <= t is drawn as the interval it keeps (yes: inside)
-    c, t = float(tree.center[node]), float(tree.threshold[node])
-    low, high = fmt_num(c - t), fmt_num(c + t)
+    c, half = float(tree.center[node]), float(tree.threshold[node])
+    low, high = fmt_num(c - half), fmt_num(c + half)
     return [name, f"in [{low}, {high}]"] if two_lines else [f"{low} ≤ {name} ≤ {high}"]
 
 
@@ -149,7 +149,8 @@ def draw_tree(
             cx = margin + (slot[n] + 0.5) * slot_w
             top = margin + depth[n] * level_h
             if tree.kind[n] == LEAF:
-                lines = [leaf_label(n)] + ([leaf_count_text(n)] if leaf_count_text(n) else [])
+                count = leaf_count_text(n)
+                lines = [leaf_label(n)] + ([count] if count else [])
                 w = max([text_width(lines[0], fs, True)] + [text_width(s, fs_small) for s in lines[1:]]) + 2 * pad_x
                 boxes[n] = (cx, top + leaf_h / 2, max(w, 56.0), leaf_h, lines)
             else:
@@ -170,8 +171,8 @@ def draw_tree(
             col_w[depth[n]] = max(col_w[depth[n]], widths[n])
         gap = 46.0
         col_x = [margin]
-        for d in range(max_depth):
-            col_x.append(col_x[-1] + col_w[d] + gap)
+        for level in range(max_depth):
+            col_x.append(col_x[-1] + col_w[level] + gap)
         width = col_x[-1] + col_w[-1] + margin
         height = 2 * margin + n_leaves * row_h
         if orientation == "auto":

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from exclust.tree._routing import route_to_clusters, route_to_leaves
 from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
@@ -81,15 +82,15 @@ class ThresholdTree:
 
     def __init__(
         self,
-        kind: Sequence[int],
-        feature: Sequence[int],
-        threshold: Sequence[float],
-        left: Sequence[int],
-        right: Sequence[int],
-        value: Sequence[int],
+        kind: ArrayLike,
+        feature: ArrayLike,
+        threshold: ArrayLike,
+        left: ArrayLike,
+        right: ArrayLike,
+        value: ArrayLike,
         *,
         n_features: int,
-        center: Sequence[float] | None = None,
+        center: ArrayLike | None = None,
         feature_names: Sequence[str] | None = None,
         n_clusters: int | None = None,
         meta: dict[str, Any] | None = None,
