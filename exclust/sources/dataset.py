@@ -77,8 +77,8 @@ def check_scale(magnitude: np.ndarray, feature_names: Sequence[str], n_rows: int
     info = np.finfo(np.float64)
     big = np.sqrt(info.max / (4.0 * max(n_rows, 1) * max(len(magnitude), 1)))
     small = np.sqrt(info.tiny) * 1e4
-    huge = [feature_names[j] for j in np.flatnonzero(magnitude > big)]
-    tiny = [feature_names[j] for j in np.flatnonzero((magnitude > 0) & (magnitude < small))]
+    huge = [feature_names[j] for j in np.flatnonzero(magnitude > big).tolist()]
+    tiny = [feature_names[j] for j in np.flatnonzero((magnitude > 0) & (magnitude < small)).tolist()]
     fix = ("this is a scale problem, not a lack of distinct points: standardize the features (subtract the mean, "
            "divide by the standard deviation) or rescale them to ordinary magnitudes before clustering")
     if huge:
@@ -137,13 +137,15 @@ def validate_matrix(
     return X, extra, n_dropped
 
 
-def _drop_rows(X, extra: dict[str, Any], kept: list[int]):
+def _drop_rows(X, extra: dict[str, Any], kept: list[int] | None):
+    """The finite rows of X and the extra columns; ``kept`` (dask only) the rows each chunk keeps."""
     d = X.shape[1]
     if not is_lazy(X):
         mask = np.isfinite(X).all(axis=1)
         return X[mask], {k: np.asarray(v)[mask] for k, v in extra.items()}
     import dask.array as da
 
+    assert kept is not None  # a dask X: the caller counted the rows each chunk keeps
     names = list(extra)
     stacked = da.concatenate([X, *[v.reshape(-1, 1) for v in extra.values()]], axis=1) if names else X
     stacked = stacked.rechunk({1: -1})
@@ -156,7 +158,7 @@ def _drop_rows(X, extra: dict[str, Any], kept: list[int]):
 def check_spread(spread: np.ndarray, feature_names: Sequence[str], what: str = "standard deviation") -> None:
     """Raise when a feature has zero (or non-finite) spread where an algorithm divides by it."""
     spread = np.asarray(spread, dtype=np.float64)
-    bad = [feature_names[j] for j in np.flatnonzero(~(np.isfinite(spread) & (spread > 0)))]
+    bad = [feature_names[j] for j in np.flatnonzero(~(np.isfinite(spread) & (spread > 0))).tolist()]
     if bad:
         raise InputError(
             f"feature(s) {bad} are constant (zero {what}) and cannot be normalized; drop them from the feature list"
@@ -210,10 +212,10 @@ def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
 def recode_labels(labels: Any, values: Sequence[Any]):
     """Labels holding ``values`` (e.g. 0, 5, 10, 15) as their positions 0..len-1 in sorted ``values``;
     any other value (-1 for noise included) becomes -1. Lazy for dask labels."""
-    values = np.sort(np.asarray(values))
+    in_order = np.sort(np.asarray(values))
     if is_lazy(labels):
-        return labels.map_blocks(_recode_block, values, dtype=np.int64)
-    return _recode_block(labels, values)
+        return labels.map_blocks(_recode_block, in_order, dtype=np.int64)
+    return _recode_block(labels, in_order)
 
 
 def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str = "raise") -> Dataset:

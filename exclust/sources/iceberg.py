@@ -17,7 +17,7 @@ pyiceberg's ``s3.*`` properties.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from exclust.errors import InputError
 from exclust.sources.base import Columns, DataSource
@@ -25,6 +25,9 @@ from exclust.sources.delta import check_snapshot_options, parse_as_of
 from exclust.sources.guards import input_guards
 from exclust.sources.storage import filesystem
 from exclust.sources.table_plan import TableFile, plan_table, table_source
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
 
 PREFIX = "iceberg+"
 DEFAULT_CATALOG = "default"  # the catalog name a SQL catalog keys its tables by, unless the address names one
@@ -66,6 +69,7 @@ def open_catalog(spec: str, storage_options: Mapping[str, Any] | None = None,
     """(pyiceberg catalog, table identifier) of an address; InputError saying what is wrong."""
     uri, name, identifier = parse_address(spec)
     properties = {**file_io_properties(storage_options), **(extra_properties or {})}
+    catalog: Catalog
     try:
         if uri.startswith(("http://", "https://")):
             from pyiceberg.catalog.rest import RestCatalog

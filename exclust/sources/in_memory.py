@@ -24,9 +24,7 @@ class InMemorySource(DataSource):
 
         return not isinstance(spec, (str, os.PathLike))
 
-    @property
-    def needs_cluster(self) -> bool:  # a Dask collection computes on the active client; numpy needs none
-        return False
+    needs_cluster = False  # a Dask collection computes on the active client; numpy needs none
 
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
                 piece_rows: int = 1_000_000) -> Columns:
@@ -47,6 +45,7 @@ def _columns_of(source: Any, features, extra_columns):
     # imported, and importing dask costs a numpy input's first fit 1-2 s (bench_first_fit).
     pd, dd = sys.modules.get("pandas"), sys.modules.get("dask.dataframe")
     if (pd is not None and isinstance(source, pd.DataFrame)) or (dd is not None and isinstance(source, dd.DataFrame)):
+        assert pd is not None  # a dask DataFrame exists only once pandas is imported
         kind = "pandas DataFrame" if isinstance(source, pd.DataFrame) else "dask DataFrame"
         columns = list(source.columns)
         notes = []

@@ -177,7 +177,7 @@ def _recorded_bounds(meta, columns: list[str], groups: list[int]) -> tuple[tuple
 
     schema = meta.schema.to_arrow_schema()
     flat = meta.num_columns == len(schema)  # nested schemas number their leaf columns differently
-    out = []
+    out: list[tuple[float, float] | None] = []
     for name in columns:
         index = schema.get_field_index(name) if flat else -1
         if index < 0 or not (pat.is_integer(schema.field(index).type) or pat.is_floating(schema.field(index).type)):
@@ -237,8 +237,11 @@ def plan(
     extras = list(dict.fromkeys(c for c in extra_columns if c))
     partition_keys = set(source.partition_keys)
     first = footers[0].schema.to_arrow_schema()
-    choice = choose_features(footer_columns(first, footers, numeric_type), extras) if features is None else None
-    features = list(features if choice is None else choice.require(source.url, first.names))
+    choice = None
+    if features is None:
+        choice = choose_features(footer_columns(first, footers, numeric_type), extras)
+        features = choice.require(source.url, first.names)
+    features = list(features)
     if not features:
         raise InputError(f"no numeric feature columns in {source.url}; columns are {first.names}")
     known = set(partition_keys).union(*(meta.schema.names for meta in footers))
@@ -273,6 +276,7 @@ def to_dask(plan_: Plan):
     import dask.array as da
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
+    from dask.typing import Key
 
     fs, local = plan_.source.fs, plan_.source.is_local
     categories = dict(plan_.categories)
@@ -291,7 +295,7 @@ def to_dask(plan_: Plan):
     tail = (columns, plan_.file_columns, plan_.partition_columns, categories, d)
     token = tokenize(plan_.source.url, plan_.source.root, plan_.pieces, tail)
     read, feats, rest = "read_piece-" + token, "piece-features-" + token, "piece-extras-" + token
-    layers = {
+    layers: dict[str, dict[Key, Any]] = {
         read: {(read, i): (read_piece, fs, local, p, *tail) for i, p in enumerate(plan_.pieces)},
         feats: {(feats, i, 0): (operator.getitem, (read, i), 0) for i in range(len(plan_.pieces))},
         rest: {(rest, i, 0): (operator.getitem, (read, i), 1) for i in range(len(plan_.pieces))},

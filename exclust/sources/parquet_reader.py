@@ -176,10 +176,10 @@ def _fresh_block(n_rows: int, n_cols: int) -> np.ndarray:
     import mmap
 
     nbytes = n_rows * n_cols * 8
-    flags = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
-    if nbytes == 0 or None in flags:
+    private, anonymous = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
+    if nbytes == 0 or private is None or anonymous is None:
         return np.empty((n_rows, n_cols), dtype=np.float64)
-    mapping = mmap.mmap(-1, nbytes, flags=flags[0] | flags[1])
+    mapping = mmap.mmap(-1, nbytes, flags=private | anonymous)
     # The array keeps the mapping alive through its buffer; the mapping goes when the array does.
     return np.frombuffer(mapping, dtype=np.float64).reshape(n_rows, n_cols)
 
