@@ -127,9 +127,10 @@ class KeptParts:
         import dask.array as da
         from dask.base import tokenize
         from dask.highlevelgraph import HighLevelGraph
+        from dask.typing import Key
 
         name = "kept-column-" + tokenize([p.key for p in self.parts], key, np.dtype(dtype).str)
-        layer = {(name, i): (_kept_column_block, p.key, key, dtype) for i, p in enumerate(self.parts)}
+        layer: dict[Key, Any] = {(name, i): (_kept_column_block, p.key, key, dtype) for i, p in enumerate(self.parts)}
         graph = HighLevelGraph.from_collections(name, layer, dependencies=self.parts)
         return da.Array(graph, name, (tuple(self.rows),), dtype=dtype)
 
