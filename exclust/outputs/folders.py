@@ -144,7 +144,7 @@ def validate_output_dir(path: str | os.PathLike, base: str | os.PathLike | None 
     return loc.shown
 
 
-def check_output(url: str | os.PathLike, job: str, guards: Iterable[Guard] = (), *,
+def check_output(url: str | os.PathLike, job: str | None, guards: Iterable[Guard] = (), *,
                  storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None) -> Location:
     """Every check that needs no writing: the location, overlap with what the run reads, replaceability."""
     loc = output_location(url, storage_options=storage_options, base=base)

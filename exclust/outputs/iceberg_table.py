@@ -132,8 +132,10 @@ class IcebergNight(NightFiles):
         if self.read_snapshot is None:
             return []
         files = []
-        for task in table.scan(snapshot_id=self.read_snapshot,
-                               row_filter=EqualTo(self.date_column, self.day.isoformat())).plan_files():
+        # pyiceberg's EqualTo.__init__(term, literal) is hidden from mypy by the pydantic fields it
+        # declares (term, value, type): the positional form is what it takes at run time.
+        the_night = EqualTo(self.date_column, self.day.isoformat())  # type: ignore[call-arg, arg-type]
+        for task in table.scan(snapshot_id=self.read_snapshot, row_filter=the_night).plan_files():
             if task.delete_files:
                 raise InputError(f"Iceberg table {self.identifier} has delete files for {task.file.file_path}, "
                                  "which a night's overwrite would leave dangling; compact the table first")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from importlib import import_module
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from exclust.errors import InputError
 from exclust.sources.guards import Guard
@@ -53,8 +53,14 @@ class NightFiles:
     the night's partition folder, ``files_under`` the table's root, remembered for ``discard``.
     A subclass sets ``root``, ``date_column``, ``day``, ``run_id`` and ``written``."""
 
+    root: str
+    date_column: str
+    day: date
+    run_id: str
+    written: list[str]
     files_under = ""  # the folder under the table's root that holds data files ("data/" for Iceberg)
-    file_stats = None  # no per-file statistics unless the format's commit needs them
+    # no per-file statistics unless the format's commit needs them (a written table -> their text)
+    file_stats: Callable[[Any], str] | None = None
 
     @property
     def partition(self) -> str:

@@ -285,8 +285,13 @@ class StagedOutput:
             else:
                 os.rename(self.area.root, self.target.path)
             self._made_root = False
-        os.close(self._lock_fd)
-        self._lock_fd = None
+        self._unlock()
+
+    def _unlock(self) -> None:
+        """Release the staging lock of a local folder, if this run holds it."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def _commit_objects(self, manifest: bytes) -> None:
         fs, target = self.target.fs, self.target.path
@@ -327,9 +332,7 @@ class StagedOutput:
                         os.close(fd)
                 shutil.rmtree(self.area.root, ignore_errors=True)
                 self._made_root = False
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            self._unlock()
             for folder in reversed(self._made_parents):
                 with contextlib.suppress(OSError):
                     os.rmdir(folder)
