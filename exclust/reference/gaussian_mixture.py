@@ -122,6 +122,7 @@ class GaussianMixture(ExclustEstimator):
                     break
             if best is None or lower_bound > best["lower_bound"]:
                 best = dict(params=params, lower_bound=lower_bound, n_iter=n_iter, converged=converged)
+        assert best is not None  # n_init >= 1 fits
         if not best["converged"]:
             from sklearn.exceptions import ConvergenceWarning
 

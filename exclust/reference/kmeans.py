@@ -104,6 +104,11 @@ class KMeans(ExclustEstimator):
         "sample_rows": base.AT_LEAST_ONE,
     }
 
+    # Fitted attributes, set by whichever backend fits (declared for the type checker).
+    inertia_: float
+    n_iter_: int
+    n_passes_: int
+
     def __init__(
         self,
         n_clusters: int = 8,
@@ -188,6 +193,7 @@ class KMeans(ExclustEstimator):
             km.fit(Xd)
             if best is None or km.inertia_ < best.inertia_:
                 best = km
+        assert best is not None  # n_init >= 1 fits
         self.cluster_centers_ = np.asarray(best.cluster_centers_)
         labels = best.labels_.astype(np.int64)
         self.labels_ = labels if is_lazy(X) else np.asarray(labels.compute() if is_lazy(labels) else labels)
@@ -251,6 +257,7 @@ class KMeans(ExclustEstimator):
                 centers = np.ascontiguousarray(new)
             if best is None or inertia < best[1]:
                 best = (centers, float(inertia), n_iter, stats, kept)
+        assert best is not None  # n_init >= 1 fits
         self.cluster_centers_, self.inertia_, self.n_iter_, self.statistics_, kept = best
         self.n_passes_ = passes
         self.labels_ = kept.column("labels", np.int64)

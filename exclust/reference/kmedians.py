@@ -85,10 +85,10 @@ def _weighted_kmedians(P: np.ndarray, w: np.ndarray, k: int, rng: np.random.Gene
 def _recluster_weighted(candidates: np.ndarray, weights: np.ndarray, n_clusters: int, rs) -> np.ndarray:
     """k-medians||'s last step: weighted k-medians++ / l1 Lloyd on the few candidates, best of 10."""
     rng = np.random.default_rng(base.draw_seed(rs))
-    best = None
-    for _ in range(_RECLUSTER_N_INIT):
+    best = _weighted_kmedians(candidates, weights, n_clusters, rng)
+    for _ in range(_RECLUSTER_N_INIT - 1):
         C, cost = _weighted_kmedians(candidates, weights, n_clusters, rng)
-        if best is None or cost < best[1]:
+        if cost < best[1]:
             best = (C, cost)
     return best[0]
 
@@ -164,7 +164,7 @@ class KMedians(ExclustEstimator):
                         shift)
             if shift <= tol_abs:
                 break
-        if shift == 0:  # the last assignment is the nearest-center one of the final centers
+        if shift == 0 and costs is not None:  # the last assignment: the nearest-center one of the final centers
             inertia = float(costs.sum())
         else:
             _, inertia = map_reduce(l1_counts_block, X, args=(centers,))

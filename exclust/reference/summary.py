@@ -5,10 +5,11 @@ mixture, from k-means, or from any labels in one statistics pass (see the ``from
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from exclust.errors import InputError
 
@@ -16,7 +17,7 @@ from exclust.sources.dataset import Dataset
 from exclust.dataplane.parts import is_lazy
 
 
-@dataclass
+@dataclass(init=False)
 class MixtureSummary:
     """Weights p_k, means mu_k, per-axis sigma_j (pooled within components) and per-component sigma_kj.
 
@@ -26,56 +27,59 @@ class MixtureSummary:
     given it is ``sigma`` for every component. ``covariances`` (K x d x d) is kept when known.
     """
 
+    # The attributes as validated (the constructor takes sigma, weights, ... as optional).
     means: np.ndarray
-    sigma: np.ndarray | None = None
-    weights: np.ndarray | None = None
-    sigma_per_component: np.ndarray | None = None
-    covariances: np.ndarray | None = None
-    feature_names: list[str] | None = None
-    counts: np.ndarray | None = None  # points per component when built from data
-    meta: dict[str, Any] = field(default_factory=dict)
+    sigma: np.ndarray
+    weights: np.ndarray
+    sigma_per_component: np.ndarray
+    covariances: np.ndarray | None
+    feature_names: list[str]
+    counts: np.ndarray | None  # points per component when built from data
+    meta: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        self.means = np.atleast_2d(np.asarray(self.means, dtype=np.float64))
+    def __init__(self, means: ArrayLike, sigma: ArrayLike | None = None, weights: ArrayLike | None = None,
+                 sigma_per_component: ArrayLike | None = None, covariances: ArrayLike | None = None,
+                 feature_names: Sequence[str] | None = None, counts: np.ndarray | None = None,
+                 meta: dict[str, Any] | None = None) -> None:
+        self.means = np.atleast_2d(np.asarray(means, dtype=np.float64))
         K, d = self.means.shape
         if K < 1 or d < 1:
             raise InputError("a mixture needs at least one component and one feature, got means of shape "
                              f"{self.means.shape}")
         if not np.isfinite(self.means).all():
             raise InputError("mixture means must be finite")
-        if self.weights is None:
-            self.weights = np.full(K, 1.0 / K)
-        self.weights = np.asarray(self.weights, dtype=np.float64).reshape(-1)
-        if self.weights.shape != (K,) or (self.weights < 0).any() or not np.isfinite(self.weights).all():
-            raise InputError(f"weights must be {K} non-negative numbers, got {self.weights!r}")
-        total = self.weights.sum()
+        w = np.asarray(np.full(K, 1.0 / K) if weights is None else weights, dtype=np.float64).reshape(-1)
+        if w.shape != (K,) or (w < 0).any() or not np.isfinite(w).all():
+            raise InputError(f"weights must be {K} non-negative numbers, got {w!r}")
+        total = w.sum()
         if total <= 0:
             raise InputError("mixture weights sum to zero")
-        self.weights = self.weights / total
-        if self.sigma_per_component is not None:
-            self.sigma_per_component = np.asarray(self.sigma_per_component, dtype=np.float64).reshape(K, d)
-            if (self.sigma_per_component < 0).any() or not np.isfinite(self.sigma_per_component).all():
+        self.weights = w / total
+        per_component = None
+        if sigma_per_component is not None:
+            per_component = np.asarray(sigma_per_component, dtype=np.float64).reshape(K, d)
+            if (per_component < 0).any() or not np.isfinite(per_component).all():
                 raise InputError("per-component standard deviations must be finite and >= 0")
-        if self.sigma is None:
-            if self.sigma_per_component is None:
+        if sigma is None:
+            if per_component is None:
                 raise InputError("give sigma (one standard deviation per axis) or sigma_per_component")
-            self.sigma = np.sqrt(self.weights @ self.sigma_per_component**2)
-        self.sigma = np.asarray(self.sigma, dtype=np.float64)
+            sigma = np.sqrt(self.weights @ per_component**2)
+        self.sigma = np.asarray(sigma, dtype=np.float64)
         if self.sigma.ndim == 0:
             self.sigma = np.full(d, float(self.sigma))
         if self.sigma.shape != (d,):
             raise InputError(f"sigma must hold one value per feature ({d}), got shape {self.sigma.shape}")
         if (self.sigma < 0).any() or not np.isfinite(self.sigma).all():
             raise InputError("sigma must be finite and >= 0")
-        if self.sigma_per_component is None:
-            self.sigma_per_component = np.tile(self.sigma, (K, 1))
-        if self.covariances is not None:
-            self.covariances = np.asarray(self.covariances, dtype=np.float64).reshape(K, d, d)
-        if self.feature_names is None:
-            self.feature_names = [f"x{j}" for j in range(d)]
-        self.feature_names = [str(s) for s in self.feature_names]
+        self.sigma_per_component = np.tile(self.sigma, (K, 1)) if per_component is None else per_component
+        self.covariances = (None if covariances is None
+                            else np.asarray(covariances, dtype=np.float64).reshape(K, d, d))
+        self.feature_names = [str(s) for s in ([f"x{j}" for j in range(d)] if feature_names is None
+                                               else feature_names)]
         if len(self.feature_names) != d:
             raise InputError(f"{len(self.feature_names)} feature names for {d} features")
+        self.counts = counts
+        self.meta = {} if meta is None else meta
 
     @property
     def n_components(self) -> int:
