@@ -198,7 +198,9 @@ class TreeExplainer(ExclustEstimator):
         rows = self._tree_input(self._predict_input(X))
         kmedians = getattr(self, "objective", "kmeans") == "kmedians"
         result = evaluate(self.tree_, rows, kmedians=kmedians)[0]
-        return -float(result.kmedians_cost_tree if kmedians else result.kmeans_cost_tree)
+        cost = result.kmedians_cost_tree if kmedians else result.kmeans_cost_tree
+        assert cost is not None  # evaluate prices the tree under the objective it is asked for
+        return -float(cost)
 
     def rules_text(self) -> str:
         """The fitted tree's rules, one line per cluster."""

@@ -77,8 +77,8 @@ class CodeTree:
     def trial_copy(self) -> "CodeTree":
         """A copy to split further on trial: same node ids and lineage, so its passes resume
         from the rows' remembered leaves, but it writes no memory of its own."""
-        lists = (list(a) for a in (self.feature, self.split_bin, self.left, self.right, self.value))
-        return CodeTree(*lists, lineage=self.lineage, remember=False, lineage_nodes=self.n_nodes)
+        return CodeTree(list(self.feature), list(self.split_bin), list(self.left), list(self.right), list(self.value),
+                        lineage=self.lineage, remember=False, lineage_nodes=self.n_nodes)
 
     def routing(self) -> tuple[int, bool, int]:
         """(lineage, remember, nodes of the lineage this tree knows): how the kernels resume
@@ -326,7 +326,7 @@ def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray | None) ->
     return n[..., None] * center_sq - 2.0 * dots
 
 
-def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray, n_bins: np.ndarray,
+def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray | None, n_bins: np.ndarray,
                          tol: float = 0.0):
     """ExKMC at one leaf: (feature, bin, split cost, left center, right center), costs less sum ||x||^2.
 
@@ -376,7 +376,7 @@ def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray | None, center: 
     return float(side_costs(np.asarray(tot[0]), tot[1:], center_sq)[center])
 
 
-def cheapest_center(hist: np.ndarray, center_sq: np.ndarray) -> int:
+def cheapest_center(hist: np.ndarray, center_sq: np.ndarray | None) -> int:
     """The reference center of lowest surrogate cost for a leaf's rows."""
     tot = hist[0].sum(axis=0)
     return int(np.argmin(side_costs(np.asarray(tot[0]), tot[1:], center_sq)))

@@ -63,7 +63,7 @@ class _LabelScan:
 
 def _first_distinct(values: np.ndarray, limit: int = 3) -> np.ndarray:
     """Up to ``limit`` distinct values (sorted), in linear time: enough to tell binary from continuous."""
-    found = []
+    found: list[float] = []
     while values.size and len(found) < limit:
         found.append(values[0])
         values = values[values != values[0]]

@@ -17,10 +17,11 @@ linear model: its logit (binary) or prediction (continuous) at x is
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from exclust.dataplane import parts
 from exclust.errors import InputError
@@ -36,7 +37,7 @@ DEFAULT_MAX_CONDITION = 1e6
 
 
 # --------------------------------------------------------------------------- the CAV matrix
-@dataclass
+@dataclass(init=False)
 class ConceptActivationVectors:
     """M concept activation vectors (rows of ``matrix``, unit length) with their names and scores.
 
@@ -51,11 +52,22 @@ class ConceptActivationVectors:
     kinds: list[str]
     scores: np.ndarray
     score_names: list[str]
-    scales: np.ndarray | None = None
-    intercepts: np.ndarray | None = None
-    n_train: np.ndarray | None = None
-    n_test: np.ndarray | None = None
-    solver: dict[str, str] = field(default_factory=dict)
+    scales: np.ndarray
+    intercepts: np.ndarray
+    n_train: np.ndarray
+    n_test: np.ndarray
+    solver: dict[str, str]
+
+    def __init__(self, matrix: ArrayLike, names: Sequence[str], kinds: Sequence[str], scores: ArrayLike,
+                 score_names: Sequence[str], scales: ArrayLike | None = None, intercepts: ArrayLike | None = None,
+                 n_train: ArrayLike | None = None, n_test: ArrayLike | None = None,
+                 solver: dict[str, str] | None = None) -> None:
+        # The values as given (scales, intercepts, n_train, n_test may be None: defaults);
+        # __post_init__ checks them into the attributes' types.
+        vars(self).update(matrix=matrix, names=names, kinds=kinds, scores=scores, score_names=score_names,
+                          scales=scales, intercepts=intercepts, n_train=n_train, n_test=n_test,
+                          solver={} if solver is None else solver)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self.matrix = np.atleast_2d(np.asarray(self.matrix, dtype=np.float64))

@@ -130,6 +130,7 @@ def concept_summary(cavs: ConceptActivationVectors, latent: MixtureSummary) -> M
 
 def _pooled_covariance(latent: MixtureSummary) -> np.ndarray:
     """Sigma = sum_k p_k Sigma_k, the within-component covariance pooled over components."""
+    assert latent.covariances is not None  # the base mixture's summary keeps full covariances
     return np.einsum("k,kde->de", latent.weights, latent.covariances)
 
 
@@ -313,7 +314,7 @@ class ConceptCART(_ConceptTree):
             _, labels, _, mixture = _fit_base_mixture(
                 X, self.n_components, self.covariance_type, self.n_init, self.random_state
             )
-            n_clusters = int(self.n_components)
+            n_clusters = int(mixture.n_components)  # the mixture fitted with ours
         else:
             labels = _labels_vector(labels, X.shape[0])
             n_clusters = None

@@ -94,7 +94,7 @@ class _Builder:
         # Axes where sigma_j = 0 but all means agree are irrelevant: their normalized spread is 0.
         with np.errstate(divide="ignore", invalid="ignore"):
             self.inv_sigma = np.where(self.sigma > 0, 1.0 / self.sigma, 0.0)
-        self.means_t = None
+        self.means_t: np.ndarray | None = None  # the means axis by axis, for the midpoint rule
 
     def grow(self) -> tuple[TreeBuilder, list[dict[str, Any]]]:
         """The tree (as a TreeBuilder, leaves holding one component each) and one diagnostics dict per cut."""
@@ -107,8 +107,8 @@ class _Builder:
         if midpoint:
             # Paper 000 sorts the node's means on every axis; sorting once at the root and
             # filtering the sorted lists down the tree gives every node its order in O(K d).
-            self.means_t = np.ascontiguousarray(means.T)
-            root_order = np.argsort(self.means_t, axis=1).astype(np.int64, copy=False)
+            self.means_t = means_t = np.ascontiguousarray(means.T)
+            root_order = np.argsort(means_t, axis=1).astype(np.int64, copy=False)
         goes_left = np.zeros(K, dtype=np.int64)
         stack = [(builder.add_node(), np.arange(K), root_order)]
         while stack:
@@ -149,6 +149,7 @@ class _Builder:
                 "axis-aligned tree can give each its own leaf; merge them or refit the mixture"
             )
         if self.threshold == "midpoint":
+            assert order is not None  # grow gives every node its sorted lists under the midpoint rule
             j, theta, separation, objective = self.midpoint_cut(order)
             at_edge = False
         else:
@@ -296,7 +297,7 @@ class MMDT(TreeExplainer):
         self.node_diagnostics_ = diagnostics
         self.n_passes_ = 0  # built from the mixture's summary alone: no pass over the data
         self.summary_ = summary
-        self._enr = None
+        self._enr: float | None = None
         self._record_features(d, summary.feature_names)
         return self
 

@@ -98,8 +98,8 @@ class _Search:
         self.order = np.argsort(self.X, axis=0, kind="stable").T
         self.n_candidates = n_candidates  # None: every cut
         self.lookahead = lookahead  # None: no depth limit (exact)
-        self.cut_memo: dict[bytes, list] = {}
-        self.grown: dict[bytes, list] = {}
+        self.cut_memo: dict[bytes, tuple[list, list]] = {}  # rows -> cuts (see ``cuts``)
+        self.grown: dict[bytes, tuple[list, list, bool]] = {}  # rows -> (splits, node counts, no cut left)
         self.memo: dict[tuple, tuple] = {}
 
     def counts(self, mask: np.ndarray) -> np.ndarray:
@@ -114,7 +114,8 @@ class _Search:
         hit = self.cut_memo.get(key)
         if hit is not None:
             return hit
-        found, for_cluster = [], [None] * self.k
+        found: list[tuple[float, int, float]] = []
+        for_cluster: list[tuple[float, int, float] | None] = [None] * self.k
         for f in range(self.X.shape[1]):
             idx = self.order[f][mask[self.order[f]]]
             values = self.X[idx, f]
@@ -132,7 +133,8 @@ class _Search:
                                   right_wrong + left_wrong.min(axis=1)[:, None])
             for c in range(self.k):
                 i = int(one_side[:, c].argmin())
-                if for_cluster[c] is None or one_side[i, c] < for_cluster[c][0]:
+                held = for_cluster[c]
+                if held is None or one_side[i, c] < held[0]:
                     for_cluster[c] = (float(one_side[i, c]), f, float(thresholds[i]))
         found.sort()
         self.cut_memo[key] = (found, for_cluster)
@@ -149,6 +151,7 @@ class _Search:
         if hit is not None:
             return hit
         counts = self.counts(mask)
+        out: tuple[float, tuple | None]
         if len(required) > 1:
             out = (np.inf, None)
         else:
@@ -250,7 +253,9 @@ class _Search:
         hit = self.grown.get(key)
         if hit is not None and (len(hit[0]) >= m - 1 or hit[2]):
             return hit[0], hit[1]
-        splits, masks, heap = [], [mask], []
+        splits: list[tuple[int, int, float, int, int]] = []
+        masks = [mask]
+        heap: list[tuple] = []  # (change of the mistakes, leaf, feature, threshold): most removed first
         self._push(heap, masks, 0)
         while len(splits) < m - 1 and heap:
             _, leaf, f, t = heapq.heappop(heap)

@@ -54,6 +54,7 @@ class _Exact:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
+        out: tuple[float, tuple | None]
         if m == 1:
             out = (leaf_cost(self.X[rows]), None)
             self.memo[key] = out
@@ -104,7 +105,8 @@ def optimal_tree(X, n_leaves: int, feature_names=None) -> tuple[ThresholdTree, f
 def nested_to_tree(nested, n_features: int, feature_names, n_leaves: int, meta=None) -> ThresholdTree:
     """A ThresholdTree from (feature, threshold, left, _, right) tuples (None: a leaf); leaves
     numbered left to right."""
-    kind, feature, threshold, left, right, value = [], [], [], [], [], []
+    kind: list[int] = []
+    feature, threshold, left, right, value = [], [], [], [], []
 
     def add(node) -> int:
         i = len(kind)

@@ -97,7 +97,7 @@ class _Search:
         """(own cost, cut costs (d, rows - 1), thresholds) of the rows in ``mask``, remembered:
         the tree's cost, or with ``members`` (two or more) ExGreedy's score against them."""
         guided = members is not None and members.size > 1
-        key = (mask.tobytes(), members.tobytes() if guided else None)
+        key = (mask.tobytes(), members.tobytes() if guided and members is not None else None)
         hit = self.cuts.get(key)
         if hit is None:
             if guided:
@@ -144,7 +144,9 @@ class _Search:
         next): cost curve (index = leaves) and, per budget, the tree."""
         curve = np.full(budget + 1, np.inf)
         curve[1] = self.node(mask)[0]
-        masks, groups, splits, heap = [mask], [members], [], []
+        masks, groups = [mask], [members]
+        splits: list[tuple[int, int, float, int, int]] = []
+        heap: list[tuple] = []  # (change of the cost, leaf, feature, threshold): most saved first
         self._push(heap, masks, groups, 0)
         while len(splits) + 1 < budget and heap:
             _, leaf, f, t = heapq.heappop(heap)
@@ -156,7 +158,7 @@ class _Search:
             curve[len(splits) + 1] = curve[len(splits)] + change
             self._push(heap, masks, groups, len(masks) - 2)
             self._push(heap, masks, groups, len(masks) - 1)
-        trees = [None] * (budget + 1)
+        trees: list[_ApplySplits | None] = [None] * (budget + 1)
         for leaves in range(1, len(splits) + 2):
             trees[leaves] = _ApplySplits(splits[: leaves - 1])
         return curve, trees
@@ -406,7 +408,7 @@ class TreeSearch(CenterTreePredictor):
             starts = {name: lookaheads[name], **greedy}
             costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
             # Local search from the two cheapest starts (each start costs a lookahead per node).
-            cheapest = sorted(starts, key=costs.get)[:LOCAL_SEARCH_STARTS]
+            cheapest = sorted(starts, key=lambda start: costs[start])[:LOCAL_SEARCH_STARTS]
             finalists += [search.improve(starts[start], everything) for start in cheapest]
         starts = {**lookaheads, **greedy}
         self.seed_costs_ = {name: float(search.cost(t, everything)) for name, t in starts.items()}
@@ -424,6 +426,7 @@ class TreeSearch(CenterTreePredictor):
             cost = sum(leaf_cost(rows[named == c]) for c in np.unique(named))
             if cost < best_cost:
                 best, best_cost = tree, cost
+        assert best is not None  # the finalists hold a tree per start, each of finite cost
         self.tree_ = best
         self.centers_ = centers
         self.cost_ = float(best_cost)
