@@ -156,6 +156,7 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
     if table_format is not None:
         from exclust.jobs.table_labeling import label_night_into_table
 
+        assert day is not None  # check_templates: a table output takes each night by its date
         outcome.result = label_night_into_table(tree, source, out, day, table_format=table_format,
                                                 date_column=date_column, **options)
         return outcome

@@ -68,7 +68,7 @@ class ExplainResult:
     metrics: dict[str, Any]
     rules: str
     report_html: str | None = None
-    out: Path | None = None
+    out: Path | str | None = None
 
 
 # --------------------------------------------------------------------------- steps
@@ -192,6 +192,7 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
         full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
         summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=full)
         return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
+    assert config.reference_column is not None  # ExplainConfig.check: labels come from a named column
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)
     values = list(summary.meta.get("labels") or range(summary.n_components))
@@ -423,8 +424,8 @@ def write_outputs(result: ExplainResult, out: str | os.PathLike, base: str | os.
     stage.write_text("rules.txt", result.rules)
     if result.report_html is not None:
         stage.write_text("report.html", result.report_html)
-    result.out = stage.target.shown
-    return result.out
+    result.out = shown = stage.target.shown
+    return shown
 
 
 def _held(labels, data: Dataset, config: ExplainConfig):

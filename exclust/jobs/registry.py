@@ -93,7 +93,7 @@ class Algorithm:
     def cost_curve(self) -> bool:
         return bool(self.curve)
 
-    def estimator_class(self) -> type:
+    def estimator_class(self) -> type[Any]:
         return _imported(self.estimator)
 
     def make(self, config: Any, data: Any = None) -> Any:

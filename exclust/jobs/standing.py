@@ -66,7 +66,7 @@ class StandingPlan:
         if self.objective == "kmeans" and scores.get("kmeans_cost_tree") is not None:
             # The run's tree was scored by scoring's own statistics too: its row is the headline price itself.
             costs[self.own] = [scores["kmeans_cost_tree"]]
-        rows = []
+        rows: list[dict[str, Any]] = []
         for name, series in self.plan.series.items():
             tree = series.trees[0]
             reached = counts[name][tree.leaves]
@@ -80,14 +80,14 @@ class StandingPlan:
         best = min((r["price"] for r in rows if r["price"] is not None), default=None)
         for r in rows:  # ties within rounding (the same tree found twice) are all best
             r["best"] = best is not None and r["price"] is not None and r["price"] <= best * (1 + 1e-9)
-        optimum = None
+        optimum: dict[str, Any] | None = None
         if self.optimum is not None:
             tree, cost, depth = self.optimum
             optimum = {"cost": float(cost), "price": _ratio(cost, reference), "n_leaves": int(tree.n_leaves),
                        "weighted_avg_depth": depth}
             for r in rows:
-                r["gap"] = (_ratio(r["price"], optimum["price"]) - 1.0
-                            if r["price"] is not None and optimum["price"] else None)
+                ratio = _ratio(r["price"], optimum["price"]) if optimum["price"] else None
+                r["gap"] = None if ratio is None else ratio - 1.0
         return {"cost": CURVE_COSTS[self.objective], "reference_cost": reference, "rows": rows,
                 "optimum": optimum, "optimum_note": self.optimum_note, "fitted_on": self.fitted_on}
 

@@ -68,6 +68,7 @@ def _report(run: Run) -> None:
 
 
 def _write_outputs(run: Run) -> None:
+    assert run.result is not None and run.out is not None  # the report step ran; the step applies with an out
     seconds = run.result.metrics["seconds"]
     seconds.update(run.timer.seconds)  # the report step's time too
     seconds["total"] = round(time.perf_counter() - run.started, 3)
@@ -110,7 +111,7 @@ def run_steps(run: Run, wrap: Callable[[Step], Callable[[Run], Any]] | None = No
 
 def explain(config: ExplainConfig, log: Log | None = None, timer: StepTimer | None = None) -> pipeline.ExplainResult:
     """Every step but writing, on the active Dask client (or in memory); returns tree, metrics, report."""
-    return run_steps(Run(config, timer=timer or StepTimer(log))).result
+    return _finished(run_steps(Run(config, timer=timer or StepTimer(log))))
 
 
 def run_explain(
@@ -130,6 +131,12 @@ def run_explain(
             if on_client is not None and client is not None:
                 on_client(client)
             run_steps(run, wrap)
+    return _finished(run)
+
+
+def _finished(run: Run) -> pipeline.ExplainResult:
+    """The result of a run that went through its steps (the report step makes it, always)."""
+    assert run.result is not None
     return run.result
 
 
