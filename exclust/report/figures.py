@@ -78,7 +78,8 @@ def _standalone(svg: str, width: float | None, height: float | None) -> str:
 # The drawing's styles (tree_drawing's CSS), as matplotlib arguments.
 _BOX = {"internal": dict(facecolor="#f4f6f8", edgecolor="#46505a", linewidth=1.2),
         "interval": dict(facecolor="#eef0fb", edgecolor="#4b4f8c", linewidth=1.2, linestyle=(0, (4, 2)))}
-_TEXT = {"test-feature": dict(weight="bold", color="#1d2630"), "test-threshold": dict(color="#1d2630"),
+_TEXT: dict[str, dict[str, Any]] = {
+         "test-feature": dict(weight="bold", color="#1d2630"), "test-threshold": dict(color="#1d2630"),
          "leaf-label": dict(weight="bold"), "leaf-count": dict(size=11),
          "edge-label": dict(size=11, color="#56606b"), "node-id": dict(size=10, color="#6b7580", ha="left")}
 
@@ -107,9 +108,10 @@ def _tree_figure(svg: str, width: float, height: float):
         rect = group.find(f"{_SVG}rect")
         if rect is None or "node" not in group.get("class", ""):
             continue
-        x, y, w, h = (float(rect.get(a)) for a in ("x", "y", "width", "height"))
-        style = (dict(facecolor=rect.get("fill"), edgecolor="none", linewidth=0) if "leaf" in group.get("class", "")
-                 else _BOX["interval" if "interval" in group.get("class", "") else "internal"])
+        x, y, w, h = (float(rect.attrib[a]) for a in ("x", "y", "width", "height"))
+        style: dict[str, Any] = (
+            dict(facecolor=rect.get("fill"), edgecolor="none", linewidth=0) if "leaf" in group.get("class", "")
+            else _BOX["interval" if "interval" in group.get("class", "") else "internal"])
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle=f"round,pad=0,rounding_size={float(rect.get('rx', 5))}",
                                     **style))
     for text in root.iter(f"{_SVG}text"):
@@ -121,7 +123,7 @@ def _tree_figure(svg: str, width: float, height: float):
             style["color"] = text.get("fill")
         halo = ([patheffects.withStroke(linewidth=4, foreground="white")] if "edge-label" in text.get("class", "")
                 else None)
-        ax.text(float(text.get("x")), float(text.get("y")), text.text, va="baseline", family="sans-serif",
+        ax.text(float(text.attrib["x"]), float(text.attrib["y"]), text.text or "", va="baseline", family="sans-serif",
                 path_effects=halo, **style)
     return fig
 
@@ -137,17 +139,17 @@ def _path_points(d: str) -> tuple[list[tuple[float, float]], list[int]]:
         x, y = verts[-1] if verts else (0.0, 0.0)
         if command == "M":
             verts.append((numbers[0], numbers[1]))
-            codes.append(MplPath.MOVETO)
+            codes.append(int(MplPath.MOVETO))
         elif command == "C":
             verts += [(numbers[i], numbers[i + 1]) for i in range(0, 6, 2)]
-            codes += [MplPath.CURVE4] * 3
+            codes += [int(MplPath.CURVE4)] * 3
         elif command == "Q":
             verts += [(numbers[i], numbers[i + 1]) for i in range(0, 4, 2)]
-            codes += [MplPath.CURVE3] * 2
+            codes += [int(MplPath.CURVE3)] * 2
         elif command == "V":
             verts.append((x, numbers[0]))
-            codes.append(MplPath.LINETO)
+            codes.append(int(MplPath.LINETO))
         else:  # H
             verts.append((numbers[0], y))
-            codes.append(MplPath.LINETO)
+            codes.append(int(MplPath.LINETO))
     return verts, codes

@@ -28,7 +28,7 @@ def choose_scatter_features(tree: ThresholdTree, X_sample: np.ndarray | None = N
     seen: list[int] = []
     frontier = [0]
     while frontier and len(seen) < 2:
-        nxt = []
+        nxt: list[int] = []
         for node in frontier:
             if tree.kind[node] != LEAF:
                 f = int(tree.feature[node])
@@ -355,7 +355,8 @@ def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None, as_fig
     clip = main_top + 1.5 * max(main_top - ymin, 0.1)
     top = min(ymax, clip)
     for name, (x, y) in series.items():
-        style = dict(_CURVE_STYLE.get(name, dict(label=str(name).replace("_", " "), marker="d", ls="-.", lw=1.4)))
+        style: dict[str, Any] = dict(
+            _CURVE_STYLE.get(name, dict(label=str(name).replace("_", " "), marker="d", ls="-.", lw=1.4)))
         style.setdefault("ms", 5)
         above = y > top * 1.0001
         if above.any():

@@ -76,7 +76,8 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
                     f'<td class="num">0</td></tr>')
     head = ("<th scope='col'>algorithm</th><th scope='col'>leaves</th><th scope='col'>price</th>"
             "<th scope='col'>weighted avg depth</th>" + ("<th scope='col'>gap to optimum</th>" if optimum else ""))
-    notes = [f'Price: {_COST_WORDS.get(standing.get("cost"), "the tree cost ÷ the reference cost")}; lower is better, '
+    cost_words = _COST_WORDS.get(str(standing.get("cost")), "the tree cost ÷ the reference cost")
+    notes = [f'Price: {cost_words}; lower is better, '
              f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
              f'all rows. {_sentence(str(standing.get("fitted_on", "")))}']
     if optimum:
