@@ -269,12 +269,16 @@ def _prefect_environment() -> tempfile.TemporaryDirectory | None:
 
 def cmd_demo(args) -> int:
     import json
+    from pathlib import Path
 
+    from exclust.errors import InputError
     from exclust.outputs.folders import validate_output_dir
     from exclust.datasets.synthetic import write_gmm_parquet
 
     log = _log(False)
     out = validate_output_dir(args.out)
+    if not isinstance(out, Path):  # the demo's data are written beside the output folder
+        raise InputError(f"exclust demo writes to a local folder; {args.out} is not one")
     data = out.with_name(out.name + "-data")
     spec = {"rows": args.rows, "k": args.k, "d": args.d, "seed": args.seed}
     stamp = data / "_demo.json"
@@ -308,7 +312,7 @@ def cmd_demo(args) -> int:
             from flows.params import ExplainParams
 
             params = ExplainParams(
-                input=str(data), output=str(out), columns=features, algorithm=args.algorithm,
+                input=str(data), output=str(out), columns=",".join(features), algorithm=args.algorithm,
                 n_clusters=args.k, threshold=args.threshold, truth_column="truth",
                 scheduler_address=args.scheduler, random_state=args.seed,
             )
@@ -372,7 +376,7 @@ def _quiet_shutdown() -> None:
 
 _REDELIVER_SECONDS = 0.05
 # The signals that stop a run the way Ctrl-C does, and how the closing line names each.
-STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+STOP_SIGNALS: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 
 
 @dataclasses.dataclass
@@ -411,7 +415,7 @@ def _interrupts() -> Iterator[_Stop]:
         return
     from exclust.dataplane.progress import INTERRUPTED
 
-    interrupted = []
+    interrupted: list[int] = []
     inside = [True]
 
     def handler(signum, frame):
