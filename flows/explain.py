@@ -28,7 +28,7 @@ from flows.retry import RETRIES, RETRY_DELAYS, retry_if_transient
 OUTPUTS_URL_ENV = "EXCLUST_OUTPUTS_URL"  # URL where the worker's EXCLUST_OUTPUT_BASE folder is served
 quiet_bad_input()
 
-TASK_OPTIONS = dict(
+TASK_OPTIONS: dict[str, Any] = dict(
     retries=RETRIES, retry_delay_seconds=RETRY_DELAYS, retry_condition_fn=retry_if_transient,
     cache_policy=NO_CACHE, persist_result=False,
 )
@@ -66,6 +66,7 @@ def publish_artifacts(result: pipeline.ExplainResult) -> None:
     create_table_artifact(rows, key="explain-metrics", description="exclust explain: metrics of the tree")
     from exclust.report.page import summary_markdown
 
+    report: Path | str
     if isinstance(result.out, Path):
         report = (result.out / "report.html").resolve()
         url, hint = report_url(report), f" (set {OUTPUTS_URL_ENV} to link it from here)"

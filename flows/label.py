@@ -18,7 +18,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Completed
+from prefect.states import Completed, State
 
 from exclust.jobs.nightly import NightOutcome, label_date, parse_dates
 from exclust.jobs.labeling import load_tree
@@ -52,7 +52,8 @@ def dates_to_label(params: LabelParams) -> list[date | None]:
     """The dates of this run; [None] when the paths hold no {date} (label them as given)."""
     if not params.dated:
         return [None]
-    return parse_dates(params.date) if params.date else [scheduled_date()]
+    days: list[date | None] = [*parse_dates(params.date)] if params.date else [scheduled_date()]
+    return days
 
 
 def publish_counts(outcome: NightOutcome) -> None:
@@ -109,7 +110,7 @@ def publish_drift(outcome: NightOutcome, tree: ThresholdTree, logger) -> None:
 
 
 @flow(name="label", log_prints=True)
-def label(params: LabelParams) -> dict[str, Any]:
+def label(params: LabelParams) -> dict[str, Any] | State:
     """Write the input's Parquet partitions again with a cluster and a leaf column from a saved tree, by date."""
     logger = get_run_logger()
     days = dates_to_label(params)

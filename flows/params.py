@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,11 +27,12 @@ SCHEDULER_ENV = "EXCLUST_DASK_SCHEDULER"  # read on the worker when a run names 
 
 
 # The enumerations of the form come from the registry: a new algorithm or threshold appears here by itself.
-Algorithm = Enum("Algorithm", {name.replace("-", "_"): name for name in registry.ALGORITHMS}, type=str)
+# mypy cannot read the members of an Enum made from a computed dict ([misc]); they are the registry's names.
+Algorithm = StrEnum("Algorithm", {name.replace("-", "_"): name for name in registry.ALGORITHMS})  # type: ignore[misc]
 Algorithm.__doc__ = "Tree algorithms: " + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values())
-ThresholdVariant = Enum("ThresholdVariant", {name: name for name in registry.THRESHOLDS}, type=str)
+ThresholdVariant = StrEnum("ThresholdVariant", {name: name for name in registry.THRESHOLDS})  # type: ignore[misc]
 ThresholdVariant.__doc__ = "How MMDT places a cut between the means of a node."
-Objective = Enum("Objective", {name: name for name in registry.OBJECTIVES}, type=str)
+Objective = StrEnum("Objective", {name: name for name in registry.OBJECTIVES})  # type: ignore[misc]
 Objective.__doc__ = "The reference cost the tree keeps low: k-means (squared distances) or k-medians (l1)."
 
 
@@ -184,7 +185,7 @@ class ExplainParams(BaseModel):
         description="Feature columns, comma-separated, in order; blank: every numeric column except the named label "
                     "columns."
     )
-    algorithm: Algorithm = Field(default=Algorithm.mmdt, description="Tree algorithm.")
+    algorithm: Algorithm = Field(default=Algorithm("mmdt"), description="Tree algorithm.")
     n_clusters: int = Field(default=5, ge=2, le=10_000, description="Number of clusters k of the reference clustering.")
     reference: ReferenceKind = Field(
         default=ReferenceKind.gmm,
@@ -192,11 +193,11 @@ class ExplainParams(BaseModel):
                     "reference_column).",
     )
     reference_column: str = Field(default="", description="Label column when reference is labels; blank otherwise.")
-    threshold: ThresholdVariant = Field(default=ThresholdVariant.exact, description="MMDT threshold variant.")
+    threshold: ThresholdVariant = Field(default=ThresholdVariant("exact"), description="MMDT threshold variant.")
     truth_column: str = Field(default="", description="Ground-truth label column, scored with ARI; blank: none.")
     leaves: int = Field(default=0, ge=0, le=100_000,
                         description="Leaf budget of ExKMC, KDTree and CART; 0: n_clusters.")
-    objective: Objective = Field(default="kmeans",
+    objective: Objective = Field(default=Objective("kmeans"),
                                  description="Cost the tree keeps low (imm, exkmc, exshallow, random-cut): kmeans or "
                                              "kmedians.")
     depth_factor: float = Field(default=0.03, ge=0, description="ExShallow's penalty on depth; 0 gives ExGreedy.")

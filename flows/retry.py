@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 RETRIES = 2
-RETRY_DELAYS = [2, 10]
+RETRY_DELAYS: list[float] = [2, 10]
 
 # Errors that say the input or the request is wrong: running again cannot help.
 _PERMANENT = (ValueError, TypeError, KeyError, LookupError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
