@@ -270,6 +270,8 @@ def cmd_demo(args) -> int:
     from exclust.outputs.folders import validate_output_dir
     from exclust.datasets.synthetic import write_gmm_parquet
 
+    if args.prefect:
+        import flows  # noqa: F401  (checks that the flows extra is installed, before any data are written)
     log = _log(False)
     out = validate_output_dir(args.out)
     data = out.with_name(out.name + "-data")

@@ -15,7 +15,7 @@ import numpy as np
 
 from exclust.dataplane import parts
 from exclust.reference import base
-from exclust.errors import InputError
+from exclust.errors import InputError, require_extra
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import (lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block,
@@ -177,7 +177,8 @@ class KMeans(ExclustEstimator):
 
     def _fit_dask_ml(self, X, k, n_init, max_iter, tol, rs) -> None:
         import dask.array as da
-        from dask_ml.cluster import KMeans as DMKMeans
+
+        DMKMeans = require_extra("dask_ml.cluster", "KMeans(backend='dask-ml')", "dask-ml").KMeans
 
         Xd = X if is_lazy(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
         best = None

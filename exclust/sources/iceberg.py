@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from exclust.errors import InputError
+from exclust.errors import InputError, require_extra
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.delta import check_snapshot_options, parse_as_of
 from exclust.sources.guards import input_guards
@@ -65,6 +65,7 @@ def open_catalog(spec: str, storage_options: Mapping[str, Any] | None = None,
                  extra_properties: Mapping[str, str] | None = None):
     """(pyiceberg catalog, table identifier) of an address; InputError saying what is wrong."""
     uri, name, identifier = parse_address(spec)
+    require_extra("pyiceberg", "Iceberg tables", "lake")
     properties = {**file_io_properties(storage_options), **(extra_properties or {})}
     try:
         if uri.startswith(("http://", "https://")):
@@ -85,6 +86,7 @@ def open_catalog(spec: str, storage_options: Mapping[str, Any] | None = None,
 
 def load_catalog_table(spec: str, storage_options: Mapping[str, Any] | None = None):
     """The pyiceberg Table an address names; InputError saying what is wrong."""
+    require_extra("pyiceberg", "reading Iceberg tables", "lake")
     catalog, identifier = open_catalog(spec, storage_options)
     uri = parse_address(spec)[0]
     try:
