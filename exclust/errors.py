@@ -8,9 +8,6 @@ reads ``nan_policy='drop'`` from Python (``str(exc)``), ``--drop-nan`` on the co
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from types import ModuleType
 from typing import Any
 
 INTERFACES = ("python", "cli", "flow")
@@ -79,28 +76,8 @@ class InputTypeError(InputError, TypeError):
 
 class MissingExtraError(InputError):
     """A feature whose optional dependencies (an extra of the package) are not installed; the message
-    names the extra to install, and the CLI exits with code 2 on it like any other InputError."""
-
-
-# The extras a feature may need (pyproject.toml's [project.optional-dependencies], less all/test/docs).
-EXTRAS = ("flows", "lake", "s3", "dask-ml")
-
-
-def require_extra(module: str, feature: str, extra: str, *, load: bool = True) -> ModuleType | None:
-    """``module`` imported, or MissingExtraError: "``feature`` needs ``module``'s package: pip install
-    'exclust[extra]'". Called where the feature is used, so the core never imports an extra's packages.
-    With ``load=False`` only whether it is installed is checked (nothing imported; returns None)."""
-    if extra not in EXTRAS:
-        raise ValueError(f"extra must be one of {EXTRAS}, not {extra!r}")
-    try:
-        if not load:
-            if importlib.util.find_spec(module) is None:
-                raise ModuleNotFoundError(name=module)
-            return None
-        return importlib.import_module(module)
-    except ImportError as exc:
-        package = (exc.name or module).split(".")[0].replace("_", "-")
-        raise MissingExtraError(f"{feature} needs {package}: pip install 'exclust[{extra}]'") from None
+    names the extra to install, and the CLI exits with code 2 on it like any other InputError
+    (raised by ``exclust.sources.extras.require_extra``)."""
 
 
 class TreeFormatError(ValueError):

@@ -23,7 +23,8 @@ import uuid
 from datetime import date
 from typing import Any, Mapping, Sequence
 
-from exclust.errors import InputError, require_extra
+from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
 from exclust.outputs.lake_table import METADATA_KEY, NightFiles
 from exclust.sources.delta import DELTA_LOG, delta_storage_options, is_delta_table, table_url

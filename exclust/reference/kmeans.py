@@ -15,7 +15,8 @@ import numpy as np
 
 from exclust.dataplane import parts
 from exclust.reference import base
-from exclust.errors import InputError, require_extra
+from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import (lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block,

@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 from urllib.parse import unquote
 
-from exclust.errors import InputError, require_extra
+from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.guards import input_guards
 from exclust.sources.storage import GLOB_CHARS, filesystem, is_remote, split_protocol

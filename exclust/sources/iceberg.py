@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from exclust.errors import InputError, require_extra
+from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.delta import check_snapshot_options, parse_as_of
 from exclust.sources.guards import input_guards

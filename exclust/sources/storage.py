@@ -18,7 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from exclust.errors import InputError, require_extra
+from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 GLOB_CHARS = "*?["
