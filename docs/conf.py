@@ -63,6 +63,7 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "min_reported_time": 1,
     "matplotlib_animations": False,
+    "capture_repr": (),  # the figure a helper returns is shown as a picture, not as its repr
 }
 
 suppress_warnings = ["config.cache"]  # sphinx-gallery's configuration holds callables; not an error
