@@ -7,7 +7,10 @@ Needs only python3 (3.11+).  Usage:
     python3 bootstrap.py install                       # only set up .venv
     python3 bootstrap.py test [pytest options]         # install with test extras, then run pytest
     python3 bootstrap.py check                         # install with test extras, then ruff and mypy
+    python3 bootstrap.py docs                          # install with docs extras, then build docs/ (warnings fail)
 
+Every command installs exclust with all its extras (``exclust[all]``: the Prefect flows, lake
+tables, object stores), plus the test or docs tools for those commands.
 The environment lives in ./.venv and is re-installed only when pyproject.toml changes; after
 installing, numba's kernels are compiled once into numba's cache (``python -m exclust.jobs.warmup``),
 where the command line, your own Python and the Dask workers all find them.
@@ -36,11 +39,15 @@ def _stamp(extras: str) -> str:
     return hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
 
 
+# Extras installed per command; a richer install serves the plain commands too (no re-install).
+EXTRAS = {"demo": "all", "install": "all", "test": "all,test", "check": "all,test", "docs": "all,docs"}
+
+
 def _install(extras: str) -> None:
     """Install exclust with ``extras`` unless installed from this pyproject.toml already (with the
-    test extras also serving a run that needs none), then compile the kernels once."""
+    test or docs extras also serving a run that needs only ``all``), then compile the kernels once."""
     wanted = _stamp(extras)
-    satisfied = {wanted, _stamp("test")} if not extras else {wanted}
+    satisfied = {wanted, _stamp(EXTRAS["test"]), _stamp(EXTRAS["docs"])} if extras == "all" else {wanted}
     if STAMP.exists() and STAMP.read_text() in satisfied and _venv_python().exists():
         return
     if sys.version_info < (3, 11):
@@ -51,7 +58,7 @@ def _install(extras: str) -> None:
     pip = [str(_venv_python()), "-m", "pip", "--disable-pip-version-check"]
     print("[bootstrap] installing exclust and its dependencies (first run takes a few minutes)", flush=True)
     subprocess.check_call(pip + ["install", "-q", "--upgrade", "pip"])
-    subprocess.check_call(pip + ["install", "-q", "-e", f"{ROOT}[{extras}]" if extras else str(ROOT)])
+    subprocess.check_call(pip + ["install", "-q", "-e", f"{ROOT}[{extras}]"])
     # Compiled kernels go where numba caches by default (__pycache__ beside the sources, unless
     # the user's own NUMBA_CACHE_DIR says otherwise): the one place every later process looks,
     # the command, a user's Python and the Dask workers alike.
@@ -62,11 +69,11 @@ def _install(extras: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"demo", "test", "check", "install"}:
+    if not argv or argv[0] not in EXTRAS:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
-    _install("test" if command in ("test", "check") else "")
+    _install(EXTRAS[command])
     if command == "install":
         print(ACTIVATE_HINT, flush=True)
         return 0
@@ -79,6 +86,10 @@ def main(argv: list[str]) -> int:
         lint = subprocess.call([str(_venv_python()), "-m", "ruff", "check", "."], cwd=ROOT)
         types = subprocess.call([str(_venv_python()), "-m", "mypy"], cwd=ROOT)
         return lint or types
+    if command == "docs":
+        # Warnings are errors (-W, --keep-going to list them all); the site lands in docs/_build/html.
+        return subprocess.call([str(_venv_python()), "-m", "sphinx", "-W", "--keep-going", "-b", "html",
+                                "docs", "docs/_build/html", *rest], cwd=ROOT)
     return subprocess.call([str(_venv_python()), "-m", "pytest", *rest], cwd=ROOT)
 
 

@@ -1,7 +1,8 @@
 """exclust: explain clusterings of large datasets with small axis-aligned decision trees, on Dask.
 
 Public names are imported lazily, so ``import exclust`` stays fast and a CLI call pays only for
-the parts it uses.
+the parts it uses. Every algorithm of the registry (``exclust.jobs.registry``) has its class here
+(``tests/test_public_api.py`` checks it).
 
 Lives here: ``errors.py`` (the errors raised on purpose), ``estimator.py`` (the estimators' base),
 ``cli.py`` (the ``exclust`` command), and the packages by layer (ARCHITECTURE.md): ``dataplane/``,
@@ -40,6 +41,7 @@ _PUBLIC = {
     "ExShallow": "exclust.algorithms.histogram.exshallow",
     "ExGreedy": "exclust.algorithms.histogram.exgreedy",
     "TreeSearch": "exclust.algorithms.search.tree_search",
+    "LabelTree": "exclust.algorithms.search.label_tree",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.histogram.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",
@@ -73,4 +75,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+    # The public names and the version, each once: not the module's own imports or the subpackages
+    # that importing a public name loads.
+    return sorted({*__all__, "__version__"})

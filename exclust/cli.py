@@ -275,6 +275,8 @@ def cmd_demo(args) -> int:
     from exclust.outputs.folders import validate_output_dir
     from exclust.datasets.synthetic import write_gmm_parquet
 
+    if args.prefect:
+        import flows  # noqa: F401  (checks that the flows extra is installed, before any data are written)
     log = _log(False)
     out = validate_output_dir(args.out)
     if not isinstance(out, Path):  # the demo's data are written beside the output folder

@@ -74,6 +74,12 @@ class InputTypeError(InputError, TypeError):
     TypeError as scikit-learn raises for it, and an InputError for the CLI."""
 
 
+class MissingExtraError(InputError):
+    """A feature whose optional dependencies (an extra of the package) are not installed; the message
+    names the extra to install, and the CLI exits with code 2 on it like any other InputError
+    (raised by ``exclust.sources.extras.require_extra``)."""
+
+
 class TreeFormatError(ValueError):
     """A tree file or tree arrays that do not describe a valid ThresholdTree."""
 

@@ -97,6 +97,17 @@ class CART(TreeExplainer):
     ``max_leaf_nodes`` None: one leaf per cluster (``n_clusters``, else the clusters the labels
     hold). ``n_clusters`` None: read from the labels (the largest id + 1); given, the labels
     must name clusters below it.
+
+    Parameters
+    ----------
+    max_leaf_nodes : int or None, default=None
+        Leaves of the tree; None: one per cluster.
+    max_sample_rows : int, default=1000000
+        scikit-learn fits on an exact uniform sample of at most this many rows (a Dask input is sampled in one pass).
+    random_state : None, int or numpy Generator, default=None
+        Seeds the sample and scikit-learn's tree.
+    n_clusters : int or None, default=None
+        Number of clusters; None: read from the labels (the largest id + 1).
     """
 
     _parameter_constraints = {

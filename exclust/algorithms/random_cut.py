@@ -231,14 +231,18 @@ class RandomCutTree(TreeExplainer):
 
     Parameters
     ----------
-    n_clusters : number of centers (= leaves).
-    objective : ``"kmedians"`` (Random Thresholds; Gupta et al. FOCS 2023, Makarychev and Shan
+    n_clusters : int
+        Number of centers (= leaves).
+    objective : {"kmeans", "kmedians"}, default="kmeans"
+        ``"kmedians"`` (Random Thresholds; Gupta et al. FOCS 2023, Makarychev and Shan
         NeurIPS 2023) or ``"kmeans"`` (density proportional to the distance to the nearest of all
         centers; O(k ln k), Makarychev and Shan ICML 2021 / Esfandiari et al. SODA 2022; not the
         O(k ln ln k) algorithm of Gupta et al. FOCS 2023, whose description was not available).
-    n_trials : number of independent trees; with data, all are scored in one pass and the
+    n_trials : int, default=1
+        Number of independent trees; with data, all are scored in one pass and the
         cheapest kept; without data, trial 0 (the tree ``n_trials=1`` gives) is kept.
-    random_state : None, int or numpy Generator; trees are drawn one after the other from it.
+    random_state : None, int or numpy Generator, default=None
+        Trees are drawn one after the other from it.
 
     Fitted attributes: ``tree_`` (ThresholdTree, k leaves, leaf value = center index),
     ``centers_``, ``bound_`` (guaranteed expected price, a float for k-medians, None for k-means

@@ -14,6 +14,9 @@ Parquet through a local Dask cluster (the command line, the flows and the worker
 """
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sys
 import tempfile
 import time
@@ -54,21 +57,55 @@ def _runs(data, every_variant: bool = True):
                 yield ExplainConfig(algorithm=name, reference="gmm", threshold=threshold, **common)
 
 
-def warm_in_memory() -> None:
-    """Every registered algorithm's explain run on a DataFrame in memory (the Python API's types)."""
+def _say(text: str) -> None:
+    print(f"[warm-up] {text}", flush=True)
+
+
+def _warm(configs: list, where: str, started: float) -> None:
+    """Run each explain config, one progress line each (what it compiled, how long it took)."""
     from exclust.jobs.steps import explain
 
-    for config in _runs(_blobs()):
+    for i, config in enumerate(configs, 1):
+        t0 = time.perf_counter()
         explain(config)
+        variant = config.threshold if config.algorithm == "mmdt" else config.objective
+        _say(f"{i:2d}/{len(configs)} {where}: {config.algorithm} ({variant}) {time.perf_counter() - t0:5.1f} s, "
+             f"{time.perf_counter() - started:4.0f} s in all")
 
 
-def warm_explain_job() -> None:
+def warm_in_memory(started: float | None = None) -> None:
+    """Every registered algorithm's explain run on a DataFrame in memory (the Python API's types)."""
+    _warm(list(_runs(_blobs())), "in memory", time.perf_counter() if started is None else started)
+
+
+@contextlib.contextmanager
+def _quiet_local_cluster():
+    """The warm-up's local cluster without its chatter: the workers log nothing (their errors reach
+    the driver as exceptions), and its closing, whose heartbeats and comms fail on purpose as the
+    scheduler stops before the workers, logs nothing in this process either."""
+    saved = os.environ.get("DASK_LOGGING__DISTRIBUTED")
+    os.environ["DASK_LOGGING__DISTRIBUTED"] = "critical"  # read by each worker process at its start
+    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    try:
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL + 1)
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+        if saved is None:
+            os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
+        else:
+            os.environ["DASK_LOGGING__DISTRIBUTED"] = saved
+
+
+def warm_explain_job(started: float | None = None) -> None:
     """The same runs on a small Parquet dataset through a local Dask cluster (the driver's and the
     workers' argument types, which may differ from numpy input's)."""
     import pyarrow as pa
 
     from exclust.dataplane.cluster import dask_cluster
-    from exclust.jobs.steps import explain
 
     frame = _blobs(6000, seed=1)
     with tempfile.TemporaryDirectory(prefix="exclust-warmup-") as tmp:
@@ -78,19 +115,26 @@ def warm_explain_job() -> None:
 
         for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
             pq.write_table(pa.Table.from_pandas(frame.iloc[rows], preserve_index=False), data / f"part-{i}.parquet")
-        with dask_cluster(None):
-            for config in _runs(str(data), every_variant=False):
-                explain(config)
+        finished = False
+        try:
+            with _quiet_local_cluster(), dask_cluster(None):
+                _warm(list(_runs(str(data), every_variant=False)), "on a local Dask cluster",
+                      time.perf_counter() if started is None else started)
+                finished = True
+        except TimeoutError:
+            if not finished:
+                raise
+            # The runs are done and their kernels cached; only the workers' exit was slow (a loaded machine).
+            _say("the local cluster was slow to close; its workers were stopped (the kernels are compiled)")
 
 
 def main() -> int:
     t0 = time.perf_counter()
     print("[warm-up] compiling exclust's numba kernels once (a few minutes; later runs load them from the cache)",
           flush=True)
-    warm_in_memory()
-    print(f"[warm-up] in-memory fits done in {time.perf_counter() - t0:.0f} s; now an explain job on a local "
-          "Dask cluster", flush=True)
-    warm_explain_job()
+    warm_in_memory(t0)
+    _say(f"in-memory fits done in {time.perf_counter() - t0:.0f} s; now the explain job on a local Dask cluster")
+    warm_explain_job(t0)
     print(f"[warm-up] done in {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 

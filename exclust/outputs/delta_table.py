@@ -24,6 +24,7 @@ from datetime import date
 from typing import Any, Mapping, Sequence
 
 from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
 from exclust.outputs.lake_table import METADATA_KEY, NightFiles
 from exclust.sources.delta import DELTA_LOG, delta_storage_options, is_delta_table, table_url
@@ -71,6 +72,7 @@ class DeltaNight(NightFiles):
 
     def __init__(self, url: str | Any, date_column: str, day: date, guards: Sequence[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None):
+        require_extra("deltalake", "writing Delta tables", "lake")
         self.url = str(url)
         self.date_column, self.day = date_column, day
         self.storage_options = dict(storage_options or {})

@@ -27,6 +27,7 @@ from datetime import date
 from typing import Any, Mapping, Sequence
 
 from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
 from exclust.outputs.lake_table import METADATA_KEY, NightFiles
 from exclust.sources.guards import Guard
@@ -64,8 +65,7 @@ class IcebergNight(NightFiles):
 
     def __init__(self, url: str, date_column: str, day: date, guards: Sequence[Guard] = (),
                  storage_options: Mapping[str, Any] | None = None):
-        from pyiceberg.exceptions import NoSuchTableError
-
+        NoSuchTableError = require_extra("pyiceberg.exceptions", "writing Iceberg tables", "lake").NoSuchTableError
         self.url = str(url).strip()
         self.date_column, self.day = date_column, day
         self.storage_options = dict(storage_options or {})

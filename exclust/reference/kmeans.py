@@ -16,6 +16,7 @@ import numpy as np
 from exclust.dataplane import parts
 from exclust.reference import base
 from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.dataplane.parts import is_lazy
 from exclust.reference.passes import (lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block,
@@ -56,14 +57,14 @@ class KMeans(ExclustEstimator):
     processes; a 2-core machine shared with other jobs, so two runs are shown and only ratios
     within a run mean much; inertia of every method scored by the same kernel):
 
-    =====================================  ===============  ==================  ==============
-    method                                 seconds (2 runs) x scikit-learn      inertia ratio
-    =====================================  ===============  ==================  ==============
-    scikit-learn KMeans (numpy, k-means++)  6.8 / 3.7        1                   1
-    dask-ml KMeans (dask, k-means||)        54.9 / 65.2      8.1 / 17.4          1.010
-    exclust Lloyd (dask, k-means||)         3.0 / 6.7        0.45 / 1.8          0.856
-    exclust Lloyd (numpy threads)           5.7 / 3.7        0.84 / 0.99         1.0 / 0.856
-    =====================================  ===============  ==================  ==============
+    ======================================  ================  ==================  ==============
+    method                                  seconds (2 runs)  x scikit-learn      inertia ratio
+    ======================================  ================  ==================  ==============
+    scikit-learn KMeans (numpy, k-means++)  6.8 / 3.7         1                   1
+    dask-ml KMeans (dask, k-means||)        54.9 / 65.2       8.1 / 17.4          1.010
+    exclust Lloyd (dask, k-means||)         3.0 / 6.7         0.45 / 1.8          0.856
+    exclust Lloyd (numpy threads)           5.7 / 3.7         0.84 / 0.99         1.0 / 0.856
+    ======================================  ================  ==================  ==============
 
     (the numpy row used k-means++ seeding in the first run, k-means|| in the second). dask-ml is
     8-17x slower, so dask arrays go to ``"lloyd"``: k-means|| seeding (``kmeans_parallel_init``:
@@ -89,6 +90,29 @@ class KMeans(ExclustEstimator):
     of the rows nearest each final center, from the last pass; Lloyd backend), ``n_passes_``
     (passes over the data made by the fit; for the scikit-learn backend, iterations + 1 for the
     k-means++ seeding, a lower bound).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters (centers).
+    n_init : int or "auto", default="auto"
+        Seedings tried; the one of least inertia is kept ("auto": scikit-learn's rule in memory, 1 on Dask).
+    max_iter : int, default=300
+        Most Lloyd iterations (each one pass over the data on Dask).
+    tol : float, default=1e-4
+        Stop when the squared center shift is at most ``tol`` times the mean per-feature variance.
+    random_state : None, int or numpy Generator, default=None
+        Seeds the seeding and the sample.
+    backend : {"auto", "sklearn", "lloyd", "dask-ml"}, default="auto"
+        Who runs the iterations (see above); ``"dask-ml"`` needs ``pip install 'exclust[dask-ml]'``.
+    init_rounds : int, default=5
+        Rounds of k-means|| seeding, each one pass.
+    verbose : bool, default=False
+        Log each fit's summary line.
+    init : {"k-means||", "sample"}, default="k-means||"
+        How Lloyd is seeded on Dask: k-means|| rounds, or scikit-learn's k-means on a uniform sample.
+    sample_rows : int, default=200000
+        Rows of that sample (``init="sample"``).
     """
 
     _parameter_constraints = {
@@ -183,7 +207,8 @@ class KMeans(ExclustEstimator):
 
     def _fit_dask_ml(self, X, k, n_init, max_iter, tol, rs) -> None:
         import dask.array as da
-        from dask_ml.cluster import KMeans as DMKMeans
+
+        DMKMeans = require_extra("dask_ml.cluster", "KMeans(backend='dask-ml')", "dask-ml").KMeans
 
         Xd = X if is_lazy(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
         best = None

@@ -111,6 +111,23 @@ class KMedians(ExclustEstimator):
     input), ``inertia_`` (sum over rows of the l1 distance to the nearest center),
     ``n_iter_``, ``n_passes_`` (passes over the data: validation, seeding, each iteration's
     median passes, and a final scoring pass unless the last iteration moved nothing).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters (centers).
+    max_iter : int, default=100
+        Most iterations, each one pass over the data.
+    tol : float, default=1e-4
+        Stop when the centers move less than this (relative to the data's spread).
+    init : "k-medians||" or array of shape (n_clusters, n_features), default="k-medians||"
+        The seeding: k-medians|| rounds over the data, or given centers.
+    init_rounds : int, default=5
+        Rounds of the k-medians|| seeding, each one pass.
+    random_state : None, int or numpy Generator, default=None
+        Seeds the seeding.
+    verbose : bool, default=False
+        Log each fit's summary line.
     """
 
     _parameter_constraints = {

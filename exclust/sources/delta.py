@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import unquote
 
 from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.guards import input_guards
 from exclust.sources.storage import GLOB_CHARS, filesystem, is_remote, split_protocol
@@ -100,7 +101,7 @@ def check_snapshot_options(options: Mapping[str, Any]) -> None:
 def open_delta_table(url: str, storage_options: Mapping[str, Any] | None = None,
                      table_version: int | None = None, as_of: Any = None):
     """The ``deltalake.DeltaTable`` at the snapshot asked for; InputError naming what is wrong."""
-    from deltalake import DeltaTable
+    DeltaTable = require_extra("deltalake", "reading Delta tables", "lake").DeltaTable
 
     address = table_url(url)
     options = delta_storage_options(url, storage_options)

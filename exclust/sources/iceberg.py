@@ -20,6 +20,7 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.delta import check_snapshot_options, parse_as_of
 from exclust.sources.guards import input_guards
@@ -68,6 +69,7 @@ def open_catalog(spec: str, storage_options: Mapping[str, Any] | None = None,
                  extra_properties: Mapping[str, str] | None = None):
     """(pyiceberg catalog, table identifier) of an address; InputError saying what is wrong."""
     uri, name, identifier = parse_address(spec)
+    require_extra("pyiceberg", "Iceberg tables", "lake")
     properties = {**file_io_properties(storage_options), **(extra_properties or {})}
     catalog: Catalog
     try:
@@ -89,6 +91,7 @@ def open_catalog(spec: str, storage_options: Mapping[str, Any] | None = None,
 
 def load_catalog_table(spec: str, storage_options: Mapping[str, Any] | None = None):
     """The pyiceberg Table an address names; InputError saying what is wrong."""
+    require_extra("pyiceberg", "reading Iceberg tables", "lake")
     catalog, identifier = open_catalog(spec, storage_options)
     uri = parse_address(spec)[0]
     try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from exclust.errors import InputError
+from exclust.sources.extras import require_extra
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 GLOB_CHARS = "*?["
@@ -26,6 +27,8 @@ GLOB_CHARS = "*?["
 # fsspec protocol -> the package that provides it, named in the error when it is missing.
 _PROTOCOL_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs", "az": "adlfs",
                       "hdfs": "pyarrow", "http": "aiohttp", "https": "aiohttp"}
+# Schemes whose package is an extra of exclust (pyproject.toml): the error names the extra.
+_PROTOCOL_EXTRAS = {"s3": "s3", "s3a": "s3"}
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ def filesystem(url: str | os.PathLike, storage_options: Mapping[str, Any] | None
     options = dict(storage_options or {})
     if proto in (None, "file", "local"):
         return fsspec.filesystem("file"), os.path.abspath(os.path.expanduser(rest))
+    if proto in _PROTOCOL_EXTRAS:
+        require_extra(_PROTOCOL_PACKAGES[proto], f"reading and writing {proto}:// paths", _PROTOCOL_EXTRAS[proto])
     try:
         fs, path = url_to_fs(text, **options)
     except ImportError as exc:

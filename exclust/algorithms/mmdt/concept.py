@@ -25,7 +25,7 @@ import numpy as np
 from exclust.algorithms.mmdt.cav_fitting import fit_cavs
 from exclust.algorithms.mmdt.cavs import ConceptActivationVectors
 from exclust.algorithms.mmdt.mmdt import THRESHOLDS
-from exclust.errors import InputError
+from exclust.errors import InputError, ParameterError
 from exclust.sources.dataset import Dataset, as_matrix
 from exclust.dataplane.parts import is_lazy
 from exclust.estimator import RANDOM_STATE, Interval, StrOptions, TreeExplainer
@@ -148,6 +148,7 @@ def _named_tree(tree, names: Sequence[str], meta: Mapping[str, Any]):
 _COMMON_CONSTRAINTS = {
     "cavs": [ConceptActivationVectors],
     "n_components": [None, Interval(Integral, 1, None, closed="left")],
+    "n_clusters": [None, Interval(Integral, 1, None, closed="left")],
     "covariance_type": [StrOptions({"full", "diag"})],
     "n_init": [Interval(Integral, 1, None, closed="left")],
     "random_state": RANDOM_STATE,
@@ -156,6 +157,15 @@ _COMMON_CONSTRAINTS = {
 
 class _ConceptTree(TreeExplainer):
     """What both concept estimators share: rows are projected onto the CAVs before the tree routes them."""
+
+    def _n_clusters(self) -> int | None:
+        """The number of clusters of the base mixture: ``n_clusters`` or its mixture's name ``n_components``
+        (either may be given; both only when they agree)."""
+        given = {v for v in (self.n_components, self.n_clusters) if v is not None}
+        if len(given) > 1:
+            raise ParameterError(f"n_clusters={self.n_clusters} and n_components={self.n_components} name the number "
+                                 "of clusters twice, differently; give one of them")
+        return given.pop() if given else None
 
     def transform(self, X):
         """Concept coordinates C x of the embeddings X (numpy or dask)."""
@@ -167,7 +177,7 @@ class _ConceptTree(TreeExplainer):
     def _embedding(self, X):
         """The validated embedding matrix of X, checked against the CAVs' dimension."""
         cavs = _check_cavs(self.cavs)
-        data = as_matrix(X, n_clusters=self.n_components)
+        data = as_matrix(X, n_clusters=self._n_clusters())
         cavs.check_embedding(data.n_features)
         return cavs, data.X
 
@@ -179,11 +189,18 @@ class ConceptMMDT(_ConceptTree):
     ----------
     cavs : ConceptActivationVectors
         The concepts (``fit_cavs``); their names become the tree's feature names.
-    n_components : int or None
+    n_components : int or None, default=None
         Clusters of the base Gaussian mixture fitted in the embedding when ``fit`` gets no labels.
-    threshold : MMDT's threshold rule ("exact", "gaussian", "chebyshev", "midpoint", "random").
-    covariance_type, n_init : passed to the base ``exclust.GaussianMixture``.
-    random_state : seeds the base mixture and MMDT's tie breaks.
+    threshold : {"exact", "gaussian", "chebyshev", "midpoint", "random"}, default="exact"
+        MMDT's threshold rule.
+    covariance_type : {"full", "diag"}, default="full"
+        Passed to the base ``exclust.GaussianMixture``.
+    n_init : int, default=1
+        Restarts of the base ``exclust.GaussianMixture``.
+    random_state : None, int or numpy Generator, default=None
+        Seeds the base mixture and MMDT's tie breaks.
+    n_clusters : int or None, default=None
+        The same as ``n_components`` (exclust's name for a number of clusters); give either.
 
     Passes over X in ``fit``: with labels, a validation pass (dask input) and one statistics
     pass (per-cluster counts, sums and full scatter, for the means and Sigma); without labels,
@@ -214,9 +231,12 @@ class ConceptMMDT(_ConceptTree):
         covariance_type: str = "full",
         n_init: int = 1,
         random_state: Any = None,
+        *,
+        n_clusters: int | None = None,
     ) -> None:
         self.cavs = cavs
         self.n_components = n_components
+        self.n_clusters = n_clusters
         self.threshold = threshold
         self.covariance_type = covariance_type
         self.n_init = n_init
@@ -234,11 +254,11 @@ class ConceptMMDT(_ConceptTree):
         cavs, X = self._embedding(X)
         if labels is None:
             latent, labels, source, mixture = _fit_base_mixture(
-                X, self.n_components, self.covariance_type, self.n_init, self.random_state
+                X, self._n_clusters(), self.covariance_type, self.n_init, self.random_state
             )
         else:
             labels = _labels_vector(labels, X.shape[0])
-            latent, source, mixture = _summarize_labels(X, labels, self.n_components), "labels", None
+            latent, source, mixture = _summarize_labels(X, labels, self._n_clusters()), "labels", None
         summary = concept_summary(cavs, latent)
         mmdt = MMDT(threshold=self.threshold, random_state=self.random_state).fit(summary)
         self.enr_ = mmdt.enr_ / 2.0  # MMDT reports paper 002's convention; eq. 6 of paper 000 halves it
@@ -281,6 +301,23 @@ class ConceptCART(_ConceptTree):
     ``n_components`` is fitted in the embedding first (as ``ConceptMMDT`` does). The tree has
     ``max_leaf_nodes`` leaves (default: the number of clusters, as in the paper's comparison).
 
+    Parameters
+    ----------
+    cavs : ConceptActivationVectors
+        The concepts (``fit_cavs``); their names become the tree's feature names.
+    max_leaf_nodes : int or None, default=None
+        Leaves of the tree; None: one per cluster.
+    n_components : int or None, default=None
+        Clusters of the base Gaussian mixture fitted in the embedding when ``fit`` gets no labels.
+    covariance_type : {"full", "diag"}, default="full"
+        Passed to the base ``exclust.GaussianMixture``.
+    n_init : int, default=1
+        Restarts of the base ``exclust.GaussianMixture``.
+    random_state : None, int or numpy Generator, default=None
+        Seeds the base mixture and CART.
+    n_clusters : int or None, default=None
+        The same as ``n_components`` (exclust's name for a number of clusters); give either.
+
     Fitted: ``tree_`` (over the concept names), ``reference_labels_``, ``mixture_``, ``cart_``.
     """
 
@@ -295,10 +332,13 @@ class ConceptCART(_ConceptTree):
         covariance_type: str = "full",
         n_init: int = 1,
         random_state: Any = None,
+        *,
+        n_clusters: int | None = None,
     ) -> None:
         self.cavs = cavs
         self.max_leaf_nodes = max_leaf_nodes
         self.n_components = n_components
+        self.n_clusters = n_clusters
         self.covariance_type = covariance_type
         self.n_init = n_init
         self.random_state = random_state
@@ -312,7 +352,7 @@ class ConceptCART(_ConceptTree):
         mixture = None
         if labels is None:
             _, labels, _, mixture = _fit_base_mixture(
-                X, self.n_components, self.covariance_type, self.n_init, self.random_state
+                X, self._n_clusters(), self.covariance_type, self.n_init, self.random_state
             )
             n_clusters = int(mixture.n_components)  # the mixture fitted with ours
         else:

@@ -231,21 +231,32 @@ class KernelMMDT(TreeExplainer):
 
     Parameters
     ----------
-    n_clusters : number of clusters K (>= 2); each leaf stands for one.
-    kernel : "gaussian" (g(t) = exp(-t^2)) or "laplace" (g(t) = exp(-t)), applied per axis to |x_i - y_i| / h_i.
-    bandwidth : h, one positive number, one per feature, or "scale" (the default): h_i = sqrt(d) std_i,
+    n_clusters : int, default=8
+        Number of clusters K (>= 2); each leaf stands for one.
+    kernel : {"gaussian", "laplace"}, default="gaussian"
+        "gaussian" (g(t) = exp(-t^2)) or "laplace" (g(t) = exp(-t)), applied per axis to ``|x_i - y_i| / h_i``.
+    bandwidth : float, array-like of shape (n_features,) or "scale", default="scale"
+        h: one positive number, one per feature, or "scale": h_i = sqrt(d) std_i,
         scikit-learn's gamma="scale" rule (gamma = 1 / (d Var X)) applied per feature, so every
         feature counts in its own units; it costs one moments pass over the data.
-    samples_per_cluster : rows drawn per cluster to estimate xi(i, k, l) (a cluster smaller than this
+    samples_per_cluster : int, default=256
+        Rows drawn per cluster to estimate xi(i, k, l) (a cluster smaller than this
         gives all its rows; a cluster needs at least 2).
-    n_components : dimension D of the random Fourier features (kernel k-means base and kernel price).
-    prototype : "random" (paper: x^(k) drawn from cluster k) or "best" (the sampled row of cluster k
+    n_components : int, default=256
+        Dimension D of the random Fourier features (kernel k-means base and kernel price).
+    prototype : {"best", "random"}, default="best"
+        "random" (paper: x^(k) drawn from cluster k) or "best" (the sampled row of cluster k
         whose interval misroutes the least sampled weight).
-    compute_price : measure ``kernel_price_`` in one extra pass.
-    kmeans_n_init, kmeans_max_iter : restarts and Lloyd iterations of the k-means on random Fourier
-        features (the base clustering). Kernel k-means has many local optima, so restarts pay; "auto"
-        is 5 restarts in memory and 1 on a dask array, where each restart costs a dozen passes.
-    random_state : seed of every random choice (frequencies, k-means, samples, prototypes, ties).
+    compute_price : bool, default=True
+        Measure ``kernel_price_`` in one extra pass.
+    kmeans_n_init : int or "auto", default="auto"
+        Restarts of the k-means on random Fourier features (the base clustering). Kernel k-means
+        has many local optima, so restarts pay; "auto" is 5 restarts in memory and 1 on a dask
+        array, where each restart costs a dozen passes.
+    kmeans_max_iter : int, default=100
+        Lloyd iterations of that k-means.
+    random_state : None or int, default=None
+        Seed of every random choice (frequencies, k-means, samples, prototypes, ties).
 
     Fitted attributes: ``tree_``, ``bandwidth_`` (per feature), ``labels_`` (base labels when the
     base was fitted here), ``base_``

@@ -25,6 +25,7 @@ the data: the work is O(K^2 d) at most, whatever the number of points.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ from exclust.algorithms.mmdt._threshold_search import (
 )
 from exclust.errors import InputError
 from exclust.sources.dataset import check_spread
-from exclust.estimator import RANDOM_STATE, StrOptions, TreeExplainer
+from exclust.estimator import RANDOM_STATE, Interval, StrOptions, TreeExplainer
 from exclust.reference.summary import MixtureSummary
 from exclust.tree import TreeBuilder
 
@@ -230,15 +231,18 @@ class MMDT(TreeExplainer):
 
     Parameters
     ----------
-    threshold : {"exact", "gaussian", "chebyshev", "midpoint", "random"}
+    threshold : {"exact", "gaussian", "chebyshev", "midpoint", "random"}, default="exact"
         How a node's cut is placed (see the module docstring). ``"exact"`` uses each component's
         own per-axis standard deviation (``summary.sigma_per_component``); the other variants
         use the coordinate-wise sigma_j (``summary.sigma``: the within-component standard
         deviation pooled over components, paper 002's sigma_j). Axis choice always normalizes by
         ``summary.sigma``; paper 000's analysis takes sigma_j as a bound over components (its
         Assumption 1: max_k), which a caller can pass as ``MixtureSummary(sigma=...)``.
-    random_state : None, int or numpy Generator
+    random_state : None, int or numpy Generator, default=None
         Breaks ties and draws the thresholds of ``"random"``; the same seed gives the same tree.
+    n_clusters : int or None, default=None
+        The number of clusters the tree explains. MMDT reads it from the summary (one leaf per
+        component); given, ``fit`` checks that the summary has that many components.
 
     Attributes
     ----------
@@ -249,11 +253,13 @@ class MMDT(TreeExplainer):
     summary_ : the MixtureSummary the tree was grown from.
     """
 
-    _parameter_constraints = {"threshold": [StrOptions(set(THRESHOLDS))], "random_state": RANDOM_STATE}
+    _parameter_constraints = {"threshold": [StrOptions(set(THRESHOLDS))], "random_state": RANDOM_STATE,
+                              "n_clusters": [None, Interval(Integral, 2, None, closed="left")]}
 
-    def __init__(self, threshold: str = "exact", random_state: Any = None) -> None:
+    def __init__(self, threshold: str = "exact", random_state: Any = None, *, n_clusters: int | None = None) -> None:
         self.threshold = threshold
         self.random_state = random_state
+        self.n_clusters = n_clusters
 
     # ------------------------------------------------------------------ fitting
     def fit(self, summary: MixtureSummary, y: Any = None) -> "MMDT":
@@ -276,6 +282,9 @@ class MMDT(TreeExplainer):
             )
         means = summary.means
         K, d = means.shape
+        if self.n_clusters is not None and K != self.n_clusters:
+            raise InputError(f"n_clusters={self.n_clusters}, but the mixture summary has {K} components; MMDT builds "
+                             f"one leaf per component: give a summary of that many components or n_clusters={K}")
         self._check_inputs(summary)
         builder, diagnostics = _Builder(self.threshold, summary, self.random_state).grow()
 

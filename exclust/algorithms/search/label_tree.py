@@ -328,13 +328,20 @@ class LabelTree(TreeExplainer):
 
     Parameters
     ----------
-    n_clusters : number of clusters; labels are ids 0..n_clusters-1, -1 (or NaN) for noise.
-    n_leaves : most leaves of the tree (None: ``n_clusters``); at least ``n_clusters``.
-    n_candidates : cuts tried at a node of the lookahead (fewest two-leaf majority mistakes).
-    lookahead : levels searched below a node before growing best-first.
-    exact_rows : on at most this many searched rows every cut is tried at every depth (exact).
-    sample_rows : the search runs on an exact uniform sample of at most this many rows.
-    random_state : seed of the sample (and of the CART tree compared against).
+    n_clusters : int
+        Number of clusters; labels are ids 0..n_clusters-1, -1 (or NaN) for noise.
+    n_leaves : int or None, default=None
+        Most leaves of the tree (None: ``n_clusters``); at least ``n_clusters``.
+    n_candidates : int, default=6
+        Cuts tried at a node of the lookahead (fewest two-leaf majority mistakes).
+    lookahead : int, default=2
+        Levels searched below a node before growing best-first.
+    exact_rows : int, default=20
+        On at most this many searched rows every cut is tried at every depth (exact).
+    sample_rows : int, default=5000
+        The search runs on an exact uniform sample of at most this many rows.
+    random_state : None, int or numpy Generator, default=None
+        Seed of the sample (and of the CART tree compared against).
 
     Fitted attributes: ``tree_``, ``mistakes_`` (on the searched rows, noise left out),
     ``cart_mistakes_`` (CART's tree relabelled the same way), ``exact_`` (whether the search was
