@@ -43,12 +43,20 @@ def _stamp(extras: str) -> str:
 EXTRAS = {"demo": "all", "install": "all", "test": "all,test", "check": "all,test", "docs": "all,docs"}
 
 
+def _installed() -> set[str]:
+    """The extras installed from this pyproject.toml (STAMP: one "extras hash" line per install)."""
+    if not STAMP.exists() or not _venv_python().exists():
+        return set()
+    lines = (line.split() for line in STAMP.read_text().splitlines())
+    return {fields[0] for fields in lines if len(fields) == 2 and fields[1] == _stamp(fields[0])}
+
+
 def _install(extras: str) -> None:
     """Install exclust with ``extras`` unless installed from this pyproject.toml already (with the
-    test or docs extras also serving a run that needs only ``all``), then compile the kernels once."""
-    wanted = _stamp(extras)
-    satisfied = {wanted, _stamp(EXTRAS["test"]), _stamp(EXTRAS["docs"])} if extras == "all" else {wanted}
-    if STAMP.exists() and STAMP.read_text() in satisfied and _venv_python().exists():
+    test or docs extras also serving a run that needs only ``all``), then compile the kernels once
+    (not again when an install from this pyproject.toml only adds the test or docs tools)."""
+    installed = _installed()
+    if extras in installed or (extras == "all" and installed):
         return
     if sys.version_info < (3, 11):
         sys.exit(f"exclust needs Python 3.11 or newer; this is {sys.version.split()[0]}")
@@ -62,10 +70,10 @@ def _install(extras: str) -> None:
     # Compiled kernels go where numba caches by default (__pycache__ beside the sources, unless
     # the user's own NUMBA_CACHE_DIR says otherwise): the one place every later process looks,
     # the command, a user's Python and the Dask workers alike.
-    if subprocess.call([str(_venv_python()), "-m", "exclust.jobs.warmup"], cwd=ROOT) != 0:
+    if not installed and subprocess.call([str(_venv_python()), "-m", "exclust.jobs.warmup"], cwd=ROOT) != 0:
         print("[bootstrap] warning: compiling the kernels ahead failed; each will compile on its first use instead",
               flush=True)
-    STAMP.write_text(wanted)
+    STAMP.write_text("".join(f"{e} {_stamp(e)}\n" for e in sorted(installed | {extras})))
 
 
 def main(argv: list[str]) -> int:

@@ -85,7 +85,13 @@ def _quiet_local_cluster():
     scheduler stops before the workers, logs nothing in this process either."""
     saved = os.environ.get("DASK_LOGGING__DISTRIBUTED")
     os.environ["DASK_LOGGING__DISTRIBUTED"] = "critical"  # read by each worker process at its start
-    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    # Every logger under these names: distributed's logging configuration gives some children levels
+    # of their own (tornado.application: error), which a parent's level does not override.
+    from distributed import LocalCluster  # noqa: F401  (loads distributed's logging configuration first)
+
+    prefixes = ("distributed", "tornado", "asyncio")
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] in prefixes] + list(prefixes)
+    loggers = [logging.getLogger(name) for name in dict.fromkeys(names)]
     levels = [logger.level for logger in loggers]
     try:
         for logger in loggers:
