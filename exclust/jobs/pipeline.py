@@ -21,6 +21,7 @@ from exclust.jobs import registry
 from exclust.dataplane import residency
 from exclust.jobs.config import ExplainConfig
 from exclust.errors import InputError
+from exclust.sources.base import DataSource
 from exclust.sources.dataset import Dataset, load_dataset
 from exclust.dataplane.parts import is_lazy
 from exclust.outputs.folders import json_text
@@ -72,8 +73,9 @@ class ExplainResult:
 
 
 # --------------------------------------------------------------------------- steps
-def load(config: ExplainConfig) -> Dataset:
+def load(config: ExplainConfig, source: DataSource | None = None) -> Dataset:
     """Read and validate the input: features plus the truth, reference and concept columns.
+    ``source``: the run's opened input (``RunContext.source``; default: opened from ``config``).
 
     Read once: a Parquet input is held on the workers right after its one read when it fits
     (``residency.hold``: half of their memory), so that validation and every later step read memory;
@@ -81,8 +83,9 @@ def load(config: ExplainConfig) -> Dataset:
     """
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
-    if config.source().needs_cluster:  # read by the workers: held right after the read
-        data = _load_held(config, extra)
+    source = source if source is not None else config.source()
+    if source.needs_cluster:  # read by the workers: held right after the read
+        data = _load_held(config, extra, source)
     else:
         data = load_dataset(
             config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
@@ -94,17 +97,17 @@ def load(config: ExplainConfig) -> Dataset:
     return data
 
 
-def _load_held(config: ExplainConfig, extra: list[str]) -> Dataset:
+def _load_held(config: ExplainConfig, extra: list[str], source: DataSource) -> Dataset:
     """``load_dataset`` for a source the workers read, with the hold placed between the read and the validation."""
     held = {"held": False}
 
     def hold_before_validation(X, extras):
         (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
                                                      while_reading=lambda: _import_later_steps(config))
-        parts.PASSES.record(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
+        parts.record_pass(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
         return X, dict(zip(extras, columns))
 
-    data = load_dataset(config.source(), config.features, extra_columns=extra, nan_policy=config.nan_policy,
+    data = load_dataset(source, config.features, extra_columns=extra, nan_policy=config.nan_policy,
                         n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
     return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
 
@@ -344,13 +347,15 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
 
 # --------------------------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
 def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds,
-                     standing: dict | None = None) -> dict[str, Any]:
+                     standing: dict | None = None, pass_counter: parts.PassCounter | None = None) -> dict[str, Any]:
     """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,
-    how long each step took, the passes and reads per step)."""
+    how long each step took, the passes and reads per step). ``pass_counter``: the run's pass counter
+    (default: the one active here; none counted outside a run)."""
     from exclust.scoring.scorecard import RunFacts
 
     tree = built.tree
-    passes, reads = dict(parts.PASSES.passes), dict(parts.PASSES.reads)
+    counter = pass_counter if pass_counter is not None else (parts.active_passes() or parts.PassCounter())
+    passes, reads = dict(counter.passes), dict(counter.reads)
     if built.info.get("n_passes") is not None and "build tree" in passes:
         # Estimators whose passes do not all run on exclust.dataplane.parts yet (kernel MMDT, Concept-MMDT's
         # CAV fits) count them themselves; the histogram engine's are counted already (extra 0).
@@ -375,7 +380,8 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
     return metrics
 
 
-def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig) -> str:
+def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig,
+           source: DataSource | None = None) -> str:
     """The HTML report: metrics, rules, the tree drawn, a scatter plot with cuts, the curve."""
     from exclust.report.page import render_report
 
@@ -387,7 +393,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
     scatter = None  # the report picks the features of the tree's first cuts
     if config.plot_features and all(f in names for f in config.plot_features):
         scatter = (names.index(config.plot_features[0]), names.index(config.plot_features[1]))
-    source = config.source().describe()
+    source_name = (source if source is not None else config.source()).describe()
     return render_report(
         tree=built.tree,
         metrics=result.metrics,
@@ -397,7 +403,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
         scatter_features=scatter,
         curve=curve,
         diagnostics=built.info.get("diagnostics"),
-        dataset_info={"source": str(source), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
+        dataset_info={"source": str(source_name), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
         titles=registry.titles(),
     )
 
