@@ -2,8 +2,8 @@
 
 A nightly job labels one night's partition (``incoming/date=2026-11-20`` into
 ``labelled/date=2026-11-20``); a backfill (``2026-11-20..2026-11-22``) labels a range one date
-after another. Each date is its own ``label_parquet`` call, so each date's output folder appears
-whole or not at all, replacing that date's folder only; a failure on a later date leaves the
+after another (``label_run.run_label``). Each date is its own ``label_date`` call, so each date's
+output folder appears whole or not at all, replacing that date's folder only; a failure on a later date leaves the
 dates before it committed. A date whose input is missing (or holds no Parquet file yet) is
 skipped with a message that says so, and nothing is written for it.
 
@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from exclust.errors import InputError
 
@@ -161,17 +161,3 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
         return outcome
     outcome.result = label_parquet(tree, source, out, **options)
     return outcome
-
-
-def label_dates(
-    tree, input_template: str, output_template: str, days: Iterable[date | None],
-    on_night: Callable[[NightOutcome], None] | None = None, **options,
-) -> list[NightOutcome]:
-    """``label_date`` for every date, one after another (each committed before the next starts)."""
-    outcomes = []
-    for day in days:
-        outcome = label_date(tree, input_template, output_template, day, **options)
-        if on_night is not None:
-            on_night(outcome)
-        outcomes.append(outcome)
-    return outcomes
