@@ -149,8 +149,8 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.steps import run_explain
+    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.explain.steps import run_explain
     from exclust.sources.storage import parse_storage_options
 
     kind, column = ExplainConfig.parse_reference(args.reference)
@@ -171,8 +171,8 @@ def cmd_explain(args) -> int:
 def _label_by_date(args, log) -> list:
     """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date
     (with its drift); returns the outcomes, for the command's exit status."""
-    from exclust.jobs.label_run import run_label
-    from exclust.jobs.nightly import NightOutcome, parse_dates
+    from exclust.jobs.label.label_run import run_label
+    from exclust.jobs.label.nightly import NightOutcome, parse_dates
     from exclust.sources.storage import parse_storage_options
 
     def report(outcome: NightOutcome) -> None:
@@ -186,14 +186,14 @@ def _label_by_date(args, log) -> list:
 
 
 def cmd_label(args) -> int:
-    from exclust.jobs.nightly import has_date
+    from exclust.jobs.label.nightly import has_date
 
-    from exclust.jobs.table_labeling import output_table_format
+    from exclust.jobs.label.table_labeling import output_table_format
 
     if args.date or has_date(args.input) or has_date(args.out) or output_table_format(args.out, args.out_format):
         outcomes = _label_by_date(args, _log(args.quiet))
         return _drift_status(args, [(o.name, o.result.drift) for o in outcomes if o.result is not None])
-    from exclust.jobs.label_run import run_label
+    from exclust.jobs.label.label_run import run_label
     from exclust.scoring.drift import drift_text
     from exclust.sources.storage import parse_storage_options
 
@@ -275,8 +275,8 @@ def cmd_demo(args) -> int:
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
     if not args.prefect:
-        from exclust.jobs.config import ExplainConfig
-        from exclust.jobs.steps import run_explain
+        from exclust.jobs.explain.config import ExplainConfig
+        from exclust.jobs.explain.steps import run_explain
 
         config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
                                threshold=args.threshold, truth="truth", random_state=args.seed)

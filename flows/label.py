@@ -3,7 +3,7 @@
 With ``{date}`` in the input and output paths the run labels by date: the ``date`` parameter
 (one date, or FIRST..LAST for a backfill, one date after another), or by default the date the run
 was scheduled for, so a late or retried run still labels its own night. Each date is one task
-that writes that date's folder atomically (exclust.jobs.nightly). After each date the run publishes
+that writes that date's folder atomically (exclust.jobs.label.nightly). After each date the run publishes
 the rows per cluster and the drift check that labelling recorded (rows per leaf tonight against
 the tree's built-on shares, exclust.scoring.drift): a table per leaf, and a flag when the
 population-stability index passes its threshold. A table output (Delta, or an Iceberg address
@@ -20,9 +20,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
-from exclust.jobs.label_run import run_label
-from exclust.jobs.labeling import load_tree
-from exclust.jobs.nightly import NightOutcome, label_date, parse_dates
+from exclust.jobs.label.label_run import run_label
+from exclust.jobs.label.labeling import load_tree
+from exclust.jobs.label.nightly import NightOutcome, label_date, parse_dates
 from exclust.tree import ThresholdTree
 from flows.params import LabelParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input
@@ -31,7 +31,7 @@ from flows.retry import RETRIES, RETRY_DELAYS, retry_if_transient
 quiet_bad_input()
 
 
-# One date's labelling (exclust.jobs.nightly.label_date: one Dask task per file, that date's folder or
+# One date's labelling (exclust.jobs.label.nightly.label_date: one Dask task per file, that date's folder or
 # table partition written atomically) as a Prefect task; run_label runs it for each date.
 label_date_task = task(name="label date", task_run_name="label {day}", retries=RETRIES,
                        retry_delay_seconds=RETRY_DELAYS, retry_condition_fn=retry_if_transient, cache_policy=NO_CACHE,

@@ -86,7 +86,7 @@ def test_label_a_plugin_source_writes_one_file_per_part(tmp_path, capsys, csv_so
 
 
 def test_label_parquet_takes_an_in_memory_frame_part_by_part(tmp_path):
-    from exclust.jobs.labeling import label_parquet
+    from exclust.jobs.label.labeling import label_parquet
 
     rng = np.random.default_rng(10)
     frame = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400)})

@@ -12,7 +12,7 @@ import pytest
 
 from exclust.errors import InputError
 from exclust.dataplane.tasks import executing_tasks
-from exclust.jobs.labeling import label_parquet, label_table
+from exclust.jobs.label.labeling import label_parquet, label_table
 from exclust.sources.storage import list_source
 from exclust.tree import ThresholdTree, TreeBuilder
 

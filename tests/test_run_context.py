@@ -12,8 +12,8 @@ import pandas as pd
 
 from exclust.dataplane import parts
 from exclust.datasets.synthetic import write_gmm_parquet
-from exclust.jobs.config import ExplainConfig
-from exclust.jobs.steps import explain
+from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.explain.steps import explain
 from exclust.sources.base import open_source
 
 
@@ -115,7 +115,7 @@ def test_a_run_opens_its_input_once(tmp_path, dask_client):
     try:
         assert isinstance(open_source(str(tmp_path / "counted")), CountedParquet)
         opened.clear()
-        from exclust.jobs.steps import run_explain
+        from exclust.jobs.explain.steps import run_explain
 
         run_explain(ExplainConfig(input=str(tmp_path / "counted"), features=["x0", "x1"], k=3, algorithm="kdtree",
                                   reference="kmeans"), tmp_path / "out")
@@ -127,7 +127,7 @@ def test_a_run_opens_its_input_once(tmp_path, dask_client):
 
 def test_a_step_counts_into_its_own_run_whatever_thread_runs_it():
     """A step run on another thread than the run's (as a Prefect task may be) still counts into its run."""
-    from exclust.jobs.steps import STEPS, Run
+    from exclust.jobs.explain.steps import STEPS, Run
 
     config = ExplainConfig(input=_frame(7), features=["a", "b"], k=3, algorithm="exkmc", reference="kmeans")
     lone = explain(config).metrics["passes"]["build tree"]

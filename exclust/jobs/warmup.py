@@ -39,7 +39,7 @@ def _runs(data, every_variant: bool = True):
     Algorithms that need columns the warm-up data lack (concept labels) are left out. Without
     ``every_variant``, one run per algorithm (the variants share the kernels' argument types)."""
     from exclust.jobs import registry
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.config import ExplainConfig
 
     common = dict(input=data, features=["x0", "x1", "x2"], k=3, truth="truth", random_state=0)
     for name, entry in registry.ALGORITHMS.items():
@@ -56,7 +56,7 @@ def _runs(data, every_variant: bool = True):
 
 def warm_in_memory() -> None:
     """Every registered algorithm's explain run on a DataFrame in memory (the Python API's types)."""
-    from exclust.jobs.steps import explain
+    from exclust.jobs.explain.steps import explain
 
     for config in _runs(_blobs()):
         explain(config)
@@ -68,7 +68,7 @@ def warm_explain_job() -> None:
     import pyarrow as pa
 
     from exclust.dataplane.cluster import dask_cluster
-    from exclust.jobs.steps import explain
+    from exclust.jobs.explain.steps import explain
 
     frame = _blobs(6000, seed=1)
     with tempfile.TemporaryDirectory(prefix="exclust-warmup-") as tmp:

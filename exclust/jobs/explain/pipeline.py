@@ -1,6 +1,6 @@
 """The explain job's work as plain library functions: load, fit reference, build tree, score, render, write.
 
-Each function takes small, explicit inputs and holds no orchestration: ``exclust.jobs.steps`` runs
+Each function takes small, explicit inputs and holds no orchestration: ``exclust.jobs.explain.steps`` runs
 them in order for the CLI, the Python API and the Prefect flow alike. Heavy work happens on the
 Dask client that is active when a step runs (``exclust.dataplane.cluster.dask_cluster`` opens one); in-memory
 inputs stay numpy and need none.
@@ -19,7 +19,7 @@ from exclust.dataplane import parts
 from exclust.jobs import registry
 
 from exclust.dataplane import residency
-from exclust.jobs.config import ExplainConfig
+from exclust.jobs.explain.config import ExplainConfig
 from exclust.errors import InputError
 from exclust.sources.base import DataSource
 from exclust.sources.dataset import Dataset, load_dataset
@@ -286,7 +286,7 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
     """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
     if not wants_curve(config) or ref is None:
         return None
-    from exclust.jobs.cost_curve import plan_curve
+    from exclust.jobs.explain.cost_curve import plan_curve
 
     top = max(config.leaves or config.k, 2 * config.k)
     sample = run_sample(data, config)
@@ -301,7 +301,7 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
 def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None):
     """The standing table's trees (``jobs.standing``) on the run's sample; a dict with the
     sentence the report shows when the run gets none; None when the run asks for none."""
-    from exclust.jobs import standing
+    from exclust.jobs.explain import standing
 
     if not config.standing:
         return None
@@ -345,7 +345,7 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
     return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
 
 
-# --------------------------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
+# -------------------------------------------------- metrics and report (exclust.jobs.explain.steps runs the job)
 def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds,
                      standing: dict | None = None, pass_counter: parts.PassCounter | None = None) -> dict[str, Any]:
     """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,

@@ -21,9 +21,9 @@ from typing import Any
 from exclust.dataplane.cluster import dask_cluster
 from exclust.dataplane.progress import Log
 from exclust.dataplane.run_context import RunContext
-from exclust.jobs.labeling import label_planned, load_tree, plan_label
-from exclust.jobs.nightly import NightOutcome, check_templates, has_date, label_date
-from exclust.jobs.table_labeling import output_table_format
+from exclust.jobs.label.labeling import label_planned, load_tree, plan_label
+from exclust.jobs.label.nightly import NightOutcome, check_templates, has_date, label_date
+from exclust.jobs.label.table_labeling import output_table_format
 from exclust.tree import ThresholdTree
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from exclust.errors import InputError
 from exclust.dataplane.tasks import run_tasks
-from exclust.jobs.labeling import LabelResult, load_tree, read_and_label, tally
+from exclust.jobs.label.labeling import LabelResult, load_tree, read_and_label, tally
 from exclust.outputs.folders import json_text
 from exclust.outputs.lake_table import TABLE_FORMATS, open_night, table_format_of
 from exclust.sources.base import open_source
@@ -35,7 +35,7 @@ def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from exclust.jobs.labeling import _value_counts
+    from exclust.jobs.label.labeling import _value_counts
 
     out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
     if date_column in out.column_names:

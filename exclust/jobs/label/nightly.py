@@ -143,7 +143,7 @@ class NightOutcome:
 
 def label_date(tree, input_template: str, output_template: str, day: date | None, **options) -> NightOutcome:
     """Label one date's input into that date's output folder (atomically); skip when the input is absent."""
-    from exclust.jobs.labeling import label_parquet
+    from exclust.jobs.label.labeling import label_parquet
 
     table_format = options.pop("table_format", None)  # a lake table output: the night is one commit to it
     date_column = options.pop("date_column", None) or "date"
@@ -154,7 +154,7 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
         if outcome.skipped is not None:
             return outcome
     if table_format is not None:
-        from exclust.jobs.table_labeling import label_night_into_table
+        from exclust.jobs.label.table_labeling import label_night_into_table
 
         outcome.result = label_night_into_table(tree, source, out, day, table_format=table_format,
                                                 date_column=date_column, **options)

@@ -32,7 +32,7 @@ import numpy as np
 from exclust.dataplane.parts import kernel_threading, passes_paused
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.cost_curve import BASELINE_ROWS, baseline_rows
+from exclust.jobs.explain.cost_curve import BASELINE_ROWS, baseline_rows
 from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
