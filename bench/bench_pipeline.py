@@ -17,7 +17,7 @@ because the machine may be shared with other jobs:
 (c) seconds per EM iteration of exclust.GaussianMixture (dask) / scikit-learn's GaussianMixture
     (numpy, same data in memory), each as (fit with 1 + m iterations - fit with 1) / m
     (target <= 1.5x).
-(d) the whole explain job (load, GMM, MMDT, score, report, write; ``exclust.jobs.steps.run_explain``
+(d) the whole explain job (load, GMM, MMDT, score, report, write; ``exclust.jobs.explain.steps.run_explain``
     on the same cluster, and optionally the Prefect flow) / scikit-learn GaussianMixture + CART
     in this process on the same data read from the same Parquet (target <= 1x).
 """
@@ -201,8 +201,8 @@ def bench_flow(folder: Path, features: list[str], k: int, client, prefect: bool)
     from sklearn.mixture import GaussianMixture as SKGMM
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust.jobs import steps
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain import steps
+    from exclust.jobs.explain.config import ExplainConfig
 
     out = {}
     work = Path(tempfile.mkdtemp(prefix="exclust-bench-"))

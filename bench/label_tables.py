@@ -44,10 +44,10 @@ def main() -> None:
     from distributed import Client, LocalCluster
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.labeling import label_parquet
-    from exclust.jobs.steps import run_explain
-    from exclust.jobs.table_labeling import label_night_into_table
+    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.label.labeling import label_parquet
+    from exclust.jobs.explain.steps import run_explain
+    from exclust.jobs.label.table_labeling import label_night_into_table
 
     day = date(2026, 11, 20)
     with tempfile.TemporaryDirectory(prefix="exclust-label-bench-") as tmp:

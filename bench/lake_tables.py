@@ -48,8 +48,8 @@ def plan_seconds(spec) -> tuple[float, int]:
 
 
 def explain_seconds(spec, out: Path, scheduler: str) -> tuple[float, dict]:
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.steps import run_explain
+    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.explain.steps import run_explain
 
     config = ExplainConfig(input=spec, features=["x0", "x1", "x2", "x3"], k=5, reference="kmeans",
                            threshold="exact", truth="truth", cost_curve=False).check()

@@ -50,7 +50,7 @@ _PUBLIC = {
     "explainability_to_noise_ratio": "exclust.algorithms.mmdt.bounds",
     "mmdt_bounds": "exclust.algorithms.mmdt.bounds",
     "kernel_price": "exclust.algorithms.mmdt.similarity",
-    "cost_ratio_curve": "exclust.jobs.cost_curve",
+    "cost_ratio_curve": "exclust.jobs.explain.cost_curve",
     # what a person looks at
     "render_report": "exclust.report",
     "save_figure": "exclust.report",

@@ -151,8 +151,8 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.steps import run_explain
+    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.explain.steps import run_explain
     from exclust.sources.storage import parse_storage_options
 
     kind, column = ExplainConfig.parse_reference(args.reference)
@@ -173,52 +173,37 @@ def cmd_explain(args) -> int:
 def _label_by_date(args, log) -> list:
     """``exclust label`` with ``--date`` or ``{date}`` paths: label each date, print one line per date
     (with its drift); returns the outcomes, for the command's exit status."""
-    from exclust.dataplane.cluster import dask_cluster
-    from exclust.jobs.labeling import load_tree
-    from exclust.jobs.nightly import NightOutcome, check_templates, label_dates, parse_dates
-    from exclust.jobs.table_labeling import output_table_format
+    from exclust.jobs.label.label_run import run_label
+    from exclust.jobs.label.nightly import NightOutcome, parse_dates
     from exclust.sources.storage import parse_storage_options
-
-    days = parse_dates(args.date) if args.date else []
-    options = parse_storage_options(args.storage_option)
-    table = output_table_format(args.out, getattr(args, "out_format", None), options)
-    check_templates(args.input, args.out, dated=bool(days), table=table)
-    tree = load_tree(args.tree, options)  # a bad tree file fails before any cluster starts
 
     def report(outcome: NightOutcome) -> None:
         print(outcome.summary(), flush=True)
 
-    if log is not None:
-        log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
-    with dask_cluster(args.scheduler):
-        return label_dates(tree, args.input, args.out, days, on_night=report,
-                           cluster_column=args.cluster_column, leaf_column=args.leaf_column, storage_options=options,
-                           **({"table_format": table,
-                               "date_column": getattr(args, "date_column", None)} if table else {}))
+    return run_label(args.tree, args.input, args.out, dates=parse_dates(args.date) if args.date else [],
+                     scheduler=args.scheduler, storage_options=parse_storage_options(args.storage_option),
+                     cluster_column=args.cluster_column, leaf_column=args.leaf_column,
+                     out_format=getattr(args, "out_format", None), date_column=getattr(args, "date_column", None),
+                     log=log, on_night=report)
 
 
 def cmd_label(args) -> int:
-    from exclust.jobs.nightly import has_date
+    from exclust.jobs.label.nightly import has_date
 
-    from exclust.jobs.table_labeling import output_table_format
+    from exclust.jobs.label.table_labeling import output_table_format
 
     if args.date or has_date(args.input) or has_date(args.out) or output_table_format(args.out, args.out_format):
         outcomes = _label_by_date(args, _log(args.quiet))
         return _drift_status(args, [(o.name, o.result.drift) for o in outcomes if o.result is not None])
-    from exclust.jobs.labeling import plan_label, run_label
-    from exclust.dataplane.cluster import dask_cluster
+    from exclust.jobs.label.label_run import run_label
     from exclust.scoring.drift import drift_text
-    from exclust.dataplane.progress import StepTimer
     from exclust.sources.storage import parse_storage_options
 
-    options = parse_storage_options(args.storage_option)
     # Tree, input and output are all checked before a cluster starts.
-    plan = plan_label(args.tree, args.input, args.out, storage_options=options,
-                      cluster_column=args.cluster_column, leaf_column=args.leaf_column)
-    timer = StepTimer(_log(args.quiet), live=sys.stderr.isatty() and not args.quiet)
-    with dask_cluster(args.scheduler):
-        with timer.step("label", f"{args.input} -> {args.out}"):
-            result = run_label(plan)
+    result = run_label(args.tree, args.input, args.out, scheduler=args.scheduler,
+                       storage_options=parse_storage_options(args.storage_option), cluster_column=args.cluster_column,
+                       leaf_column=args.leaf_column, log=_log(args.quiet),
+                       live=sys.stderr.isatty() and not args.quiet)[0].result
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
         print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")
@@ -300,8 +285,8 @@ def cmd_demo(args) -> int:
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
     if not args.prefect:
-        from exclust.jobs.config import ExplainConfig
-        from exclust.jobs.steps import run_explain
+        from exclust.jobs.explain.config import ExplainConfig
+        from exclust.jobs.explain.steps import run_explain
 
         config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
                                threshold=args.threshold, truth="truth", random_state=args.seed)

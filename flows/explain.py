@@ -1,4 +1,4 @@
-"""Prefect flow ``explain``: the steps of ``exclust.jobs.steps`` (load, fit reference, build tree, score,
+"""Prefect flow ``explain``: the steps of ``exclust.jobs.explain.steps`` (load, fit reference, build tree, score,
 report, write outputs), each a Prefect task.
 
 The flow is thin: it runs the same step list as the CLI, makes each step a task (with retries
@@ -17,9 +17,10 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from exclust.jobs import pipeline, registry
+from exclust.jobs.explain import pipeline
+from exclust.jobs import registry
 
-from exclust.jobs import steps
+from exclust.jobs.explain import steps
 from exclust.outputs.folders import BASE_ENV
 from flows.params import ExplainParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input
@@ -34,7 +35,7 @@ TASK_OPTIONS: dict[str, Any] = dict(
 )
 
 
-# One Prefect task per step of exclust.jobs.steps.STEPS (the CLI and Python run the same list).
+# One Prefect task per step of exclust.jobs.explain.steps.STEPS (the CLI and Python run the same list).
 STEP_TASKS = {step.name: task(name=step.name, **TASK_OPTIONS)(step.run) for step in steps.STEPS}
 
 

@@ -3,7 +3,7 @@
 With ``{date}`` in the input and output paths the run labels by date: the ``date`` parameter
 (one date, or FIRST..LAST for a backfill, one date after another), or by default the date the run
 was scheduled for, so a late or retried run still labels its own night. Each date is one task
-that writes that date's folder atomically (exclust.jobs.nightly). After each date the run publishes
+that writes that date's folder atomically (exclust.jobs.label.nightly). After each date the run publishes
 the rows per cluster and the drift check that labelling recorded (rows per leaf tonight against
 the tree's built-on shares, exclust.scoring.drift): a table per leaf, and a flag when the
 population-stability index passes its threshold. A table output (Delta, or an Iceberg address
@@ -20,9 +20,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
-from exclust.jobs.nightly import NightOutcome, label_date, parse_dates
-from exclust.jobs.labeling import load_tree
-from exclust.dataplane.cluster import dask_cluster
+from exclust.jobs.label.label_run import run_label
+from exclust.jobs.label.labeling import load_tree
+from exclust.jobs.label.nightly import NightOutcome, label_date, parse_dates
 from exclust.tree import ThresholdTree
 from flows.params import LabelParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input
@@ -31,14 +31,11 @@ from flows.retry import RETRIES, RETRY_DELAYS, retry_if_transient
 quiet_bad_input()
 
 
-@task(name="label date", task_run_name="label {day}", retries=RETRIES, retry_delay_seconds=RETRY_DELAYS,
-      retry_condition_fn=retry_if_transient, cache_policy=NO_CACHE, persist_result=False)
-def label_date_task(tree: ThresholdTree, params: LabelParams, day: date | None) -> NightOutcome:
-    """Label one date's partitions (one Dask task per file) into that date's folder, atomically."""
-    table = params.table  # a table output: the night is one commit of its date partition
-    return label_date(tree, params.input, params.output, day, storage_options=params.storage_options_dict(),
-                      cluster_column=params.cluster_column, leaf_column=params.leaf_column,
-                      **({"table_format": table, "date_column": params.date_column} if table else {}))
+# One date's labelling (exclust.jobs.label.nightly.label_date: one Dask task per file, that date's folder or
+# table partition written atomically) as a Prefect task; run_label runs it for each date.
+label_date_task = task(name="label date", task_run_name="label {day}", retries=RETRIES,
+                       retry_delay_seconds=RETRY_DELAYS, retry_condition_fn=retry_if_transient, cache_policy=NO_CACHE,
+                       persist_result=False)(label_date)
 
 
 def scheduled_date() -> date:
@@ -115,15 +112,19 @@ def label(params: LabelParams) -> dict[str, Any] | State:
     logger = get_run_logger()
     days = dates_to_label(params)
     tree = load_tree(params.tree, params.storage_options_dict())  # a bad tree fails before any cluster starts
-    outcomes = []
-    with dask_cluster(dask_scheduler(params.scheduler_address)):
-        for day in days:
-            outcome = label_date_task(tree, params, day)
-            logger.info("%s", outcome.summary())
-            if outcome.result is not None:
-                publish_counts(outcome)
-                publish_drift(outcome, tree, logger)
-            outcomes.append(outcome)
+
+    def publish(outcome: NightOutcome) -> None:
+        logger.info("%s", outcome.summary())
+        if outcome.result is not None:
+            publish_counts(outcome)
+            publish_drift(outcome, tree, logger)
+
+    outcomes = run_label(tree, params.input, params.output, dates=days,
+                         scheduler=dask_scheduler(params.scheduler_address),
+                         storage_options=params.storage_options_dict(), cluster_column=params.cluster_column,
+                         leaf_column=params.leaf_column, out_format=params.table or "folder",
+                         date_column=params.date_column, log=logger.info, on_night=publish,
+                         wrap=lambda label_one: label_date_task)
     summary = {"nights": [o.to_dict() for o in outcomes]}
     skipped = [o.summary() for o in outcomes if o.skipped is not None]
     if skipped:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.nightly import check_templates, has_date, parse_dates
+from exclust.jobs.label.nightly import check_templates, has_date, parse_dates
 from exclust.outputs.folders import validate_output_dir
 from exclust.sources.guards import validate_input_path
 from exclust.sources.storage import is_remote
@@ -264,7 +264,7 @@ class ExplainParams(BaseModel):
 
     def to_config(self):
         """The library's ExplainConfig for these parameters."""
-        from exclust.jobs.config import ExplainConfig
+        from exclust.jobs.explain.config import ExplainConfig
 
         return ExplainConfig(
             input=self.input, features=_names(self.columns), algorithm=self.algorithm, k=self.n_clusters,
@@ -345,7 +345,7 @@ class LabelParams(BaseModel):
     @property
     def table(self) -> str | None:
         """The output's table format ("delta", "iceberg"), or None for folders."""
-        from exclust.jobs.table_labeling import output_table_format
+        from exclust.jobs.label.table_labeling import output_table_format
 
         return output_table_format(self.output, self.output_format, self.storage_options_dict())
 

@@ -501,7 +501,7 @@ def test_cli_and_python_defaults_agree():
     from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
     from exclust.algorithms.mmdt.mmdt import MMDT
     from exclust.algorithms.random_cut import RandomCutTree
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.config import ExplainConfig
     from exclust.sources.dataset import load_dataset
     from flows.params import ExplainParams
 
@@ -555,7 +555,7 @@ def test_cli_and_python_defaults_agree():
 def test_cli_and_python_refuse_fewer_than_two_clusters(capsys):
     from exclust.jobs import registry
     from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.config import ExplainConfig
     from exclust.errors import InputError, ParameterError
     from flows.params import ExplainParams
 

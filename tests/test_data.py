@@ -203,8 +203,8 @@ def test_input_error_names_its_fix_per_interface_and_survives_pickling():
 
 # --------------------------------------------------------------------------- reference labels
 def _explain(folder, **kwargs):
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.steps import explain
+    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.explain.steps import explain
 
     return explain(ExplainConfig(input=str(folder), features=["a", "b"], **kwargs))
 

@@ -13,7 +13,7 @@ import pytest
 
 from exclust.cli import main
 from exclust.errors import InputError
-from exclust.jobs.table_labeling import label_night_into_table
+from exclust.jobs.label.table_labeling import label_night_into_table
 from lake_nights import CENTERS, assert_nights_labelled, explained_tree, input_rows, night
 
 deltalake = pytest.importorskip("deltalake")

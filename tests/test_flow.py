@@ -318,7 +318,7 @@ def test_label_flow_labels_the_scheduled_date_and_skips_a_night_without_input(tm
     """Blank date: the run's scheduled date (today, UTC, for a run started by hand); drift published per night."""
     from datetime import datetime, timedelta, timezone
 
-    from exclust.jobs.labeling import LabelResult
+    from exclust.jobs.label.labeling import LabelResult
     from flows.label import label
 
     leaves = _tree_with_shares(tmp_path / "tree.json", 0.5)
@@ -345,11 +345,12 @@ def test_label_flow_labels_the_scheduled_date_and_skips_a_night_without_input(tm
 
 
 def test_label_flow_flags_a_drifted_night(tmp_path, prefect_api, dask_client):
-    from exclust.jobs.labeling import LabelResult
+    from exclust.jobs.label.labeling import LabelResult
     from flows.label import label
 
     if "drift" not in LabelResult.__dataclass_fields__:
-        pytest.skip("exclust.jobs.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
+        pytest.skip("exclust.jobs.label.labeling does not record drift yet (LabelResult.drift comes with the "
+                    "outputs work)")
     _tree_with_shares(tmp_path / "tree.json", 0.9)  # built on mostly v <= 0.5
     _parts(tmp_path / "in" / "date=2026-11-20")  # tonight: half and half
     state = label(LabelParams(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
@@ -392,9 +393,9 @@ def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path,
     (in the same order, every one catalogued), the same steps in seconds and passes, and the tree is the same."""
     from exclust.cli import main
     from exclust.datasets.synthetic import write_gmm_parquet
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.config import ExplainConfig
     from exclust.scoring.scorecard import MEASURES
-    from exclust.jobs.steps import run_explain
+    from exclust.jobs.explain.steps import run_explain
     from flows.explain import explain
 
     write_gmm_parquet(tmp_path / "data", 6000, n_components=3, n_features=2, rows_per_file=2000, random_state=3,

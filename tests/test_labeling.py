@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from exclust.errors import InputError
-from exclust.jobs.labeling import label_parquet, label_table
+from exclust.dataplane.tasks import executing_tasks
+from exclust.jobs.label.labeling import label_parquet, label_table
 from exclust.sources.storage import list_source
 from exclust.tree import ThresholdTree, TreeBuilder
 
@@ -161,8 +162,7 @@ def test_a_bad_file_among_good_ones_on_a_cluster_leaves_nothing_anywhere(tmp_pat
     assert everything(tmp_path) == before  # no output, no hidden staging, nothing written late
     time.sleep(1.0)  # a worker still writing after the driver gave up would show up now
     assert everything(tmp_path) == before
-    running = dask_client.run(lambda: dict(__import__("exclust.jobs.labeling").jobs.labeling._RUNNING))
-    assert all(not v for v in running.values())
+    assert executing_tasks(dask_client, "label_file-") == 0  # no task of the run still running on a worker
 
 
 def test_a_later_reader_never_sees_label_output_debris(tmp_path):

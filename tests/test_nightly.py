@@ -19,7 +19,7 @@ import pytest
 from exclust.cli import main
 from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
-from exclust.jobs.nightly import check_templates, fill_date, parse_dates
+from exclust.jobs.label.nightly import check_templates, fill_date, parse_dates
 from exclust.tree import ThresholdTree
 
 CENTERS = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
@@ -193,11 +193,12 @@ def test_fail_on_drift_exits_3_after_writing_every_night_and_0_on_calm_nights(fe
 
 
 def test_labelling_records_drift_in_labels_json(feed, tmp_path):
-    """Needs LabelResult.drift (recorded in _labels.json by exclust.jobs.labeling)."""
-    from exclust.jobs.labeling import LabelResult
+    """Needs LabelResult.drift (recorded in _labels.json by exclust.jobs.label.labeling)."""
+    from exclust.jobs.label.labeling import LabelResult
 
     if "drift" not in LabelResult.__dataclass_fields__:
-        pytest.skip("exclust.jobs.labeling does not record drift yet (LabelResult.drift comes with the outputs work)")
+        pytest.skip("exclust.jobs.label.labeling does not record drift yet (LabelResult.drift comes with the "
+                    "outputs work)")
     incoming, labelled = tmp_path / "incoming", tmp_path / "labelled"
     _night(incoming / "date=2026-11-21", 1500, seed=22, weights=(0.8, 0.1, 0.1))
     assert _label(feed, incoming, labelled, "2026-11-21") == 0

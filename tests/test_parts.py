@@ -94,15 +94,15 @@ def test_kept_parts_stay_where_made_and_each_reduction_is_one_counted_pass(dask_
     X = np.arange(3000.0).reshape(1000, 3)
     expected = (X ** 2).sum(axis=0)
     for data in (X, da.from_array(X, chunks=(333, 3))):
-        parts.PASSES.reset()
-        with parts.PASSES.step("keep"):
+        counter = parts.PassCounter()
+        with parts.counting_passes(counter), counter.step("keep"):
             kept = residency.keep_parts(_square_sum, data, summarize=_sum_of, summarize_args=(2,))
-        with parts.PASSES.step("reduce"):
+        with parts.counting_passes(counter), counter.step("reduce"):
             got = [residency.reduce_kept(kept, _sum_of, j)[0] for j in range(3)]
         assert kept.distributed == (data is not X) and len(kept.parts) == (1 if data is X else 4)
         np.testing.assert_allclose(got, expected)
         np.testing.assert_allclose(kept.summary, expected[2:])  # made in the keeping pass itself
-        assert parts.PASSES.passes == {"keep": 1, "reduce": 3} and parts.PASSES.reads == {"keep": 0, "reduce": 0}
+        assert counter.passes == {"keep": 1, "reduce": 3} and counter.reads == {"keep": 0, "reduce": 0}
 
 
 def test_kernels_run_single_threaded_inside_workers_and_in_our_threads(dask_client):
@@ -160,16 +160,16 @@ def test_counter_reads_equal_the_real_reads(tmp_path, dask_client, monkeypatch, 
     pieces = data.X.numblocks[0]  # small files are packed: a read of the data reads every piece once
     assert real_reads(log, pieces) == 1  # validation
     log.unlink()
-    parts.PASSES.reset()
-    with parts.PASSES.step("hold"):
+    counter = parts.PassCounter()
+    with parts.counting_passes(counter), counter.step("hold"):
         (X, t), is_held = residency.hold(data.X, data.extra["t"], force=held)
-    with parts.PASSES.step("work"):
+    with parts.counting_passes(counter), counter.step("work"):
         parts.map_reduce(_sums, X, t)
         parts.uniform_sample(X, t, size=50, random_state=0)
     assert is_held == held
-    assert real_reads(log, pieces) == parts.PASSES.total()[1]
-    assert parts.PASSES.reads == ({"hold": 1, "work": 0} if held else {"hold": 0, "work": 2})
-    assert parts.PASSES.passes == ({"hold": 1, "work": 2} if held else {"hold": 0, "work": 2})
+    assert real_reads(log, pieces) == sum(counter.reads.values())
+    assert counter.reads == ({"hold": 1, "work": 0} if held else {"hold": 0, "work": 2})
+    assert counter.passes == ({"hold": 1, "work": 2} if held else {"hold": 0, "work": 2})
 
 
 @pytest.fixture(scope="module")

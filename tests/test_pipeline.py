@@ -10,9 +10,9 @@ import pytest
 from exclust.errors import InputError
 
 from exclust.sources.dataset import load_dataset
-from exclust.jobs.config import ExplainConfig
-from exclust.jobs.pipeline import sample_rows, write_outputs
-from exclust.jobs.steps import explain, run_explain
+from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.explain.pipeline import sample_rows, write_outputs
+from exclust.jobs.explain.steps import explain, run_explain
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.tree import ThresholdTree
 
@@ -128,7 +128,7 @@ def test_concept_mmdt_builds_a_tree_over_concepts(frame):
     import pyarrow as pa
 
     from exclust.algorithms.mmdt.concept import ConceptActivationVectors
-    from exclust.jobs.labeling import label_table
+    from exclust.jobs.label.labeling import label_table
 
     saved = type(result.tree).from_json(result.tree.to_json())
     assert saved.meta["embedding_features"] == ["a", "b", "c"]
@@ -215,7 +215,7 @@ def test_no_curve_flag_skips_the_curve(frame):
 
 def test_an_interrupt_swallowed_mid_step_stops_the_run_before_anything_is_written(tmp_path, monkeypatch):
     """A Ctrl-C whose KeyboardInterrupt lands where Python swallows it (a gc callback) still stops the run."""
-    import exclust.jobs.pipeline as pipeline_module
+    import exclust.jobs.explain.pipeline as pipeline_module
     from exclust.dataplane import progress
 
     X, _, _ = make_gmm_dataset(3000, 3, 2, random_state=3)

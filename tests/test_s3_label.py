@@ -11,7 +11,7 @@ import pytest
 
 from exclust.cli import main
 from exclust.errors import InputError
-from exclust.jobs.labeling import label_parquet
+from exclust.jobs.label.labeling import label_parquet
 from exclust.sources.storage import list_source
 from exclust.tree import TreeBuilder
 
@@ -100,9 +100,9 @@ def test_a_reader_refuses_a_label_prefix_without_success(s3, dask_client):
 def test_explain_writes_its_folder_to_s3_whole(s3):
     import pandas as pd
 
-    from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.pipeline import write_outputs
-    from exclust.jobs.steps import explain
+    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.explain.pipeline import write_outputs
+    from exclust.jobs.explain.steps import explain
 
     fs, bucket, options = s3
     rng = np.random.default_rng(1)

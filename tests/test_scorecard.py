@@ -11,9 +11,9 @@ import pytest
 from exclust.errors import InputError
 from exclust.datasets.synthetic import make_gmm_dataset
 from exclust.scoring.metrics import evaluate, score
-from exclust.jobs.config import ExplainConfig
+from exclust.jobs.explain.config import ExplainConfig
 from exclust.scoring.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
-from exclust.jobs.steps import explain, run_explain
+from exclust.jobs.explain.steps import explain, run_explain
 
 FEATURES = ["a", "b"]
 

@@ -5,7 +5,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.jobs.cost_curve import cost_ratio_curve
+from exclust.jobs.explain.cost_curve import cost_ratio_curve
 from exclust.datasets.synthetic import make_synthetic_i, make_synthetic_ii
 
 

@@ -11,8 +11,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from exclust.datasets.synthetic import write_gmm_parquet
-from exclust.jobs.config import ExplainConfig
-from exclust.jobs.steps import Run, run_steps
+from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.explain.steps import Run, run_steps
 
 
 def _heavy_modules() -> list[str]:

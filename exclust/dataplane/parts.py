@@ -15,7 +15,8 @@ The layer holds the only implementations of:
 - ``align``: a per-row column (labels, truth) made to match X's kind and row parts;
 - ``uniform_sample``: an exact uniform sample of rows chosen by global row id;
 - ``row_uniforms``: per-row uniform numbers from (seed, global row id);
-- ``PASSES``: the pass counter (passes over the data and reads of the source files, per step).
+- ``PassCounter``: a run's passes over the data and reads of the files, per step, counted into the
+  counter active in the calling thread or task (``counting_passes``; none outside a run).
 
 Threading policy: numpy parts run on our own threads with BLAS and numba held to one thread each
 (every thread already has a core; a single part may use them all); inside a Dask worker the
@@ -28,6 +29,7 @@ per-part state kept where a pass made it) is ``exclust.dataplane.residency``, bu
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
 import operator
@@ -121,7 +123,7 @@ def kernel_threading(threads: int | None = None) -> Iterator[None]:
         numba.set_num_threads(have)
 
 
-# --------------------------------------------------------------------------- pass counter
+# --------------------------------------------------------------------------- pass counter (one per run)
 @dataclass
 class PassCounter:
     """Passes over the data and reads of the source files, per named step.
@@ -133,14 +135,14 @@ class PassCounter:
 
     passes: dict[str, int] = field(default_factory=dict)
     reads: dict[str, int] = field(default_factory=dict)
-    _stack: list[str] = field(default_factory=list)
+    _stack: list[str | None] = field(default_factory=list)  # None: paused
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
         self._stack.append(name)
-        self.passes.setdefault(name, 0)
-        self.reads.setdefault(name, 0)
+        for counts in (self.passes, self.reads):
+            counts.setdefault(name, 0)
         try:
             yield
         finally:
@@ -149,7 +151,7 @@ class PassCounter:
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """Count nothing inside: passes over an in-memory sample are not passes over the data."""
-        self._stack.append(None)  # type: ignore[arg-type]
+        self._stack.append(None)
         try:
             yield
         finally:
@@ -158,22 +160,41 @@ class PassCounter:
     def record(self, *arrays: Any) -> None:
         """Count one pass over ``arrays`` (and a read when their graph reads the files)."""
         name = self._stack[-1] if self._stack else "other"
-        if name is None:
-            return
-        with self._lock:
-            self.passes[name] = self.passes.get(name, 0) + 1
-            if reads_source(*arrays):
-                self.reads[name] = self.reads.get(name, 0) + 1
-
-    def total(self) -> tuple[int, int]:
-        return sum(self.passes.values()), sum(self.reads.values())
-
-    def reset(self) -> None:
-        self.passes.clear()
-        self.reads.clear()
+        if name is not None:
+            with self._lock:
+                self.passes[name] = self.passes.get(name, 0) + 1
+                if reads_source(*arrays):
+                    self.reads[name] = self.reads.get(name, 0) + 1
 
 
-PASSES = PassCounter()
+# The active run's counter, per thread and task (no counter shared by the process); None outside a run.
+_ACTIVE_COUNTER: contextvars.ContextVar[PassCounter | None] = contextvars.ContextVar("exclust_passes", default=None)
+
+
+def active_passes() -> PassCounter | None:
+    """The pass counter of the run active here, or None outside any run."""
+    return _ACTIVE_COUNTER.get()
+
+
+@contextlib.contextmanager
+def counting_passes(counter: PassCounter | None) -> Iterator[PassCounter | None]:
+    """Count the passes made inside (in this thread or task) into ``counter`` (None: count none)."""
+    token = _ACTIVE_COUNTER.set(counter)
+    try:
+        yield counter
+    finally:
+        _ACTIVE_COUNTER.reset(token)
+
+
+def record_pass(*arrays: Any) -> None:
+    """Count one pass over ``arrays`` in the active run's counter (nothing outside a run)."""
+    if (counter := _ACTIVE_COUNTER.get()) is not None:
+        counter.record(*arrays)
+
+
+def passes_paused() -> contextlib.AbstractContextManager:
+    """Count nothing inside (passes over an in-memory sample are not passes over the data)."""
+    return counter.paused() if (counter := _ACTIVE_COUNTER.get()) is not None else contextlib.nullcontext()
 
 
 def reads_source(*arrays: Any) -> bool:
@@ -329,7 +350,7 @@ def run_reductions(X, reductions: Sequence[Reduction], *, fan_in: int = FAN_IN, 
                 idx.append(len(columns) - 1)
         slots.append(idx)
     if count:
-        PASSES.record(X, *columns)
+        record_pass(X, *columns)
     bounds = row_offsets(X)
     n_parts = len(bounds) - 1
     for r in reductions:

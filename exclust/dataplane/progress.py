@@ -4,8 +4,10 @@ A step that lasts longer than ``heartbeat`` seconds logs a line every ``heartbea
 with the Dask scheduler's task counts (done / known), so a long pass over the data shows that
 it moves. Log lines go to a callable (``print`` in the CLI, a Prefect logger in flows). With
 ``live=True`` (the CLI on a terminal) a one-line bar of the scheduler's tasks is redrawn in
-place instead of heartbeat lines. Each step also opens a step of ``exclust.dataplane.parts.PASSES``, so
-the passes over the data and the reads of the files are counted per step (metrics.json).
+place instead of heartbeat lines. Each step also opens a step of the timer's own pass counter
+(``passes``: the run's, ``exclust.dataplane.run_context.RunContext``) and makes it the active one
+inside, so the passes over the data and the reads of the files are counted per step of this run
+(metrics.json), apart from any other run in the process.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import sys
 import threading
 import time
 from typing import Callable, Iterator
+
+from exclust.dataplane.parts import PassCounter, counting_passes
 
 Log = Callable[[str], None]
 
@@ -53,16 +57,15 @@ def _count_tasks(dask_scheduler=None) -> tuple[int, int]:
 class StepTimer:
     """Times named steps and reports them through ``log``; ``seconds`` maps step -> duration."""
 
-    def __init__(self, log: Log | None = None, heartbeat: float = 10.0, live: bool = False) -> None:
+    def __init__(self, log: Log | None = None, heartbeat: float = 10.0, live: bool = False,
+                 passes: PassCounter | None = None) -> None:
         self.log: Log = log or (lambda message: None)
         self.heartbeat = heartbeat
         self.live = live
         self.seconds: dict[str, float] = {}
         self._start = time.perf_counter()
-        from exclust.dataplane.parts import PASSES
-
-        PASSES.reset()  # one timer per run: passes are counted per step of this run
-        self.passes = PASSES
+        # One timer per run: the run's passes are counted per step, in this counter alone.
+        self.passes = passes if passes is not None else PassCounter()
 
     @property
     def elapsed(self) -> float:
@@ -80,7 +83,7 @@ class StepTimer:
         if self.live or (self.heartbeat and self.heartbeat > 0):
             beat.start()
         try:
-            with self.passes.step(name):
+            with counting_passes(self.passes), self.passes.step(name):
                 yield
         finally:
             stop.set()

@@ -8,7 +8,7 @@ files, and per-part state a pass made, kept where it was made.
   this process (numpy) or persisted on the workers (dask), and the passes that read it (the
   histogram engine's bin codes and per-center values live this way).
 
-Every pass is counted by ``exclust.dataplane.parts.PASSES`` and runs under its threading policy.
+Every pass is counted in the active run's counter (``exclust.dataplane.parts.record_pass``) and runs under its threading policy.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from exclust.dataplane.parts import (
-    FAN_IN, PASSES, add_parts, fold, is_lazy, kernel_threading, one_column_chunk, reads_source, tree_reduce,
+    FAN_IN, add_parts, fold, is_lazy, kernel_threading, one_column_chunk, reads_source, record_pass, tree_reduce,
 )
 
 logger = logging.getLogger("exclust")
@@ -68,7 +68,7 @@ def hold(*arrays: Any, force: bool | None = None,
         return arrays, False
     import dask
 
-    PASSES.record(*lazy)
+    record_pass(*lazy)
     persisted = dask.persist(*lazy)
     if while_reading is not None:
         while_reading()
@@ -153,7 +153,7 @@ def keep_parts(func: Callable[..., Any], X, *args: Any, summarize: Callable[...,
     ``summarize(result, *summarize_args)`` merged by ``combine`` over the parts is computed in
     the same pass, into ``.summary``.
     """
-    PASSES.record(X)
+    record_pass(X)
     if not is_lazy(X):
         with kernel_threading():
             made = func(X, *args)
@@ -175,7 +175,7 @@ def reduce_kept(kept: KeptParts, func: Callable[..., Any], *args: Any, combine: 
                 fan_in: int = FAN_IN):
     """``func(part, *args)`` on every kept part, merged up a tree of ``fan_in``-way merges: one
     pass over memory (counted, never a read)."""
-    PASSES.record()
+    record_pass()
     if not kept.distributed:
         with kernel_threading():
             return fold(combine, *[func(p, *args) for p in kept.parts])

@@ -73,7 +73,7 @@ class Algorithm:
     # shows for a run of this one; empty: no curve. Each named estimator gives its prefix trees
     # through its ``prefix_trees`` class method.
     curve: tuple[str, ...] = ()
-    # In the report's standing table (``exclust.jobs.standing``): a greedy tree built from the run's
+    # In the report's standing table (``exclust.jobs.explain.standing``): a greedy tree built from the run's
     # centers (or their labels) that every center-based run is set beside, fitted on the run's sample.
     standing: bool = False
     objectives: tuple[str, ...] = ("kmeans",)  # reference costs it can minimise

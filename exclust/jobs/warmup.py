@@ -42,7 +42,7 @@ def _runs(data, every_variant: bool = True):
     Algorithms that need columns the warm-up data lack (concept labels) are left out. Without
     ``every_variant``, one run per algorithm (the variants share the kernels' argument types)."""
     from exclust.jobs import registry
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.config import ExplainConfig
 
     common = dict(input=data, features=["x0", "x1", "x2"], k=3, truth="truth", random_state=0)
     for name, entry in registry.ALGORITHMS.items():
@@ -63,7 +63,7 @@ def _say(text: str) -> None:
 
 def _warm(configs: list, where: str, started: float) -> None:
     """Run each explain config, one progress line each (what it compiled, how long it took)."""
-    from exclust.jobs.steps import explain
+    from exclust.jobs.explain.steps import explain
 
     for i, config in enumerate(configs, 1):
         t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """The standing table: the run's tree beside the other algorithms' trees on the same centers.
 
-Reads metrics.json's ``standing`` (made by ``exclust.jobs.standing``): one row per tree with its
+Reads metrics.json's ``standing`` (made by ``exclust.jobs.explain.standing``): one row per tree with its
 price and weighted average depth, the run's own row highlighted, the cheapest marked, and the
 exact optimum with each tree's gap to it where the instance was small enough. A run without a
 table has ``{"note": sentence}``, which is shown as is.

@@ -2,7 +2,7 @@
 final tree of each prefix family, per leaf, the statistics every prefix tree's cost is summed
 from, and the reference cost (see exclust.scoring.curves for the curve itself).
 
-Apart from exclust.scoring.curves, which the job's curve planning (exclust.jobs.cost_curve) reaches
+Apart from exclust.scoring.curves, which the job's curve planning (exclust.jobs.explain.cost_curve) reaches
 with the series' estimators and scikit-learn: a worker imports this module alone (see
 exclust.reference.passes).
 """

@@ -12,7 +12,7 @@ none of its own.
 The curve's series are families of prefix trees, one per leaf count: a greedy algorithm whose
 split never changes the choice at another leaf holds every smaller tree as a prefix of one fit
 at ``max(leaves)`` (each estimator's ``prefix_trees``, a ``CurveSeries``; which algorithms a
-curve shows is the registry's business, ``exclust.jobs.cost_curve``). Every tree and the
+curve shows is the registry's business, ``exclust.jobs.explain.cost_curve``). Every tree and the
 reference cost are scored in ONE pass (``CurvePlan.reduction``), which the pipeline fuses into
 scoring's pass: the curve costs at most 2 passes (the sample its trees are fitted on, and the
 scoring pass), none of its own when the sample and the scoring pass are shared. A prefix tree's

@@ -59,6 +59,12 @@ class DataSource(ABC):
         spec as the run should keep it (a normalised path, say). Default: as given."""
         return self.spec
 
+    def checked(self) -> DataSource:
+        """This source checked (``check``) and kept for the run's every later step, its spec the
+        checked one: what a source opens while checking (a table's log) is not opened again."""
+        self.spec = self.check()
+        return self
+
     @abstractmethod
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
                 piece_rows: int = 1_000_000) -> Columns:
@@ -68,6 +74,13 @@ class DataSource(ABC):
     def guards(self) -> list:
         """What a run reads (``exclust.outputs.folders.Guard`` each): outputs may not touch them."""
         return []
+
+    def label_files(self) -> Any:
+        """What labelling writes one output file for each of: the source's Parquet files as a listed
+        ``exclust.sources.storage.Source`` (each file read whole, every column kept, written at its
+        relative path), planned from metadata. None (the default) for a source that is not Parquet
+        files: its ``columns`` are then labelled part by part, one output file per part."""
+        return None
 
     def describe(self) -> str:
         """How messages, progress lines and the report name this input."""

@@ -181,9 +181,13 @@ class DeltaSource(DataSource):
         return isinstance(spec, (str, os.PathLike)) and is_delta_table(spec, storage_options)
 
     def _table(self):
-        check_snapshot_options(self.options)
-        return open_delta_table(str(self.spec), self.storage_options, self.options.get("table_version"),
-                                self.options.get("as_of"))
+        """The table at the run's snapshot, opened once per source (a run keeps one source: its log is
+        read once for the check, the plan and the labelling alike)."""
+        if getattr(self, "_opened", None) is None:
+            check_snapshot_options(self.options)
+            self._opened = open_delta_table(str(self.spec), self.storage_options, self.options.get("table_version"),
+                                            self.options.get("as_of"))
+        return self._opened
 
     def check(self) -> str:
         self._table()
@@ -207,6 +211,11 @@ class DeltaSource(DataSource):
 
     def guards(self) -> list:
         return input_guards(str(self.spec), storage_options=self.storage_options)
+
+    def label_files(self):
+        """The snapshot's live data files at their paths in the table, partition values from the log."""
+        fs, root, files, _ = snapshot_files(self._table(), str(self.spec), self.storage_options)
+        return table_source(str(self.spec), fs, root, files, self.storage_options)
 
     def describe(self) -> str:
         snapshot = ("" if not self.options else

@@ -154,9 +154,13 @@ class IcebergSource(DataSource):
         return is_iceberg_address(spec, storage_options)
 
     def _snapshot(self):
-        check_snapshot_options(self.options)
-        table = load_catalog_table(self.spec, self.storage_options)
-        return table, select_snapshot(table, self.spec, self.options.get("table_version"), self.options.get("as_of"))
+        """(table, snapshot), loaded from the catalog once per source (a run keeps one source)."""
+        if getattr(self, "_opened", None) is None:
+            check_snapshot_options(self.options)
+            table = load_catalog_table(self.spec, self.storage_options)
+            self._opened = table, select_snapshot(table, self.spec, self.options.get("table_version"),
+                                                  self.options.get("as_of"))
+        return self._opened
 
     def check(self) -> str:
         self._snapshot()
@@ -174,6 +178,12 @@ class IcebergSource(DataSource):
         planned = plan_table(source, files, schema.as_arrow(), [], where, features, extra_columns, piece_rows)
         X, extras, categories = to_dask(planned)
         return Columns(X, planned.features, extras, categories)
+
+    def label_files(self):
+        """The snapshot's data files at their paths under the table's location."""
+        table, snapshot = self._snapshot()
+        fs, root, files = snapshot_files(table, snapshot, self.spec, self.storage_options)
+        return table_source(self.spec, fs, root, files, self.storage_options)
 
     def guards(self) -> list:
         table = load_catalog_table(self.spec, self.storage_options)

@@ -328,4 +328,10 @@ class ParquetSource(DataSource):
         return Columns(X, planned.features, extras, categories, [planned.note] if planned.note else [])
 
     def guards(self) -> list:
-        return input_guards(self.spec, storage_options=self.storage_options)
+        return input_guards(self.spec, getattr(self, "_listed", None), storage_options=self.storage_options)
+
+    def label_files(self) -> Source:
+        """The files of the folder, file or glob, listed once (``storage.list_source``)."""
+        if getattr(self, "_listed", None) is None:
+            self._listed = list_source(self.spec, self.storage_options)
+        return self._listed

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from exclust.dataplane._center_distances import nearest_center, nearest_center_l1
-from exclust.dataplane.parts import PASSES, run_reductions, sample_ids, uniform_sample
+from exclust.dataplane.parts import passes_paused, run_reductions, sample_ids, uniform_sample
 from exclust.jobs import registry
 from exclust.scoring.curves import CURVE_COSTS, CurvePlan
 from exclust.sources.dataset import Dataset, as_matrix
@@ -56,7 +56,7 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
         sample_labels = (nearest_center_l1(sample, centers) if objective == "kmedians"
                          else nearest_center(sample, centers))[0]
     fitted_series = {}
-    with PASSES.paused():  # passes over the in-memory sample, not over the data
+    with passes_paused():  # passes over the in-memory sample, not over the data
         for name in series:
             estimator = registry.algorithm(name).estimator_class()
             fitted_series[name] = estimator.prefix_trees(

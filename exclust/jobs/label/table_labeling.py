@@ -1,7 +1,9 @@
 """Labelling a night into a lake table: one Dask task per input file writes its labelled rows into
 the table's location, and the driver commits them as the night's partition in one commit through
-the table format's ``TableNight`` (``exclust.outputs.lake_table``: Delta, Iceberg). The input is
-read as for folder outputs (``labeling.read_and_label``); the rows are the same, only the commit differs.
+the table format's ``TableNight`` (``exclust.outputs.lake_table``: Delta, Iceberg). The input is any
+registered source of Parquet files (``DataSource.label_files``), read as for folder outputs
+(``labeling.read_and_label``); the rows are the same, only the commit differs. The tasks are the
+data plane's (``dataplane.tasks.run_tasks``).
 """
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from datetime import date
 from typing import Any, Callable, Mapping
 
 from exclust.errors import InputError
-from exclust.jobs.labeling import LabelResult, load_tree, read_and_label, run_tasks, tally, task_running
+from exclust.dataplane.tasks import run_tasks
+from exclust.jobs.label.labeling import LabelResult, load_tree, read_and_label, tally
 from exclust.outputs.folders import json_text
 from exclust.outputs.lake_table import TABLE_FORMATS, open_night, table_format_of
-from exclust.sources.guards import file_folder_guard, input_guards
-from exclust.sources.storage import SourceFile, list_source
+from exclust.sources.base import open_source
+from exclust.sources.guards import file_folder_guard
+from exclust.sources.storage import SourceFile
 from exclust.tree import ThresholdTree
 
 DEFAULT_DATE_COLUMN = "date"
@@ -31,22 +35,21 @@ def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from exclust.jobs.labeling import _value_counts
+    from exclust.jobs.label.labeling import _value_counts
 
-    with task_running(run_id):
-        out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
-        if date_column in out.column_names:
-            raise InputError(f"the labelled data already has a column '{date_column}'; name the table's date "
-                             "column otherwise with --date-column")
-        if day_in_file is not None:
-            out = out.append_column(pa.field(date_column, pa.date32()), pa.array([day_in_file] * out.num_rows,
-                                                                                  pa.date32()))
-        out_fs.makedirs(out_path.rsplit("/", 1)[0], exist_ok=True)
-        with out_fs.open(out_path, "wb") as f:
-            pq.write_table(out, f)
-        return {"relpath": relpath, "rows": out.num_rows, "size": out_fs.size(out_path),
-                "stats": None if stats_of is None else stats_of(out), "schema": out.schema,
-                "clusters": _value_counts(out.column(cluster_column)), "leaves": _value_counts(out.column(leaf_column))}
+    out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
+    if date_column in out.column_names:
+        raise InputError(f"the labelled data already has a column '{date_column}'; name the table's date "
+                         "column otherwise with --date-column")
+    if day_in_file is not None:
+        out = out.append_column(pa.field(date_column, pa.date32()), pa.array([day_in_file] * out.num_rows,
+                                                                              pa.date32()))
+    out_fs.makedirs(out_path.rsplit("/", 1)[0], exist_ok=True)
+    with out_fs.open(out_path, "wb") as f:
+        pq.write_table(out, f)
+    return {"relpath": relpath, "rows": out.num_rows, "size": out_fs.size(out_path),
+            "stats": None if stats_of is None else stats_of(out), "schema": out.schema,
+            "clusters": _value_counts(out.column(cluster_column)), "leaves": _value_counts(out.column(leaf_column))}
 
 
 def output_table_format(out: str | os.PathLike, requested: str | None,
@@ -79,8 +82,12 @@ def label_night_into_table(
     if not isinstance(tree, ThresholdTree):
         guards.append(file_folder_guard(tree, "the tree file", options))
         tree = load_tree(tree, options)
-    listed = list_source(source, options)
-    guards = input_guards(source, listed, options) + guards
+    opened = open_source(source, options)
+    listed = opened.label_files()
+    if listed is None:
+        raise InputError(f"{opened.describe()} is read as {opened.kind}, not as Parquet files: a table output "
+                         "takes each input file as a file of the night; label it into a folder instead")
+    guards = opened.guards() + guards
     night = open_night(table_format, out, date_column, day, guards, options)
     tree_doc = tree.to_dict()
     try:

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane.parts import PASSES, kernel_threading
+from exclust.dataplane.parts import kernel_threading, passes_paused
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.cost_curve import BASELINE_ROWS, baseline_rows
+from exclust.jobs.explain.cost_curve import BASELINE_ROWS, baseline_rows
 from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
@@ -119,7 +119,7 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
     # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
     # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
     # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
-    with PASSES.paused(), kernel_threading(1):
+    with passes_paused(), kernel_threading(1):
         for name in registry.standing():
             entry = registry.algorithm(name)
             if name in trees or (config.objective not in entry.objectives and entry.needs != registry.LABELS):

@@ -1,6 +1,6 @@
 """The explain job's work as plain library functions: load, fit reference, build tree, score, render, write.
 
-Each function takes small, explicit inputs and holds no orchestration: ``exclust.jobs.steps`` runs
+Each function takes small, explicit inputs and holds no orchestration: ``exclust.jobs.explain.steps`` runs
 them in order for the CLI, the Python API and the Prefect flow alike. Heavy work happens on the
 Dask client that is active when a step runs (``exclust.dataplane.cluster.dask_cluster`` opens one); in-memory
 inputs stay numpy and need none.
@@ -19,8 +19,9 @@ from exclust.dataplane import parts
 from exclust.jobs import registry
 
 from exclust.dataplane import residency
-from exclust.jobs.config import ExplainConfig
+from exclust.jobs.explain.config import ExplainConfig
 from exclust.errors import InputError
+from exclust.sources.base import DataSource
 from exclust.sources.dataset import Dataset, load_dataset
 from exclust.dataplane.parts import is_lazy
 from exclust.outputs.folders import json_text
@@ -72,8 +73,9 @@ class ExplainResult:
 
 
 # --------------------------------------------------------------------------- steps
-def load(config: ExplainConfig) -> Dataset:
+def load(config: ExplainConfig, source: DataSource | None = None) -> Dataset:
     """Read and validate the input: features plus the truth, reference and concept columns.
+    ``source``: the run's opened input (``RunContext.source``; default: opened from ``config``).
 
     Read once: a Parquet input is held on the workers right after its one read when it fits
     (``residency.hold``: half of their memory), so that validation and every later step read memory;
@@ -81,8 +83,9 @@ def load(config: ExplainConfig) -> Dataset:
     """
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
-    if config.source().needs_cluster:  # read by the workers: held right after the read
-        data = _load_held(config, extra)
+    source = source if source is not None else config.source()
+    if source.needs_cluster:  # read by the workers: held right after the read
+        data = _load_held(config, extra, source)
     else:
         data = load_dataset(
             config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
@@ -94,17 +97,17 @@ def load(config: ExplainConfig) -> Dataset:
     return data
 
 
-def _load_held(config: ExplainConfig, extra: list[str]) -> Dataset:
+def _load_held(config: ExplainConfig, extra: list[str], source: DataSource) -> Dataset:
     """``load_dataset`` for a source the workers read, with the hold placed between the read and the validation."""
     held = {"held": False}
 
     def hold_before_validation(X, extras):
         (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
                                                      while_reading=lambda: _import_later_steps(config))
-        parts.PASSES.record(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
+        parts.record_pass(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
         return X, dict(zip(extras, columns, strict=True))
 
-    data = load_dataset(config.source(), config.features, extra_columns=extra, nan_policy=config.nan_policy,
+    data = load_dataset(source, config.features, extra_columns=extra, nan_policy=config.nan_policy,
                         n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
     return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
 
@@ -286,7 +289,7 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
     """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
     if not wants_curve(config) or ref is None:
         return None
-    from exclust.jobs.cost_curve import plan_curve
+    from exclust.jobs.explain.cost_curve import plan_curve
 
     top = max(config.leaves or config.k, 2 * config.k)
     sample = run_sample(data, config)
@@ -301,7 +304,7 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
 def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None):
     """The standing table's trees (``jobs.standing``) on the run's sample; a dict with the
     sentence the report shows when the run gets none; None when the run asks for none."""
-    from exclust.jobs import standing
+    from exclust.jobs.explain import standing
 
     if not config.standing:
         return None
@@ -347,15 +350,17 @@ def enr_of(ref: Reference | None, built: Built) -> float | None:
     return _maybe_float(explainability_to_noise_ratio(ref.summary, convention="paper002"))
 
 
-# --------------------------------------------------------- metrics and report (exclust.jobs.steps runs the job)
+# -------------------------------------------------- metrics and report (exclust.jobs.explain.steps runs the job)
 def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainConfig, seconds,
-                     standing: dict | None = None) -> dict[str, Any]:
+                     standing: dict | None = None, pass_counter: parts.PassCounter | None = None) -> dict[str, Any]:
     """metrics.json: the score dict updated by the run's facts (``scorecard.RunFacts``: what was run,
-    how long each step took, the passes and reads per step)."""
+    how long each step took, the passes and reads per step). ``pass_counter``: the run's pass counter
+    (default: the one active here; none counted outside a run)."""
     from exclust.scoring.scorecard import RunFacts
 
     tree = built.tree
-    passes, reads = dict(parts.PASSES.passes), dict(parts.PASSES.reads)
+    counter = pass_counter if pass_counter is not None else (parts.active_passes() or parts.PassCounter())
+    passes, reads = dict(counter.passes), dict(counter.reads)
     if built.info.get("n_passes") is not None and "build tree" in passes:
         # Estimators whose passes do not all run on exclust.dataplane.parts yet (kernel MMDT, Concept-MMDT's
         # CAV fits) count them themselves; the histogram engine's are counted already (extra 0).
@@ -381,7 +386,8 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
     return metrics
 
 
-def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig) -> str:
+def render(result: ExplainResult, data: Dataset, built: Built, curve, config: ExplainConfig,
+           source: DataSource | None = None) -> str:
     """The HTML report: metrics, rules, the tree drawn, a scatter plot with cuts, the curve."""
     from exclust.report.page import render_report
 
@@ -393,7 +399,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
     scatter = None  # the report picks the features of the tree's first cuts
     if config.plot_features and all(f in names for f in config.plot_features):
         scatter = (names.index(config.plot_features[0]), names.index(config.plot_features[1]))
-    source = config.source().describe()
+    source_name = (source if source is not None else config.source()).describe()
     return render_report(
         tree=built.tree,
         metrics=result.metrics,
@@ -403,7 +409,7 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
         scatter_features=scatter,
         curve=curve,
         diagnostics=built.info.get("diagnostics"),
-        dataset_info={"source": str(source), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
+        dataset_info={"source": str(source_name), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
         titles=registry.titles(),
     )
 

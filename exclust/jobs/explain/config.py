@@ -66,8 +66,9 @@ class ExplainConfig:
             raise InputError(f"reference {kind} takes no column (got {text!r})")
         return kind, (column.strip() or None)
 
-    def check(self) -> "ExplainConfig":
-        """Validate the choices (not the data); return self."""
+    def check(self, source: Any = None) -> "ExplainConfig":
+        """Validate the choices (not the data); return self. ``source``: the run's opened input
+        (``exclust.dataplane.run_context.RunContext.source``) checked in place of opening it again."""
         from enum import Enum
 
         for name in ("algorithm", "reference", "threshold", "kernel", "nan_policy", "objective"):
@@ -102,7 +103,7 @@ class ExplainConfig:
             raise InputError(f"kmedians_price must be True, False or None (auto), not {self.kmedians_price!r}")
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
-        self.input = self.source().check()
+        self.input = source.checked().spec if source is not None else self.source().check()
         return self
 
     def source(self):

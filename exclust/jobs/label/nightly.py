@@ -2,8 +2,8 @@
 
 A nightly job labels one night's partition (``incoming/date=2026-11-20`` into
 ``labelled/date=2026-11-20``); a backfill (``2026-11-20..2026-11-22``) labels a range one date
-after another. Each date is its own ``label_parquet`` call, so each date's output folder appears
-whole or not at all, replacing that date's folder only; a failure on a later date leaves the
+after another (``label_run.run_label``). Each date is its own ``label_date`` call, so each date's
+output folder appears whole or not at all, replacing that date's folder only; a failure on a later date leaves the
 dates before it committed. A date whose input is missing (or holds no Parquet file yet) is
 skipped with a message that says so, and nothing is written for it.
 
@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from exclust.errors import InputError
 
@@ -143,7 +143,7 @@ class NightOutcome:
 
 def label_date(tree, input_template: str, output_template: str, day: date | None, **options) -> NightOutcome:
     """Label one date's input into that date's output folder (atomically); skip when the input is absent."""
-    from exclust.jobs.labeling import label_parquet
+    from exclust.jobs.label.labeling import label_parquet
 
     table_format = options.pop("table_format", None)  # a lake table output: the night is one commit to it
     date_column = options.pop("date_column", None) or "date"
@@ -154,7 +154,7 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
         if outcome.skipped is not None:
             return outcome
     if table_format is not None:
-        from exclust.jobs.table_labeling import label_night_into_table
+        from exclust.jobs.label.table_labeling import label_night_into_table
 
         assert day is not None  # check_templates: a table output takes each night by its date
         outcome.result = label_night_into_table(tree, source, out, day, table_format=table_format,
@@ -162,17 +162,3 @@ def label_date(tree, input_template: str, output_template: str, day: date | None
         return outcome
     outcome.result = label_parquet(tree, source, out, **options)
     return outcome
-
-
-def label_dates(
-    tree, input_template: str, output_template: str, days: Iterable[date | None],
-    on_night: Callable[[NightOutcome], None] | None = None, **options,
-) -> list[NightOutcome]:
-    """``label_date`` for every date, one after another (each committed before the next starts)."""
-    outcomes = []
-    for day in days:
-        outcome = label_date(tree, input_template, output_template, day, **options)
-        if on_night is not None:
-            on_night(outcome)
-        outcomes.append(outcome)
-    return outcomes

@@ -1,33 +1,36 @@
-"""Apply a saved tree to Parquet partitions: the nightly labelling job.
+"""Apply a saved tree to an input: the labelling job's work (``label_run.run_label`` runs it).
 
-Each input file becomes one output file at the same path relative to the input root (so files of
-the same name in different folders never collide, and rows out equal rows in), with every input
-column plus a cluster column and a leaf column. Inputs and outputs are local folders or object
-store prefixes (``s3://``), opened through fsspec. Files are processed one Dask task per file
-when a distributed client is active (workers must reach the input and output); each task returns
-only its counts. Rows with a missing or non-finite feature get cluster -1 and leaf -1 rather than
-a guess. Output goes through ``exclust.outputs.staging``: whole or nothing, never over what the run reads.
+The input is any registered source (``sources.base.open_source``: Parquet files, a Delta or
+Iceberg table, a plugin source). A source of Parquet files (``DataSource.label_files``) has each
+input file become one output file at the same path relative to the input root (so files of the
+same name in different folders never collide, and rows out equal rows in), with every input column
+plus a cluster column and a leaf column; any other source has each part of its columns (the tree's)
+become one output file ``part-NNNNN.parquet``. Inputs and outputs are local folders or object
+store prefixes (``s3://``), opened through fsspec. Each file or part is one task of the data plane
+(``dataplane.tasks.run_tasks``: one Dask task each when a client is active; workers must reach
+the input and output); each task returns only its counts. Rows with a missing or non-finite
+feature get cluster -1 and leaf -1 rather than a guess. Output goes through
+``exclust.outputs.staging``: whole or nothing, never over what the run reads.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from exclust.dataplane import parts
-from exclust.dataplane.cluster import scheduler_lost
+from exclust.dataplane.tasks import run_tasks
 from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
 from exclust.outputs.folders import check_output, json_text
-from exclust.sources.guards import Guard, file_folder_guard, input_guards
+from exclust.sources.base import Columns, open_source
+from exclust.sources.guards import Guard, file_folder_guard
 from exclust.outputs.staging import StagedOutput, StagingArea, staged_output
-from exclust.sources.storage import Source, SourceFile, filesystem, list_source
+from exclust.sources.storage import Source, SourceFile, filesystem
 from exclust.tree import ThresholdTree
 
 UNLABELLED = parts.UNLABELLED
@@ -176,49 +179,32 @@ def read_and_label(tree: ThresholdTree, fs: Any, file: SourceFile, cluster_colum
     return out.drop_columns(added)
 
 
-# Tasks running in this process, per run: the driver asks the workers before it removes staging.
-_RUNNING: dict[str, int] = {}
-_RUNNING_LOCK = threading.Lock()
-
-
-def running_tasks(run_id: str) -> int:
-    with _RUNNING_LOCK:
-        return _RUNNING.get(run_id, 0)
-
-
-@contextlib.contextmanager
-def task_running(run_id: str) -> Iterator[None]:
-    """Count a task of run ``run_id`` as running in this process while the block runs (``running_tasks``)."""
-    with _RUNNING_LOCK:
-        _RUNNING[run_id] = _RUNNING.get(run_id, 0) + 1
-    try:
-        yield
-    finally:
-        with _RUNNING_LOCK:
-            _RUNNING[run_id] -= 1
-            if not _RUNNING[run_id]:
-                del _RUNNING[run_id]
-
-
 def _label_file(tree_doc: dict, fs: Any, file: SourceFile, area: StagingArea, run_id: str,
                 cluster_column: str, leaf_column: str) -> dict[str, Any]:
     """One task: read a file, label it, write it below the staging root; return its counts."""
+    out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
+    return _write_labelled(out, area, file.relpath, cluster_column, leaf_column)
+
+
+def _label_part(tree_doc: dict, block: Any, names: list[str], area: StagingArea, relpath: str,
+                cluster_column: str, leaf_column: str) -> dict[str, Any]:
+    """One task: a part of a source's columns (computed where the task runs) labelled and written
+    below the staging root as ``relpath``; return its counts."""
+    import pyarrow as pa
+
+    block = np.asarray(block, dtype=np.float64).reshape(-1, len(names))
+    table = pa.table({name: block[:, j] for j, name in enumerate(names)})
+    out = label_table(ThresholdTree.from_dict(tree_doc), table, cluster_column, leaf_column)
+    return _write_labelled(out, area, relpath, cluster_column, leaf_column)
+
+
+def _write_labelled(out, area: StagingArea, relpath: str, cluster_column: str, leaf_column: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
-    with _RUNNING_LOCK:
-        _RUNNING[run_id] = _RUNNING.get(run_id, 0) + 1
-    try:
-        out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
-        with area.open_write(file.relpath) as f:
-            pq.write_table(out, f)
-        return {"relpath": file.relpath, "rows": out.num_rows,
-                "clusters": _value_counts(out.column(cluster_column)),
-                "leaves": _value_counts(out.column(leaf_column))}
-    finally:
-        with _RUNNING_LOCK:
-            _RUNNING[run_id] -= 1
-            if not _RUNNING[run_id]:
-                del _RUNNING[run_id]
+    with area.open_write(relpath) as f:
+        pq.write_table(out, f)
+    return {"relpath": relpath, "rows": out.num_rows, "clusters": _value_counts(out.column(cluster_column)),
+            "leaves": _value_counts(out.column(leaf_column))}
 
 
 def _value_counts(column) -> dict[int, int]:
@@ -226,58 +212,21 @@ def _value_counts(column) -> dict[int, int]:
     return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
 
 
-def _current_client():
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
-
-
-def run_tasks(fn: Callable, args: Sequence[tuple], run_id: str, *, timeout: float = 120.0) -> list:
-    """``fn(*a)`` for each ``a``: on the active Dask client (one task each), else here in turn.
-
-    On any failure or interrupt the futures are cancelled and the call waits until none of this
-    run's tasks is still executing on a worker (``running_tasks``), so nothing writes afterwards.
-    """
-    client = _current_client()
-    if client is None:
-        return [fn(*a) for a in args]
-    # Keys named after the task (the dashboard groups them so) and the run (unique across runs).
-    name = fn.__name__.lstrip("_")
-    futures = [client.submit(fn, *a, key=f"{name}-{run_id}-{i}", pure=False) for i, a in enumerate(args)]
-    try:
-        return client.gather(futures)
-    except BaseException:
-        if scheduler_lost(client):
-            # Nothing to cancel through; the workers lose the scheduler too, and a task still
-            # writing sees its staging gone (exclust.outputs.staging).
-            raise
-        client.cancel(futures)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if not sum(client.run(running_tasks, run_id).values()):
-                    break
-            except Exception:  # workers already gone: nothing of this run is running
-                break
-            time.sleep(0.1)
-        raise
-
-
 @dataclass
 class LabelPlan:
-    """A checked labelling run: the tree, the listed input and the output, before any work."""
+    """A checked labelling run: the tree, the input (its listed files, or its planned columns) and
+    the output, before any work."""
 
     tree: ThresholdTree
-    source: Source
+    source: Source | None  # the input's Parquet files (DataSource.label_files), or None: ``columns``
     out: str
     guards: list[Guard]
     storage_options: dict[str, Any]
     base: str | os.PathLike | None
     cluster_column: str = "cluster"
     leaf_column: str = "leaf"
+    columns: Columns | None = None  # a source that is not files: the tree's columns, labelled part by part
+    url: str = ""  # how ``_labels.json`` names the input
 
 
 def load_tree(tree: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> ThresholdTree:
@@ -288,38 +237,67 @@ def load_tree(tree: str | os.PathLike, storage_options: Mapping[str, Any] | None
     return ThresholdTree.from_json(fs.cat_file(path).decode("utf-8", errors="replace"))
 
 
-def plan_label(tree: ThresholdTree | str | os.PathLike, source: str | os.PathLike, out: str | os.PathLike, *,
+def plan_label(tree: ThresholdTree | str | os.PathLike, source: Any, out: str | os.PathLike, *,
                storage_options: Mapping[str, Any] | None = None, base: str | os.PathLike | None = None,
-               cluster_column: str = "cluster", leaf_column: str = "leaf") -> LabelPlan:
-    """Every check that needs no computing: tree, input listing, every file's schema against the tree
-    (from the footers), output location (raises InputError)."""
+               cluster_column: str = "cluster", leaf_column: str = "leaf",
+               source_options: Mapping[str, Any] | None = None) -> LabelPlan:
+    """Every check that needs no computing: tree, the input (any registered source, opened by
+    ``open_source``; ``source_options`` such as a table's snapshot) listed or planned, every file's
+    schema against the tree (from the footers), output location (raises InputError)."""
     options = dict(storage_options or {})
     tree_guards: list[Guard] = []
     if not isinstance(tree, ThresholdTree):
         tree_guards.append(file_folder_guard(tree, "the tree file", options))
         tree = load_tree(tree, options)
-    listed = list_source(source, options)
-    guards = input_guards(source, listed, options) + tree_guards
+    opened = open_source(source, options, source_options)
+    listed = opened.label_files()
+    guards = opened.guards() + tree_guards
     check_output(out, "label", guards, storage_options=options, base=base)
-    check_label_inputs(tree, listed, cluster_column, leaf_column)
-    return LabelPlan(tree, listed, str(out), guards, options, base, cluster_column, leaf_column)
+    if listed is not None:
+        check_label_inputs(tree, listed, cluster_column, leaf_column)
+        return LabelPlan(tree, listed, str(out), guards, options, base, cluster_column, leaf_column, url=listed.url)
+    planned = opened.columns(tree_columns(tree))
+    check_label_schema(tree, _float_schema(planned.feature_names), cluster_column, leaf_column)
+    return LabelPlan(tree, None, str(out), guards, options, base, cluster_column, leaf_column, planned,
+                     opened.describe())
 
 
-def run_label(plan: LabelPlan, *, cluster_column: str | None = None, leaf_column: str | None = None) -> LabelResult:
-    """Label every file of the plan (output columns: the plan's unless given) and commit the output whole
-    (see ``exclust.outputs.staging``)."""
+def _float_schema(names: Sequence[str]):
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.float64()) for name in names])
+
+
+def label_tasks(plan: LabelPlan, area: StagingArea, run_id: str, cluster_column: str, leaf_column: str):
+    """The run's tasks, as (function, argument tuples): one per input file, or one per part of the
+    planned columns (a lazy part is read where its task runs)."""
+    tree_doc = plan.tree.to_dict()
+    if plan.source is not None:
+        return _label_file, [(tree_doc, plan.source.fs, f, area, run_id, cluster_column, leaf_column)
+                             for f in plan.source.files]
+    assert plan.columns is not None  # planned when the source is not files
+    X, names = plan.columns.X, list(plan.columns.feature_names)
+    if parts.is_lazy(X):
+        blocks = list(parts.one_column_chunk(X).to_delayed().ravel())
+    else:
+        bounds = parts.row_offsets(X)
+        blocks = [X[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    return _label_part, [(tree_doc, block, names, area, f"part-{i:05d}.parquet", cluster_column, leaf_column)
+                         for i, block in enumerate(blocks)]
+
+
+def label_planned(plan: LabelPlan, *, cluster_column: str | None = None, leaf_column: str | None = None) -> LabelResult:
+    """Label every file (or part) of the plan (output columns: the plan's unless given) and commit the
+    output whole (see ``exclust.outputs.staging``)."""
     cluster_column = cluster_column or plan.cluster_column
     leaf_column = leaf_column or plan.leaf_column
     start = time.perf_counter()
-    tree_doc = plan.tree.to_dict()
     with staged_output(plan.out, "label", plan.guards, storage_options=plan.storage_options, base=plan.base) as stage:
-        args = [(tree_doc, plan.source.fs, f, stage.area, stage.run_id, cluster_column, leaf_column)
-                for f in plan.source.files]
-        per_file = run_tasks(_label_file, args, stage.run_id)
+        fn, args = label_tasks(plan, stage.area, stage.run_id, cluster_column, leaf_column)
+        per_file = run_tasks(fn, args, stage.run_id)
         result = _collect(stage, per_file, plan.tree)
         result.seconds = time.perf_counter() - start
-        stage.write_text(LABELS_FILE,
-                         json_text({**result.to_dict(), "tree": plan.tree.meta, "source": plan.source.url}))
+        stage.write_text(LABELS_FILE, json_text({**result.to_dict(), "tree": plan.tree.meta, "source": plan.url}))
     result.seconds = time.perf_counter() - start
     return result
 
@@ -353,13 +331,16 @@ def label_parquet(
     leaf_column: str = "leaf",
     base: str | os.PathLike | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    source_options: Mapping[str, Any] | None = None,
 ) -> LabelResult:
-    """Label every Parquet file of ``source`` with ``tree`` and write them under ``out``, whole or not at all.
+    """Label ``source`` with ``tree`` and write it under ``out``, whole or not at all.
 
-    ``tree`` is a ThresholdTree or the path/URL of a ``tree.json``; ``source`` and ``out`` are local
-    paths or URLs (``s3://``), with ``storage_options`` for both. Runs on the current Dask client
-    when one is active (one task per file), else file by file in this process.
+    ``tree`` is a ThresholdTree or the path/URL of a ``tree.json``; ``source`` is anything a registered
+    source reads (a Parquet file, folder or glob, a Delta table, an Iceberg address, a plugin's input;
+    ``source_options``: a table's snapshot) and ``out`` a local path or URL (``s3://``), with
+    ``storage_options`` for both. Runs on the current Dask client when one is active (one task per
+    file or part), else one after the other in this process.
     """
     plan = plan_label(tree, source, out, storage_options=storage_options, base=base,
-                      cluster_column=cluster_column, leaf_column=leaf_column)
-    return run_label(plan)
+                      cluster_column=cluster_column, leaf_column=leaf_column, source_options=source_options)
+    return label_planned(plan)
