@@ -23,122 +23,45 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Iterator, Sequence
+from typing import Iterator, NoReturn, Sequence
 
 from exclust.jobs import registry
 
-THRESHOLDS = tuple(registry.THRESHOLDS)
 DRIFT_EXIT = 3  # label --fail-on-drift: the output is written, but the data moved
 
 
-def _algorithm_help() -> str:
-    """--algorithm's help, read from the registry when the parser is built (plugins included)."""
-    return (f"tree algorithm (default {registry.DEFAULT_ALGORITHM}): "
-            + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values()))
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (what to change, and where the help is), exit status 2."""
 
-
-def _names(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    return names or None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
-
-
-def _cluster_count(text: str) -> int:
-    """A number of clusters: two or more, as every estimator's ``n_clusters``."""
-    value = _positive_int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected at least 2 clusters, got {value}")
-    return value
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="exclust", description="Explain clusterings of large datasets with small axis-aligned decision trees."
-    )
+    """The ``exclust`` command's parser, generated from the jobs' options schemas (``exclust.jobs.options``)."""
+    from exclust import __version__
+    from exclust.jobs.option_spec import OneChoiceALineFormatter, add_arguments
+    from exclust.jobs.options import LABEL, demo_options, explain_options
+
+    parser = _Parser(prog="exclust", formatter_class=OneChoiceALineFormatter,
+                     description="Explain clusterings of large datasets with small axis-aligned decision trees.")
+    parser.add_argument("--version", action="version", version=f"exclust {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{explain,label,demo}")
-
-    ex = sub.add_parser("explain", help="fit a reference clustering on Parquet data and explain it with a tree")
-    ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
-    ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
-    ex.add_argument("--table-version", type=int, metavar="N",
-                    help="a Delta or Iceberg table input: read version N (Iceberg: snapshot id) instead of the latest")
-    ex.add_argument("--as-of", metavar="TIMESTAMP",
-                    help="a Delta or Iceberg table input: read the latest version as of this time (ISO 8601)")
-    ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
-    algorithms = tuple(registry.ALGORITHMS)
-    ex.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms, help=_algorithm_help())
-    ex.add_argument("--k", type=_cluster_count, required=True, help="number of clusters (2 or more)")
-    ex.add_argument("--objective", default="kmeans", choices=registry.OBJECTIVES,
-                    help="cost the tree keeps low, for imm, exkmc, exshallow, random-cut (default kmeans)")
-    ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
-    ex.add_argument("--trials", type=_positive_int, default=1, help="random-cut: trees drawn, the cheapest kept")
-    ex.add_argument("--no-curve", action="store_true", help="skip the report's cost-versus-leaves curve")
-    ex.add_argument("--no-standing", action="store_true",
-                    help="skip the report's standing table (the tree beside other algorithms' trees on the same centers)")
-    ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
-                    help="price the tree under k-medians too (2+ passes more over the data); "
-                         "default: when the objective or the reference is kmedians")
-    ex.add_argument("--threshold", default="exact", choices=THRESHOLDS, help="MMDT threshold variant (default exact)")
-    ex.add_argument("--reference", default="gmm", help="gmm, kmeans, kmedians, or labels:COLUMN (default gmm)")
-    ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
-    ex.add_argument("--leaves", type=_positive_int, help="leaf budget for exkmc, kdtree, cart (default k)")
-    ex.add_argument("--concepts", help="concept label columns for concept-mmdt, comma-separated")
-    ex.add_argument("--kernel", default="gaussian", choices=("gaussian", "laplace"), help="kernel of kernel-mmdt")
-    ex.add_argument("--bandwidth", type=float, help="kernel bandwidth of kernel-mmdt")
-    ex.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    ex.add_argument("--plot", help="two features for the report's scatter plot, e.g. x0,x3 (default: the tree's first cuts)")
-    ex.add_argument("--seed", type=int, default=0, help="random seed")
-    ex.add_argument("--drop-nan", action="store_true", help="drop rows with NaN/inf features instead of failing")
-    ex.add_argument("--out", required=True, help="output folder (replaced whole when the run succeeds)")
-    ex.add_argument("--quiet", action="store_true", help="no progress lines")
-
-    lb = sub.add_parser("label", help="apply a saved tree.json to Parquet partitions")
-    lb.add_argument("--tree", required=True, help="tree.json written by explain (a path or an s3:// URL)")
-    lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
-    lb.add_argument("--out", required=True,
-                    help="output folder or s3:// prefix for the labelled files (same relative paths as the input), "
-                         "a Delta table, or an Iceberg table iceberg+<catalog URI>#namespace.table")
-    lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
-                    "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
-    lb.add_argument("--fail-on-drift", action="store_true",
-                    help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data the "
-                         "tree was built on (PSI above 0.2); the labelled output is written either way")
-    lb.add_argument("--out-format", choices=("auto", "folder", "delta", "iceberg"), default="auto",
-                    help="delta or iceberg: --out is a table of that format (made on the first night), each --date "
-                         "one commit of its partition; auto (default): iceberg for an iceberg+ address, delta when "
-                         "--out is a Delta table already, else folder")
-    lb.add_argument("--date-column", default="date", help="a table output's date partition column (default date)")
-    lb.add_argument("--cluster-column", default="cluster")
-    lb.add_argument("--leaf-column", default="leaf")
-    lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="fsspec storage option for s3:// paths, repeatable (e.g. endpoint_url=http://127.0.0.1:9000)")
-    lb.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    lb.add_argument("--quiet", action="store_true")
-
-    dm = sub.add_parser("demo", help="write a sample dataset and explain it through the Prefect flow")
-    dm.add_argument("--out", default="exclust-demo", help="output folder (default exclust-demo)")
-    dm.add_argument("--rows", type=_positive_int, default=300_000, help="rows of the sample dataset")
-    dm.add_argument("--k", type=_cluster_count, default=5, help="components of the sample mixture")
-    dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
-    dm.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms)
-    dm.add_argument("--threshold", default="exact", choices=THRESHOLDS)
-    dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    dm.add_argument("--seed", type=int, default=0)
-    dm.add_argument("--prefect", action=argparse.BooleanOptionalAction, default=False,
-                    help="run the steps through the Prefect flow explain (without PREFECT_API_URL this starts "
-                         "Prefect's temporary local server, about 15 s); default: the steps directly, no Prefect")
+    options = explain_options()
+    common = [o for o in options if not registry.used_by().get(o.name)]
+    ex = sub.add_parser("explain", formatter_class=OneChoiceALineFormatter,
+                        help="fit a reference clustering on a dataset (Parquet, Delta, Iceberg) and explain it with "
+                             "a tree")
+    add_arguments(ex, common)
+    add_arguments(ex.add_argument_group("options of some algorithms (see --algorithm)"),
+                  [o for o in options if o not in common], used_by=registry.used_by())
+    lb = sub.add_parser("label", formatter_class=OneChoiceALineFormatter,
+                        help="apply a saved tree.json to new data, one labelled file per input file")
+    add_arguments(lb, LABEL)
+    dm = sub.add_parser("demo", formatter_class=OneChoiceALineFormatter,
+                        help="write a sample dataset and explain it on a local Dask cluster (--prefect: through the "
+                             "Prefect flow)")
+    add_arguments(dm, demo_options())
     return parser
 
 
@@ -149,21 +72,14 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.config import EXPLAIN_OPTIONS, ExplainConfig
+    from exclust.jobs.option_spec import config_values
     from exclust.jobs.steps import run_explain
-    from exclust.sources.storage import parse_storage_options
 
-    kind, column = ExplainConfig.parse_reference(args.reference)
-    config = ExplainConfig(
-        input=args.input, features=_names(args.features), algorithm=args.algorithm, k=args.k,
-        reference=kind, reference_column=column, threshold=args.threshold, truth=args.truth,
-        leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
-        random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
-        storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
-        depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve, standing=not args.no_standing,
-        kmedians_price=args.kmedians_price, table_version=args.table_version, as_of=args.as_of,
-    )
-    result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
+    config = ExplainConfig(**config_values(EXPLAIN_OPTIONS, args)).check()
+    config.check_against_source()  # --plot and --k against the source's schema and row count: metadata only
+    result = run_explain(config, args.output, scheduler=args.scheduler_address, log=_log(args.quiet),
+                         live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
     return 0
 
@@ -178,18 +94,18 @@ def _label_by_date(args, log) -> list:
     from exclust.sources.storage import parse_storage_options
 
     days = parse_dates(args.date) if args.date else []
-    options = parse_storage_options(args.storage_option)
-    table = output_table_format(args.out, getattr(args, "out_format", None), options)
-    check_templates(args.input, args.out, dated=bool(days), table=table)
+    options = parse_storage_options(args.storage_options or [])
+    table = output_table_format(args.output, args.output_format, options)
+    check_templates(args.input, args.output, dated=bool(days), table=table)
     tree = load_tree(args.tree, options)  # a bad tree file fails before any cluster starts
 
     def report(outcome: NightOutcome) -> None:
         print(outcome.summary(), flush=True)
 
     if log is not None:
-        log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.out}")
-    with dask_cluster(args.scheduler):
-        return label_dates(tree, args.input, args.out, days, on_night=report,
+        log(f"labelling {len(days)} date(s) {days[0]}..{days[-1]}: {args.input} -> {args.output}")
+    with dask_cluster(args.scheduler_address):
+        return label_dates(tree, args.input, args.output, days, on_night=report,
                            cluster_column=args.cluster_column, leaf_column=args.leaf_column, storage_options=options,
                            **({"table_format": table, "date_column": getattr(args, "date_column", None)} if table else {}))
 
@@ -199,7 +115,8 @@ def cmd_label(args) -> int:
 
     from exclust.jobs.table_labeling import output_table_format
 
-    if args.date or has_date(args.input) or has_date(args.out) or output_table_format(args.out, args.out_format):
+    if (args.date or has_date(args.input) or has_date(args.output)
+            or output_table_format(args.output, args.output_format)):
         outcomes = _label_by_date(args, _log(args.quiet))
         return _drift_status(args, [(o.name, o.result.drift) for o in outcomes if o.result is not None])
     from exclust.jobs.labeling import plan_label, run_label
@@ -208,13 +125,13 @@ def cmd_label(args) -> int:
     from exclust.dataplane.progress import StepTimer
     from exclust.sources.storage import parse_storage_options
 
-    options = parse_storage_options(args.storage_option)
+    options = parse_storage_options(args.storage_options or [])
     # Tree, input and output are all checked before a cluster starts.
-    plan = plan_label(args.tree, args.input, args.out, storage_options=options,
+    plan = plan_label(args.tree, args.input, args.output, storage_options=options,
                       cluster_column=args.cluster_column, leaf_column=args.leaf_column)
     timer = StepTimer(_log(args.quiet), live=sys.stderr.isatty() and not args.quiet)
-    with dask_cluster(args.scheduler):
-        with timer.step("label", f"{args.input} -> {args.out}"):
+    with dask_cluster(args.scheduler_address):
+        with timer.step("label", f"{args.input} -> {args.output}"):
             result = run_label(plan)
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
@@ -271,9 +188,9 @@ def cmd_demo(args) -> int:
     from exclust.datasets.synthetic import write_gmm_parquet
 
     log = _log(False)
-    out = validate_output_dir(args.out)
+    out = validate_output_dir(args.output)
     data = out.with_name(out.name + "-data")
-    spec = {"rows": args.rows, "k": args.k, "d": args.d, "seed": args.seed}
+    spec = {"rows": args.rows, "k": args.n_clusters, "d": args.d, "seed": args.random_state}
     stamp = data / "_demo.json"
     t0 = time.perf_counter()
     if data.exists() and stamp.exists() and json.loads(stamp.read_text()) == spec:
@@ -283,8 +200,9 @@ def cmd_demo(args) -> int:
             if not stamp.exists():
                 raise FileExistsError(f"{data} exists and was not written by exclust demo; remove it or choose another --out")
             shutil.rmtree(data)
-        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.k}, d={args.d}) as Parquet partitions to {data}")
-        write_gmm_parquet(data, args.rows, args.k, args.d, rows_per_file=max(10_000, args.rows // 6), random_state=args.seed)
+        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.n_clusters}, d={args.d}) as Parquet partitions to {data}")
+        write_gmm_parquet(data, args.rows, args.n_clusters, args.d, rows_per_file=max(10_000, args.rows // 6),
+                          random_state=args.random_state)
         stamp.write_text(json.dumps(spec))
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     features = [f"x{j}" for j in range(args.d)]
@@ -292,9 +210,9 @@ def cmd_demo(args) -> int:
         from exclust.jobs.config import ExplainConfig
         from exclust.jobs.steps import run_explain
 
-        config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
-                               threshold=args.threshold, truth="truth", random_state=args.seed)
-        result = run_explain(config, out, scheduler=args.scheduler, log=log, live=sys.stderr.isatty())
+        config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, n_clusters=args.n_clusters,
+                               threshold=args.threshold, truth="truth", random_state=args.random_state)
+        result = run_explain(config, out, scheduler=args.scheduler_address, log=log, live=sys.stderr.isatty())
         _summary(result.metrics, result.rules, result.out)
     else:
         home = _prefect_environment()
@@ -303,9 +221,9 @@ def cmd_demo(args) -> int:
             from flows.params import ExplainParams
 
             params = ExplainParams(
-                input=str(data), output=str(out), columns=features, algorithm=args.algorithm,
-                n_clusters=args.k, threshold=args.threshold, truth_column="truth",
-                scheduler_address=args.scheduler, random_state=args.seed,
+                input=str(data), output=str(out), features=features, algorithm=args.algorithm,
+                n_clusters=args.n_clusters, threshold=args.threshold, truth="truth",
+                scheduler_address=args.scheduler_address, random_state=args.random_state,
             )
             summary = explain(params)
         finally:

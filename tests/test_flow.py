@@ -57,7 +57,7 @@ def test_parameter_models_render_as_forms():
     assert set(defs["Objective"]["enum"]) == {"kmeans", "kmedians"}
     assert defs["ThresholdVariant"]["enum"][0] == "midpoint"
     fields = defs["ExplainParams"]["properties"]
-    assert {"input", "output", "columns", "algorithm", "n_clusters", "reference", "threshold", "truth_column",
+    assert {"input", "output", "features", "algorithm", "n_clusters", "reference", "threshold", "truth",
             "scheduler_address"} <= set(fields)
     assert all(f.get("description") for f in fields.values())
     assert fields["n_clusters"]["default"] == 5
@@ -70,7 +70,7 @@ def test_parameter_models_render_as_forms():
             assert "anyOf" not in field and field.get("type") != "null", name  # no type toggle in the form
             assert "`" not in field["description"], name
     assert fields["reference"]["$ref"].endswith("/ReferenceKind")  # still a drop-down
-    assert fields["columns"]["type"] == "string" and fields["leaves"]["default"] == 0
+    assert fields["features"]["type"] == "string" and fields["leaves"]["default"] == 0
 
 
 def test_parameters_reject_bad_paths(tmp_path):
