@@ -76,7 +76,10 @@ def cmd_explain(args) -> int:
     from exclust.jobs.option_spec import config_values
     from exclust.jobs.steps import run_explain
 
-    config = ExplainConfig(**config_values(EXPLAIN_OPTIONS, args)).check()
+    values = config_values(EXPLAIN_OPTIONS, args)
+    if not values["reference_column"]:  # --reference labels:COLUMN, or a kind: spelled as the command line spells it
+        values["reference"], values["reference_column"] = ExplainConfig.parse_reference(values["reference"])
+    config = ExplainConfig(**values).check()
     config.check_against_source()  # --plot and --k against the source's schema and row count: metadata only
     result = run_explain(config, args.output, scheduler=args.scheduler_address, log=_log(args.quiet),
                          live=sys.stderr.isatty())
@@ -205,13 +208,16 @@ def cmd_demo(args) -> int:
                           random_state=args.random_state)
         stamp.write_text(json.dumps(spec))
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
-    features = [f"x{j}" for j in range(args.d)]
+    from exclust.jobs.config import EXPLAIN_OPTIONS, ExplainConfig
+    from exclust.jobs.option_spec import config_values
+
+    # The demo's options carry the explain options' names: the config and the flow's form take them as they are.
+    run = {**config_values(EXPLAIN_OPTIONS, args), "input": str(data), "features": [f"x{j}" for j in range(args.d)],
+           "truth": "truth"}
     if not args.prefect:
-        from exclust.jobs.config import ExplainConfig
         from exclust.jobs.steps import run_explain
 
-        config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, n_clusters=args.n_clusters,
-                               threshold=args.threshold, truth="truth", random_state=args.random_state)
+        config = ExplainConfig(**run)
         result = run_explain(config, out, scheduler=args.scheduler_address, log=log, live=sys.stderr.isatty())
         _summary(result.metrics, result.rules, result.out)
     else:
@@ -220,11 +226,7 @@ def cmd_demo(args) -> int:
             from flows.explain import explain
             from flows.params import ExplainParams
 
-            params = ExplainParams(
-                input=str(data), output=str(out), features=features, algorithm=args.algorithm,
-                n_clusters=args.n_clusters, threshold=args.threshold, truth="truth",
-                scheduler_address=args.scheduler_address, random_state=args.random_state,
-            )
+            params = ExplainParams(**run, output=str(out), scheduler_address=args.scheduler_address)
             summary = explain(params)
         finally:
             if home is not None:

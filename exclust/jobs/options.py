@@ -31,8 +31,8 @@ STORAGE_OPTIONS = Option(
     "storage_options", MAPPING, None, "options of the object store s3:// paths live on (repeatable on the command "
     "line), e.g. endpoint_url=http://minio:9000", cli_aliases=("--storage-option",),
     flow_help="Options of the object store s3:// paths live on: comma-separated key=value "
-              "(endpoint_url=http://minio:9000) or a JSON object for nested options; blank: the AWS_* environment of the "
-              "machine that runs the flow.")
+              "(endpoint_url=http://minio:9000) or a JSON object for nested options; blank: the AWS_* environment "
+              "of the machine that runs the flow.")
 SCHEDULER_ADDRESS = Option(
     "scheduler_address", TEXT, None, "Dask scheduler address such as tcp://dask-scheduler:8786",
     unset_means="a local Dask cluster started for the run", cli_aliases=("--scheduler",), surfaces=CLI_AND_FLOW,
@@ -57,7 +57,7 @@ EXPLAIN_COMMON = (
     Option("reference", CHOICE, "gmm", "reference clustering; labels reads the column reference_column names "
            "(the command line also takes labels:COLUMN)", choices=lambda: tuple(references.REFERENCES),
            describe_choices=lambda: {r.name: r.summary for r in references.REFERENCES.values()},
-           flow_type="ReferenceKind", cli_type=references.command_line_spelling, metavar="KIND"),
+           flow_type="ReferenceKind", cli_type=str, metavar="KIND"),
     Option("reference_column", TEXT, None, "label column of the reference labels", unset_means="none"),
     Option("truth", TEXT, None, "ground-truth label column, scored with ARI", unset_means="none",
            flow_aliases=("truth_column",)),

@@ -81,19 +81,6 @@ def parse(text: str) -> tuple[str, str | None]:
     return kind, (column.strip() or None)
 
 
-def command_line_spelling(text: str) -> str:
-    """argparse's ``type`` of ``--reference``: the text, once ``parse`` takes it (a kind, or labels:COLUMN)."""
-    import argparse
-
-    if str(text).strip().lower() in REFERENCES:  # labels with --reference-column: the config's check() has its say
-        return text
-    try:
-        parse(text)
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def reference(name: str) -> ReferenceKind:
     """The entry of ``name``; InputError listing the choices when unknown."""
     try:
