@@ -94,7 +94,8 @@ def explain_options() -> tuple[Option, ...]:
 
 LABEL = (
     Option("tree", TEXT, None, "tree.json written by explain (a path or an s3:// URL)", required=True),
-    Option("input", TEXT, None, INPUT_HELP + "; {date} in it is replaced by the date labelled", required=True),
+    Option("input", TEXT, None, "input to label: a Parquet file, folder or glob, or an s3:// URL of one; {date} in it "
+           "is replaced by the date labelled", required=True),
     Option("output", TEXT, None, "output folder or s3:// prefix for the labelled files (same relative paths as the "
            "input), a Delta table, or an Iceberg table iceberg+<catalog URI>#namespace.table; {date} in it is the "
            "date labelled", required=True, cli_aliases=("--out",)),
