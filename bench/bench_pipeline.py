@@ -202,7 +202,7 @@ def bench_flow(folder: Path, features: list[str], k: int, client, prefect: bool)
     from sklearn.tree import DecisionTreeClassifier
 
     from exclust.jobs.explain import steps
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
 
     out = {}
     work = Path(tempfile.mkdtemp(prefix="exclust-bench-"))

@@ -30,7 +30,7 @@ def main() -> None:
 
     from exclust.dataplane.cluster import dask_cluster
     from exclust.datasets.synthetic import write_gmm_parquet
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import explain
 
     data = ROOT / "bench" / "data" / f"standing_{args.rows}"

@@ -44,7 +44,7 @@ def main() -> None:
     from distributed import Client, LocalCluster
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.label.labeling import label_parquet
     from exclust.jobs.explain.steps import run_explain
     from exclust.jobs.label.table_labeling import label_night_into_table

@@ -48,7 +48,7 @@ def plan_seconds(spec) -> tuple[float, int]:
 
 
 def explain_seconds(spec, out: Path, scheduler: str) -> tuple[float, dict]:
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import run_explain
 
     config = ExplainConfig(input=spec, features=["x0", "x1", "x2", "x3"], k=5, reference="kmeans",

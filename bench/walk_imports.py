@@ -24,7 +24,7 @@ A warm-up run (not traced) goes first, so the traced run imports nothing and com
 the walk is the call structure, not the import order. Module-level code (``<module>`` frames)
 is not followed in any case.
 
-Works on the layout by layer (``exclust.jobs.explain.steps``, ``exclust.jobs.explain.config``) and on the flat
+Works on the layout by layer (``exclust.jobs.explain.steps``, ``exclust.jobs.config``) and on the flat
 layout before it (``exclust.steps``, ``exclust.pipeline``): whichever the checkout first on
 ``sys.path`` holds.
 """
@@ -47,7 +47,7 @@ def layout():
     try:
         steps = importlib.import_module("exclust.jobs.explain.steps")
         pipeline = importlib.import_module("exclust.jobs.explain.pipeline")
-        config = importlib.import_module("exclust.jobs.explain.config").ExplainConfig
+        config = importlib.import_module("exclust.jobs.config").ExplainConfig
         return steps, pipeline, config, "by layer (exclust.jobs.*)"
     except ModuleNotFoundError:
         steps = importlib.import_module("exclust.steps")

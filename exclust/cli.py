@@ -23,124 +23,45 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Iterator, Sequence
+from typing import Iterator, NoReturn, Sequence
 
 from exclust.jobs import registry
 
-THRESHOLDS = tuple(registry.THRESHOLDS)
 DRIFT_EXIT = 3  # label --fail-on-drift: the output is written, but the data moved
 
 
-def _algorithm_help() -> str:
-    """--algorithm's help, read from the registry when the parser is built (plugins included)."""
-    return (f"tree algorithm (default {registry.DEFAULT_ALGORITHM}): "
-            + "; ".join(f"{a.name}: {a.summary}" for a in registry.ALGORITHMS.values()))
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (what to change, and where the help is), exit status 2."""
 
-
-def _names(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    return names or None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
-
-
-def _cluster_count(text: str) -> int:
-    """A number of clusters: two or more, as every estimator's ``n_clusters``."""
-    value = _positive_int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected at least 2 clusters, got {value}")
-    return value
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="exclust", description="Explain clusterings of large datasets with small axis-aligned decision trees."
-    )
+    """The ``exclust`` command's parser, generated from the jobs' options schemas (``exclust.jobs.options``)."""
+    from exclust import __version__
+    from exclust.jobs.option_spec import OneChoiceALineFormatter, add_arguments
+    from exclust.jobs.options import LABEL, demo_options, explain_options
+
+    parser = _Parser(prog="exclust", formatter_class=OneChoiceALineFormatter,
+                     description="Explain clusterings of large datasets with small axis-aligned decision trees.")
+    parser.add_argument("--version", action="version", version=f"exclust {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{explain,label,demo}")
-
-    ex = sub.add_parser("explain", help="fit a reference clustering on Parquet data and explain it with a tree")
-    ex.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
-    ex.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="option of the object store an s3:// input lives on (repeatable), e.g. endpoint_url=http://minio:9000")
-    ex.add_argument("--table-version", type=int, metavar="N",
-                    help="a Delta or Iceberg table input: read version N (Iceberg: snapshot id) instead of the latest")
-    ex.add_argument("--as-of", metavar="TIMESTAMP",
-                    help="a Delta or Iceberg table input: read the latest version as of this time (ISO 8601)")
-    ex.add_argument("--features", help="feature columns, comma-separated (default: every numeric column)")
-    algorithms = tuple(registry.ALGORITHMS)
-    ex.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms, help=_algorithm_help())
-    ex.add_argument("--k", type=_cluster_count, required=True, help="number of clusters (2 or more)")
-    ex.add_argument("--objective", default="kmeans", choices=registry.OBJECTIVES,
-                    help="cost the tree keeps low, for imm, exkmc, exshallow, random-cut (default kmeans)")
-    ex.add_argument("--depth-factor", type=float, default=0.03, help="exshallow's penalty on depth (0: ExGreedy)")
-    ex.add_argument("--trials", type=_positive_int, default=1, help="random-cut: trees drawn, the cheapest kept")
-    ex.add_argument("--no-curve", action="store_true", help="skip the report's cost-versus-leaves curve")
-    ex.add_argument("--no-standing", action="store_true",
-                    help="skip the report's standing table (the tree beside other algorithms' trees on the same "
-                         "centers)")
-    ex.add_argument("--kmedians-price", action=argparse.BooleanOptionalAction, default=None,
-                    help="price the tree under k-medians too (2+ passes more over the data); "
-                         "default: when the objective or the reference is kmedians")
-    ex.add_argument("--threshold", default="exact", choices=THRESHOLDS, help="MMDT threshold variant (default exact)")
-    ex.add_argument("--reference", default="gmm", help="gmm, kmeans, kmedians, or labels:COLUMN (default gmm)")
-    ex.add_argument("--truth", help="ground-truth label column, scored with ARI")
-    ex.add_argument("--leaves", type=_positive_int, help="leaf budget for exkmc, kdtree, cart (default k)")
-    ex.add_argument("--concepts", help="concept label columns for concept-mmdt, comma-separated")
-    ex.add_argument("--kernel", default="gaussian", choices=("gaussian", "laplace"), help="kernel of kernel-mmdt")
-    ex.add_argument("--bandwidth", type=float, help="kernel bandwidth of kernel-mmdt")
-    ex.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    ex.add_argument("--plot",
-                    help="two features for the report's scatter plot, e.g. x0,x3 (default: the tree's first cuts)")
-    ex.add_argument("--seed", type=int, default=0, help="random seed")
-    ex.add_argument("--drop-nan", action="store_true", help="drop rows with NaN/inf features instead of failing")
-    ex.add_argument("--out", required=True, help="output folder (replaced whole when the run succeeds)")
-    ex.add_argument("--quiet", action="store_true", help="no progress lines")
-
-    lb = sub.add_parser("label", help="apply a saved tree.json to Parquet partitions")
-    lb.add_argument("--tree", required=True, help="tree.json written by explain (a path or an s3:// URL)")
-    lb.add_argument("--input", required=True, help="Parquet file, folder of Parquet files, glob, or s3:// URL")
-    lb.add_argument("--out", required=True,
-                    help="output folder or s3:// prefix for the labelled files (same relative paths as the input), "
-                         "a Delta table, or an Iceberg table iceberg+<catalog URI>#namespace.table")
-    lb.add_argument("--date", help="label by date: YYYY-MM-DD or an inclusive range FIRST..LAST; "
-                    "--input and --out then hold {date}, e.g. 'incoming/date={date}'")
-    lb.add_argument("--fail-on-drift", action="store_true",
-                    help=f"exit with status {DRIFT_EXIT} when a labelled date's rows per leaf drifted from the data "
-                         "the tree was built on (PSI above 0.2); the labelled output is written either way")
-    lb.add_argument("--out-format", choices=("auto", "folder", "delta", "iceberg"), default="auto",
-                    help="delta or iceberg: --out is a table of that format (made on the first night), each --date "
-                         "one commit of its partition; auto (default): iceberg for an iceberg+ address, delta when "
-                         "--out is a Delta table already, else folder")
-    lb.add_argument("--date-column", default="date", help="a table output's date partition column (default date)")
-    lb.add_argument("--cluster-column", default="cluster")
-    lb.add_argument("--leaf-column", default="leaf")
-    lb.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="fsspec storage option for s3:// paths, repeatable (e.g. endpoint_url=http://127.0.0.1:9000)")
-    lb.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    lb.add_argument("--quiet", action="store_true")
-
-    dm = sub.add_parser("demo", help="write a sample dataset and explain it through the Prefect flow")
-    dm.add_argument("--out", default="exclust-demo", help="output folder (default exclust-demo)")
-    dm.add_argument("--rows", type=_positive_int, default=300_000, help="rows of the sample dataset")
-    dm.add_argument("--k", type=_cluster_count, default=5, help="components of the sample mixture")
-    dm.add_argument("--d", type=_positive_int, default=2, help="features of the sample mixture")
-    dm.add_argument("--algorithm", default=registry.DEFAULT_ALGORITHM, choices=algorithms)
-    dm.add_argument("--threshold", default="exact", choices=THRESHOLDS)
-    dm.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    dm.add_argument("--seed", type=int, default=0)
-    dm.add_argument("--prefect", action=argparse.BooleanOptionalAction, default=False,
-                    help="run the steps through the Prefect flow explain (without PREFECT_API_URL this starts "
-                         "Prefect's temporary local server, about 15 s); default: the steps directly, no Prefect")
+    options = explain_options()
+    common = [o for o in options if not registry.used_by().get(o.name)]
+    ex = sub.add_parser("explain", formatter_class=OneChoiceALineFormatter,
+                        help="fit a reference clustering on a dataset (Parquet, Delta, Iceberg) and explain it with "
+                             "a tree")
+    add_arguments(ex, common)
+    add_arguments(ex.add_argument_group("options of some algorithms (see --algorithm)"),
+                  [o for o in options if o not in common], used_by=registry.used_by())
+    lb = sub.add_parser("label", formatter_class=OneChoiceALineFormatter,
+                        help="apply a saved tree.json to new data, one labelled file per input file")
+    add_arguments(lb, LABEL)
+    dm = sub.add_parser("demo", formatter_class=OneChoiceALineFormatter,
+                        help="write a sample dataset and explain it on a local Dask cluster (--prefect: through the "
+                             "Prefect flow)")
+    add_arguments(dm, demo_options())
     return parser
 
 
@@ -151,21 +72,17 @@ def _log(quiet: bool):
 
 
 def cmd_explain(args) -> int:
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import EXPLAIN_OPTIONS, ExplainConfig
     from exclust.jobs.explain.steps import run_explain
-    from exclust.sources.storage import parse_storage_options
+    from exclust.jobs.option_spec import config_values
 
-    kind, column = ExplainConfig.parse_reference(args.reference)
-    config = ExplainConfig(
-        input=args.input, features=_names(args.features), algorithm=args.algorithm, k=args.k,
-        reference=kind, reference_column=column, threshold=args.threshold, truth=args.truth,
-        leaves=args.leaves, concepts=_names(args.concepts), kernel=args.kernel, bandwidth=args.bandwidth,
-        random_state=args.seed, nan_policy="drop" if args.drop_nan else "raise", plot_features=_names(args.plot),
-        storage_options=parse_storage_options(args.storage_option) or None, objective=args.objective,
-        depth_factor=args.depth_factor, trials=args.trials, cost_curve=not args.no_curve, standing=not args.no_standing,
-        kmedians_price=args.kmedians_price, table_version=args.table_version, as_of=args.as_of,
-    )
-    result = run_explain(config, args.out, scheduler=args.scheduler, log=_log(args.quiet), live=sys.stderr.isatty())
+    values = config_values(EXPLAIN_OPTIONS, args)
+    if not values["reference_column"]:  # --reference labels:COLUMN, or a kind: spelled as the command line spells it
+        values["reference"], values["reference_column"] = ExplainConfig.parse_reference(values["reference"])
+    config = ExplainConfig(**values).check()
+    config.check_against_source()  # --plot and --k against the source's schema and row count: metadata only
+    result = run_explain(config, args.output, scheduler=args.scheduler_address, log=_log(args.quiet),
+                         live=sys.stderr.isatty())
     _summary(result.metrics, result.rules, result.out)
     return 0
 
@@ -180,10 +97,10 @@ def _label_by_date(args, log) -> list:
     def report(outcome: NightOutcome) -> None:
         print(outcome.summary(), flush=True)
 
-    return run_label(args.tree, args.input, args.out, dates=parse_dates(args.date) if args.date else [],
-                     scheduler=args.scheduler, storage_options=parse_storage_options(args.storage_option),
+    return run_label(args.tree, args.input, args.output, dates=parse_dates(args.date) if args.date else [],
+                     scheduler=args.scheduler_address, storage_options=parse_storage_options(args.storage_options or []),
                      cluster_column=args.cluster_column, leaf_column=args.leaf_column,
-                     out_format=getattr(args, "out_format", None), date_column=getattr(args, "date_column", None),
+                     out_format=getattr(args, "output_format", None), date_column=getattr(args, "date_column", None),
                      log=log, on_night=report)
 
 
@@ -192,7 +109,8 @@ def cmd_label(args) -> int:
 
     from exclust.jobs.label.table_labeling import output_table_format
 
-    if args.date or has_date(args.input) or has_date(args.out) or output_table_format(args.out, args.out_format):
+    if (args.date or has_date(args.input) or has_date(args.output)
+            or output_table_format(args.output, args.output_format)):
         outcomes = _label_by_date(args, _log(args.quiet))
         return _drift_status(args, [(o.name, o.result.drift) for o in outcomes if o.result is not None])
     from exclust.jobs.label.label_run import run_label
@@ -200,9 +118,9 @@ def cmd_label(args) -> int:
     from exclust.sources.storage import parse_storage_options
 
     # Tree, input and output are all checked before a cluster starts.
-    result = run_label(args.tree, args.input, args.out, scheduler=args.scheduler,
-                       storage_options=parse_storage_options(args.storage_option), cluster_column=args.cluster_column,
-                       leaf_column=args.leaf_column, log=_log(args.quiet),
+    result = run_label(args.tree, args.input, args.output, scheduler=args.scheduler_address,
+                       storage_options=parse_storage_options(args.storage_options or []),
+                       cluster_column=args.cluster_column, leaf_column=args.leaf_column, log=_log(args.quiet),
                        live=sys.stderr.isatty() and not args.quiet)[0].result
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
@@ -263,11 +181,11 @@ def cmd_demo(args) -> int:
     if args.prefect:
         import flows  # noqa: F401  (checks that the flows extra is installed, before any data are written)
     log = _log(False)
-    out = validate_output_dir(args.out)
+    out = validate_output_dir(args.output)
     if not isinstance(out, Path):  # the demo's data are written beside the output folder
-        raise InputError(f"exclust demo writes to a local folder; {args.out} is not one")
+        raise InputError(f"exclust demo writes to a local folder; {args.output} is not one")
     data = out.with_name(out.name + "-data")
-    spec = {"rows": args.rows, "k": args.k, "d": args.d, "seed": args.seed}
+    spec = {"rows": args.rows, "k": args.n_clusters, "d": args.d, "seed": args.random_state}
     stamp = data / "_demo.json"
     t0 = time.perf_counter()
     if data.exists() and stamp.exists() and json.loads(stamp.read_text()) == spec:
@@ -278,19 +196,22 @@ def cmd_demo(args) -> int:
                 raise FileExistsError(f"{data} exists and was not written by exclust demo; remove it or choose another "
                                       "--out")
             shutil.rmtree(data)
-        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.k}, d={args.d}) as Parquet partitions to {data}")
-        write_gmm_parquet(data, args.rows, args.k, args.d, rows_per_file=max(10_000, args.rows // 6),
-                          random_state=args.seed)
+        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.n_clusters}, d={args.d}) as Parquet partitions to {data}")
+        write_gmm_parquet(data, args.rows, args.n_clusters, args.d, rows_per_file=max(10_000, args.rows // 6),
+                          random_state=args.random_state)
         stamp.write_text(json.dumps(spec))
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
-    features = [f"x{j}" for j in range(args.d)]
+    from exclust.jobs.config import EXPLAIN_OPTIONS, ExplainConfig
+    from exclust.jobs.option_spec import config_values
+
+    # The demo's options carry the explain options' names: the config and the flow's form take them as they are.
+    run = {**config_values(EXPLAIN_OPTIONS, args), "input": str(data), "features": [f"x{j}" for j in range(args.d)],
+           "truth": "truth"}
     if not args.prefect:
-        from exclust.jobs.explain.config import ExplainConfig
         from exclust.jobs.explain.steps import run_explain
 
-        config = ExplainConfig(input=str(data), features=features, algorithm=args.algorithm, k=args.k,
-                               threshold=args.threshold, truth="truth", random_state=args.seed)
-        result = run_explain(config, out, scheduler=args.scheduler, log=log, live=sys.stderr.isatty())
+        config = ExplainConfig(**run)
+        result = run_explain(config, out, scheduler=args.scheduler_address, log=log, live=sys.stderr.isatty())
         _summary(result.metrics, result.rules, result.out)
     else:
         home = _prefect_environment()
@@ -298,11 +219,7 @@ def cmd_demo(args) -> int:
             from flows.explain import explain
             from flows.params import ExplainParams
 
-            params = ExplainParams(
-                input=str(data), output=str(out), columns=",".join(features), algorithm=args.algorithm,
-                n_clusters=args.k, threshold=args.threshold, truth_column="truth",
-                scheduler_address=args.scheduler, random_state=args.seed,
-            )
+            params = ExplainParams(**run, output=str(out), scheduler_address=args.scheduler_address)
             summary = explain(params)
         finally:
             if home is not None:

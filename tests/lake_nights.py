@@ -41,7 +41,7 @@ def assert_nights_labelled(rows_of, incoming: Path, tree_path: Path, days) -> No
 def explained_tree(root: Path) -> Path:
     """tree.json of a tree explained (in memory: no cluster needed) on build data like the feed's, with its
     leaf shares; a numpy input's columns are named x0, x1: the feed's names."""
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import run_explain
 
     night(root / "build", 3000, seed=0)

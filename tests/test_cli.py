@@ -42,8 +42,9 @@ def test_parser_knows_the_issue_options():
         "explain --input d --features a,b --algorithm exkmc --k 4 --leaves 8 --reference labels:lab "
         "--truth t --scheduler tcp://127.0.0.1:8786 --out o".split()
     )
-    assert (args.algorithm, args.k, args.leaves, args.reference, args.scheduler) == ("exkmc", 4, 8, "labels:lab", "tcp://127.0.0.1:8786")
-    assert build_parser().parse_args(["demo"]).out == "exclust-demo"
+    assert (args.algorithm, args.n_clusters, args.leaves, args.reference, args.scheduler_address) == (
+        "exkmc", 4, 8, "labels:lab", "tcp://127.0.0.1:8786")
+    assert build_parser().parse_args(["demo"]).output == "exclust-demo"
     with pytest.raises(SystemExit):
         build_parser().parse_args("explain --input d --k 4 --algorithm nope --out o".split())
 
@@ -501,7 +502,7 @@ def test_cli_and_python_defaults_agree():
     from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
     from exclust.algorithms.mmdt.mmdt import MMDT
     from exclust.algorithms.random_cut import RandomCutTree
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.sources.dataset import load_dataset
     from flows.params import ExplainParams
 
@@ -522,12 +523,12 @@ def test_cli_and_python_defaults_agree():
         "trials": [cli.trials, config["trials"], flow["trials"], _default(RandomCutTree, "n_trials")],
         "kernel": [cli.kernel, config["kernel"], flow["kernel"], _default(KernelMMDT, "kernel")],
         "reference": [cli.reference, config["reference"], flow["reference"]],
-        "seed": [cli.seed, config["random_state"], flow["random_state"]],
-        "k": [demo.k, config["k"], flow["n_clusters"]],
-        "nan policy": ["drop" if cli.drop_nan else "raise", config["nan_policy"], flow["nan_policy"],
+        "seed": [cli.random_state, config["random_state"], flow["random_state"]],
+        "k": [demo.n_clusters, config["n_clusters"], flow["n_clusters"]],
+        "nan policy": [cli.nan_policy, config["nan_policy"], flow["nan_policy"],
                        _default(load_dataset, "nan_policy")],
-        "cost curve": [not cli.no_curve, config["cost_curve"], flow["cost_curve"]],
-        "standing table": [not cli.no_standing, config["standing"], flow["standing"]],
+        "cost curve": [cli.cost_curve, config["cost_curve"], flow["cost_curve"]],
+        "standing table": [cli.standing, config["standing"], flow["standing"]],
         "k-medians price (auto)": [cli.kmedians_price, config["kmedians_price"]],
         # no leaf budget: one leaf per cluster (the flow spells it 0)
         "leaves": [cli.leaves, config["leaves"], flow["leaves"] or None,
@@ -555,7 +556,7 @@ def test_cli_and_python_defaults_agree():
 def test_cli_and_python_refuse_fewer_than_two_clusters(capsys):
     from exclust.jobs import registry
     from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.errors import InputError, ParameterError
     from flows.params import ExplainParams
 
@@ -563,7 +564,7 @@ def test_cli_and_python_refuse_fewer_than_two_clusters(capsys):
         with pytest.raises(SystemExit) as exit_:
             build_parser().parse_args(argv)
         assert exit_.value.code == 2 and "at least 2 clusters" in capsys.readouterr().err
-    assert build_parser().parse_args(["explain", "--input", "in", "--k", "2", "--out", "o"]).k == 2
+    assert build_parser().parse_args(["explain", "--input", "in", "--k", "2", "--out", "o"]).n_clusters == 2
     with pytest.raises(InputError, match=">= 2"):
         ExplainConfig(input="unused", k=1).check()
     with pytest.raises(ValueError):

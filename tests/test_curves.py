@@ -76,7 +76,7 @@ def test_kmedians_curve_on_dask_matches_numpy_and_reuses_a_kmedians_exkmc(dask_c
 
 def test_an_explain_run_with_the_kmedians_objective_has_the_surrogate_curve():
     from exclust.datasets.synthetic import make_gmm_dataset
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import Run, run_steps
 
     X, _, _ = make_gmm_dataset(3000, n_components=3, n_features=2, random_state=5, noise_scale=3.0)

@@ -203,7 +203,7 @@ def test_input_error_names_its_fix_per_interface_and_survives_pickling():
 
 # --------------------------------------------------------------------------- reference labels
 def _explain(folder, **kwargs):
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import explain
 
     return explain(ExplainConfig(input=str(folder), features=["a", "b"], **kwargs))

@@ -88,7 +88,7 @@ def _blobs(n: int = 1500, seed: int = 0):
 def test_a_registered_algorithm_runs_from_python(registered):
     import pandas as pd
 
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import explain
 
     X, truth = _blobs()

@@ -84,7 +84,7 @@ def _frame(n: int = 3000, seed: int = 2) -> pd.DataFrame:
 
 
 def test_a_registered_source_runs_explain_and_reads_what_memory_holds(tmp_path, csv_source, dask_client):
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import explain, run_explain
 
     frame = _frame()
@@ -116,7 +116,7 @@ def test_a_registered_source_runs_explain_and_reads_what_memory_holds(tmp_path, 
 
 
 def test_without_the_registration_a_csv_path_is_parquet_to_exclust(tmp_path):
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import explain
 
     path = tmp_path / "points.csv"

@@ -58,7 +58,7 @@ def test_parameter_models_render_as_forms():
     assert set(defs["Objective"]["enum"]) == {"kmeans", "kmedians"}
     assert defs["ThresholdVariant"]["enum"][0] == "midpoint"
     fields = defs["ExplainParams"]["properties"]
-    assert {"input", "output", "columns", "algorithm", "n_clusters", "reference", "threshold", "truth_column",
+    assert {"input", "output", "features", "algorithm", "n_clusters", "reference", "threshold", "truth",
             "scheduler_address"} <= set(fields)
     assert all(f.get("description") for f in fields.values())
     assert fields["n_clusters"]["default"] == 5
@@ -71,7 +71,7 @@ def test_parameter_models_render_as_forms():
             assert "anyOf" not in field and field.get("type") != "null", name  # no type toggle in the form
             assert "`" not in field["description"], name
     assert fields["reference"]["$ref"].endswith("/ReferenceKind")  # still a drop-down
-    assert fields["columns"]["type"] == "string" and fields["leaves"]["default"] == 0
+    assert fields["features"]["type"] == "string" and fields["leaves"]["default"] == 0
 
 
 def test_parameters_reject_bad_paths(tmp_path):
@@ -393,7 +393,7 @@ def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path,
     (in the same order, every one catalogued), the same steps in seconds and passes, and the tree is the same."""
     from exclust.cli import main
     from exclust.datasets.synthetic import write_gmm_parquet
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.scoring.scorecard import MEASURES
     from exclust.jobs.explain.steps import run_explain
     from flows.explain import explain

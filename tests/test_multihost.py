@@ -360,7 +360,7 @@ def finished(run: subprocess.Popen) -> str:
 def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(clusters, store, network, dask_client, prefect_api,
                                                                  tmp_path, monkeypatch, request):
     from exclust.jobs.label.labeling import label_parquet
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import run_explain
     from flows.explain import explain as explain_flow
     from flows.label import label as label_flow

@@ -12,7 +12,7 @@ import pandas as pd
 
 from exclust.dataplane import parts
 from exclust.datasets.synthetic import write_gmm_parquet
-from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.jobs.explain.steps import explain
 from exclust.sources.base import open_source
 

@@ -92,7 +92,7 @@ def test_missing_and_incomplete_s3_inputs_are_named(s3_server, s3_bucket):
 
 
 def test_explain_from_s3_with_a_partition_column_as_truth(events, s3_server, dask_client, tmp_path):
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import run_explain
 
     url, _ = events

@@ -100,7 +100,7 @@ def test_a_reader_refuses_a_label_prefix_without_success(s3, dask_client):
 def test_explain_writes_its_folder_to_s3_whole(s3):
     import pandas as pd
 
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.pipeline import write_outputs
     from exclust.jobs.explain.steps import explain
 

@@ -11,7 +11,7 @@ import pytest
 from exclust.errors import InputError
 from exclust.datasets.synthetic import make_gmm_dataset
 from exclust.scoring.metrics import evaluate, score
-from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.scoring.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
 from exclust.jobs.explain.steps import explain, run_explain
 

@@ -11,7 +11,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from exclust.datasets.synthetic import write_gmm_parquet
-from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.jobs.explain.steps import Run, run_steps
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from exclust.errors import InputError
+from exclust.jobs.option_spec import CHOICE, NAMES, NUMBER, WHOLE, Option, by_name
 
 PLUGINS_ENV = "EXCLUST_PLUGINS"
 
@@ -88,6 +89,9 @@ class Algorithm:
     own_reference: str | None = None
     # The coordinates the tree reads, when not the features (Concept-MMDT: concept coordinates).
     space: Callable[[Any], Callable[[Any], Any]] | None = field(default=None, compare=False)
+    # The run options only this algorithm (and others naming the same Option) reads: they join the explain
+    # schema (exclust.jobs.options), so the config, --help and the flow form show them.
+    own_options: tuple[Option, ...] = ()
 
     @property
     def cost_curve(self) -> bool:
@@ -131,6 +135,20 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
 )}
 
 
+# The options some algorithms read (each named on the entries that read it, in ``own_options``).
+KERNELS = ("gaussian", "laplace")  # kernel MMDT's per-axis kernels (exclust.algorithms.mmdt.similarity.KERNELS)
+THRESHOLD = Option("threshold", CHOICE, "exact", "MMDT threshold variant", choices=lambda: tuple(THRESHOLDS),
+                   describe_choices=lambda: {t.name: t.summary for t in THRESHOLDS.values()},
+                   flow_type="ThresholdVariant")
+LEAVES = Option("leaves", WHOLE, None, "leaf budget", unset_means="n_clusters", minimum=1, maximum=100_000,
+                flow_unset=0)
+DEPTH_FACTOR = Option("depth_factor", NUMBER, 0.03, "penalty on depth (0: ExGreedy)", minimum=0)
+TRIALS = Option("trials", WHOLE, 1, "trees drawn; the cheapest on the data is kept", minimum=1, maximum=10_000)
+CONCEPTS = Option("concepts", NAMES, None, "concept label columns, one per concept, comma-separated")
+KERNEL = Option("kernel", CHOICE, "gaussian", "per-axis kernel", choices=lambda: KERNELS, flow_type="Kernel")
+BANDWIDTH = Option("bandwidth", NUMBER, None, "kernel bandwidth", unset_means="chosen from the data", minimum=0,
+                   flow_unset=0.0)
+
 DEFAULT_ALGORITHM = "mmdt"  # what a run builds when it names none
 OBJECTIVES = ("kmeans", "kmedians")  # the reference cost a tree is built to keep low
 PAPER_003_CURVE = ("exkmc", "cart", "kdtree")  # paper 003, Figure 2: ExKMC against its baselines
@@ -153,8 +171,31 @@ def register(entry: Algorithm) -> Algorithm:
         raise ValueError(f"an algorithm named {entry.name!r} is registered already")
     if entry.needs not in FIT_BY_NEED:
         raise ValueError(f"needs must be one of {', '.join(FIT_BY_NEED)}, not {entry.needs!r}")
+    by_name([*own_options(), *entry.own_options])  # one name, one meaning, across entries
+    late = [o.name for o in entry.own_options if _SCHEMA_BUILT and o.name not in _SCHEMA_BUILT]
+    if late:
+        raise ValueError(f"{entry.name}'s own option(s) {late} come after the explain options were built: register it "
+                         f"before exclust.jobs.config is imported (a plugin named in {PLUGINS_ENV} is)")
     ALGORITHMS[entry.name] = entry
     return entry
+
+
+def own_options() -> tuple[Option, ...]:
+    """Every registered algorithm's own options, each once, in registration order."""
+    return tuple(by_name([o for entry in ALGORITHMS.values() for o in entry.own_options]).values())
+
+
+def used_by() -> dict[str, list[str]]:
+    """Each algorithm option's name -> the algorithms that read it (what --help says beside it)."""
+    users: dict[str, list[str]] = {}
+    for entry in ALGORITHMS.values():
+        for option in entry.own_options:
+            users.setdefault(option.name, []).append(entry.name)
+    return users
+
+
+# The option names the explain schema was built with (exclust.jobs.options), once it is built.
+_SCHEMA_BUILT: set[str] = set()
 
 
 def unregister(name: str) -> None:
@@ -165,19 +206,21 @@ def unregister(name: str) -> None:
 for _entry in (
     Algorithm("mmdt", "MMDT", "exclust.algorithms.mmdt.mmdt:MMDT",
               "cuts between the mixture's means, from its means and variances alone", SUMMARY, "000 Alg. 1; 002 Alg. 1",
-              threshold=True, options=lambda c: {"threshold": c.threshold, "random_state": c.random_state}),
+              threshold=True, options=lambda c: {"threshold": c.threshold, "random_state": c.random_state},
+              own_options=(THRESHOLD,)),
     Algorithm("imm", "IMM", "exclust.algorithms.histogram.imm:IMM",
               "fewest points separated from their center at each cut, k leaves", CENTERS, "003 (IMM base tree)",
               curve=PAPER_003_CURVE, objectives=OBJECTIVES, standing=True,
               options=lambda c: {"n_clusters": c.k, "random_state": c.random_state, **_objective(c)}),
     Algorithm("exkmc", "ExKMC", "exclust.algorithms.histogram.exkmc:ExKMC",
               "IMM, then leaves added by the surrogate cost until the leaf budget", CENTERS, "003 Alg. 1",
-              leaf_budget=True, curve=PAPER_003_CURVE, objectives=OBJECTIVES, standing=True,
+              leaf_budget=True, curve=PAPER_003_CURVE, objectives=OBJECTIVES, standing=True, own_options=(LEAVES,),
               options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state,
                                  **_objective(c)}),
     Algorithm("exshallow", "ExShallow", "exclust.algorithms.histogram.exshallow:ExShallow",
               "IMM-like k-leaf tree whose cuts also pay for depth (shallower rules)", CENTERS,
               "Laber, Murtinho and Oliveira, Pattern Recognition 2023", objectives=OBJECTIVES, standing=True,
+              own_options=(DEPTH_FACTOR,),
               options=lambda c: {"n_clusters": c.k, "depth_factor": c.depth_factor, "random_state": c.random_state,
                                  **_objective(c)}),
     Algorithm("exgreedy", "ExGreedy", "exclust.algorithms.histogram.exgreedy:ExGreedy",
@@ -186,36 +229,37 @@ for _entry in (
               options=lambda c: {"n_clusters": c.k, "random_state": c.random_state, **_objective(c)}),
     Algorithm("tree-search", "TreeSearch", "exclust.algorithms.search.tree_search:TreeSearch",
               "k-leaf tree searched by lookahead and local search from the greedy trees (least k-means cost)",
-              CENTERS, "issue 21; Murthy and Salzberg, IJCAI 1995 (lookahead)", leaf_budget=True,
+              CENTERS, "issue 21; Murthy and Salzberg, IJCAI 1995 (lookahead)", leaf_budget=True, own_options=(LEAVES,),
               options=lambda c: {"n_clusters": c.k, "n_leaves": _leaves(c), "random_state": c.random_state}),
     Algorithm("random-cut", "RandomCutTree", "exclust.algorithms.random_cut:RandomCutTree",
               "random threshold cuts from the centers alone, with a guaranteed expected price", CENTERS,
               "Gupta, Pittu, Svensson and Yuan, FOCS 2023; Makarychev and Shan, ICML 2021", objectives=OBJECTIVES,
+              own_options=(TRIALS,),
               options=lambda c: {"n_clusters": c.k, "n_trials": c.trials, "random_state": c.random_state,
                                  **_objective(c)}),
     Algorithm("kdtree", "KDTree", "exclust.algorithms.histogram.kdtree:KDTree",
               "median cuts of the widest feature (a baseline)", CENTERS, "003 App. B.1",
-              leaf_budget=True, curve=PAPER_003_CURVE, standing=True,
+              leaf_budget=True, curve=PAPER_003_CURVE, standing=True, own_options=(LEAVES,),
               options=lambda c: {"n_clusters": c.k, "max_leaves": _leaves(c), "random_state": c.random_state}),
     Algorithm("cart", "CART", "exclust.algorithms.cart:CART",
               "scikit-learn's decision tree on the reference labels (a baseline)", LABELS, "000, 003 (baseline)",
-              leaf_budget=True, curve=PAPER_003_CURVE, standing=True,
+              leaf_budget=True, curve=PAPER_003_CURVE, standing=True, own_options=(LEAVES,),
               options=lambda c: {"max_leaf_nodes": _leaves(c), "random_state": c.random_state}),
     Algorithm("label-tree", "LabelTree", "exclust.algorithms.search.label_tree:LabelTree",
               "fewest mistakes against any clustering's labels, at least one leaf per cluster (noise left out)",
-              LABELS, "issue 21; Murthy and Salzberg, IJCAI 1995 (lookahead)", leaf_budget=True,
+              LABELS, "issue 21; Murthy and Salzberg, IJCAI 1995 (lookahead)", leaf_budget=True, own_options=(LEAVES,),
               options=lambda c: {"n_clusters": c.k, "n_leaves": _leaves(c), "random_state": c.random_state}),
     Algorithm("concept-mmdt", "Concept-MMDT", "exclust.algorithms.mmdt.concept:ConceptMMDT",
               "MMDT over concept activation vectors of an embedding", OWN, "000 Alg. 2", threshold=True,
               options=lambda c: {"n_components": c.k, "threshold": c.threshold, "random_state": c.random_state},
               prepare="exclust.algorithms.mmdt.concept:concept_vectors_for_run",
               requires=(("concepts", "concept label columns, one per concept"),),
-              own_reference="gmm", space=lambda est: est.cavs.project),
+              own_reference="gmm", space=lambda est: est.cavs.project, own_options=(THRESHOLD, CONCEPTS)),
     Algorithm("kernel-mmdt", "kernel MMDT", "exclust.algorithms.mmdt.kernel_mmdt:KernelMMDT",
               "interval cuts explaining kernel k-means", OWN, "002 Sec. 5", threshold=True,
               options=lambda c: {"n_clusters": c.k, "kernel": c.kernel, "random_state": c.random_state,
                                  **({} if c.bandwidth is None else {"bandwidth": c.bandwidth})},
-              own_reference="kernel k-means (random Fourier features)"),
+              own_reference="kernel k-means (random Fourier features)", own_options=(THRESHOLD, KERNEL, BANDWIDTH)),
 ):
     register(_entry)
 

@@ -42,7 +42,7 @@ def _runs(data, every_variant: bool = True):
     Algorithms that need columns the warm-up data lack (concept labels) are left out. Without
     ``every_variant``, one run per algorithm (the variants share the kernels' argument types)."""
     from exclust.jobs import registry
-    from exclust.jobs.explain.config import ExplainConfig
+    from exclust.jobs.config import ExplainConfig
 
     common = dict(input=data, features=["x0", "x1", "x2"], k=3, truth="truth", random_state=0)
     for name, entry in registry.ALGORITHMS.items():

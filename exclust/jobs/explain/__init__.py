@@ -1,5 +1,5 @@
-"""The explain job: ``config.py`` (``ExplainConfig``), ``pipeline.py`` (its work as plain functions),
-``steps.py`` (the one step list and ``run_explain``), ``standing.py`` (the report's standing table),
-``cost_curve.py`` (the report's cost curve). Part of the jobs layer: it may import everything below
-the jobs and the jobs' ``registry``.
+"""The explain job: ``pipeline.py`` (its work as plain functions), ``steps.py`` (the one step list
+and ``run_explain``), ``standing.py`` (the report's standing table), ``cost_curve.py`` (the report's
+cost curve); its options are ``ExplainConfig`` in ``exclust/jobs/config.py``. Part of the jobs
+layer: it may import everything below the jobs and the jobs' shared modules.
 """

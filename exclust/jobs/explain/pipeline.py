@@ -19,7 +19,7 @@ from exclust.dataplane import parts
 from exclust.jobs import registry
 
 from exclust.dataplane import residency
-from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.errors import InputError
 from exclust.sources.base import DataSource
 from exclust.sources.dataset import Dataset, load_dataset
@@ -158,43 +158,62 @@ def is_held(data: Dataset) -> bool:
 
 
 def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
-    """Fit the reference clustering (GMM or k-means) or take given labels; summarize it."""
-    from exclust.reference import MixtureSummary
+    """Fit the reference clustering the run names (``jobs.references``: gmm, k-means, ...) or take given labels."""
+    from exclust.jobs.references import reference
+
+    return reference(config.reference).fit_run(data, config)
+
+
+def fit_gmm(data: Dataset, config: ExplainConfig) -> Reference:
+    """The ``gmm`` reference: a Gaussian mixture and its summary."""
+    from exclust.reference import GaussianMixture, MixtureSummary
 
     names = data.feature_names
     # Estimators get the validated Dataset, not data.X: a bare array would be checked again (a pass).
-    if config.reference == "gmm":
-        from exclust.reference import GaussianMixture
+    model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
+    summary = MixtureSummary.from_gmm(model, names)
+    return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data), data, config), model)
 
-        model = GaussianMixture(n_components=config.k, random_state=config.random_state).fit(data)
-        summary = MixtureSummary.from_gmm(model, names)
-        return Reference("gmm", summary, np.asarray(model.means_), _held(model.predict(data), data, config), model)
-    if config.reference == "kmeans":
-        from exclust.reference import KMeans
 
-        if is_lazy(data.X):
-            # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
-            model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
-                           sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
-            model.fit(data, sample=run_sample(data, config).X)
-        else:
-            model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
-        # Full covariances only for algorithms that read them (MMDT's thresholds); the others need
-        # the means and spreads, which the k-means kept from its last pass.
-        full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
-        summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
-        # Distributed Lloyd kept its last pass's labels on the workers (its predict, one byte a
-        # row): no later pass searches the centers again, streamed or held.
-        labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data), data, config)
-        return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
-    if config.reference == "kmedians":
-        from exclust.reference import KMedians
+def fit_kmeans(data: Dataset, config: ExplainConfig) -> Reference:
+    """The ``kmeans`` reference."""
+    from exclust.reference import KMeans, MixtureSummary
 
-        model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
-        labels = _held(model.predict(data), data, config)
-        full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
-        summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=full)
-        return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
+    names = data.feature_names
+    if is_lazy(data.X):
+        # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
+        model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
+                       sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)
+        model.fit(data, sample=run_sample(data, config).X)
+    else:
+        model = KMeans(n_clusters=config.k, random_state=config.random_state).fit(data)
+    # Full covariances only for algorithms that read them (MMDT's thresholds); the others need
+    # the means and spreads, which the k-means kept from its last pass.
+    full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
+    summary = MixtureSummary.from_kmeans(model, data.X, names, full_covariance=full)
+    # Distributed Lloyd kept its last pass's labels on the workers (its predict, one byte a
+    # row): no later pass searches the centers again, streamed or held.
+    labels = model.labels_ if model.backend_ == "lloyd" else _held(model.predict(data), data, config)
+    return Reference("kmeans", summary, np.asarray(model.cluster_centers_), labels, model)
+
+
+def fit_kmedians(data: Dataset, config: ExplainConfig) -> Reference:
+    """The ``kmedians`` reference."""
+    from exclust.reference import KMedians, MixtureSummary
+
+    names = data.feature_names
+    model = KMedians(n_clusters=config.k, random_state=config.random_state).fit(data)
+    labels = _held(model.predict(data), data, config)
+    full = registry.algorithm(config.algorithm).needs == registry.SUMMARY
+    summary = MixtureSummary.from_labels(data.X, labels, names, full_covariance=full)
+    return Reference("kmedians", summary, np.asarray(model.cluster_centers_), labels, model)
+
+
+def fit_labels(data: Dataset, config: ExplainConfig) -> Reference:
+    """The ``labels:COLUMN`` reference: the column's labels, summarized."""
+    from exclust.reference import MixtureSummary
+
+    names = data.feature_names
     assert config.reference_column is not None  # ExplainConfig.check: labels come from a named column
     labels = data.extra[config.reference_column]
     summary = MixtureSummary.from_labels(data.X, labels, names)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from exclust.jobs.explain import pipeline
-from exclust.jobs.explain.config import ExplainConfig
+from exclust.jobs.config import ExplainConfig
 from exclust.dataplane.cluster import dask_cluster
 from exclust.dataplane.progress import Log, StepTimer
 from exclust.dataplane.run_context import RunContext

@@ -5,68 +5,39 @@ one; ``check`` rejects inconsistent choices with ``InputError`` before any work 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from exclust.jobs import registry
 from exclust.errors import InputError
+from exclust.jobs import references, registry
+from exclust.jobs.option_spec import config_class
+from exclust.jobs.options import LABEL, explain_options
 from exclust.sources.base import open_source
 
-REFERENCES = ("gmm", "kmeans", "kmedians", "labels")
-KERNELS = ("gaussian", "laplace")
 
+class _ExplainMethods:
+    """What ``ExplainConfig`` does besides holding its fields (those come from ``jobs.options``)."""
 
-@dataclass
-class ExplainConfig:
-    """Everything one explain run needs; validated by ``check``."""
+    if TYPE_CHECKING:  # the fields are generated: type checkers see any attribute, any keyword
+        reference: str
+        reference_column: str | None
 
-    input: Any  # anything a registered source reads: a Parquet path/folder/glob/URL, an array, a DataFrame
-    features: list[str] | None = None
-    algorithm: str = registry.DEFAULT_ALGORITHM
-    k: int = 5
-    reference: str = "gmm"  # gmm | kmeans | labels (then reference_column names the label column)
-    reference_column: str | None = None
-    threshold: str = "exact"  # paper 002's Alg. 1 (eq. 4), as MMDT's own default
-    truth: str | None = None
-    leaves: int | None = None  # ExKMC / KDTree / CART leaf budget (default k)
-    concepts: list[str] | None = None  # concept-mmdt: label columns, one per concept
-    kernel: str = "gaussian"
-    bandwidth: float | None = None
-    random_state: int = 0
-    nan_policy: str = "raise"
-    title: str | None = None
-    plot_features: list[str] | None = None  # the two features of the report's scatter plot (default: the tree's first)
-    storage_options: dict[str, Any] | None = None  # fsspec options of an s3:// (or other) input URL
-    cost_curve: bool = True  # the report's cost-vs-leaves curve for data-driven trees (off for nightly runs)
-    standing: bool = True  # the report's standing table: the tree beside other algorithms' on the same centers
-    hold: bool | None = None  # keep the validated data on the workers: None decides by size, True/False forces
-    objective: str = "kmeans"  # the reference cost IMM, ExKMC, ExShallow and random cuts keep low: kmeans | kmedians
-    depth_factor: float = 0.03  # ExShallow's penalty on depth (0: ExGreedy)
-    trials: int = 1  # random-cut: trees drawn; the cheapest on the data is kept
-    # The k-medians price costs 2+ passes of its own: None (auto) prices it when the run is about
-    # k-medians (its objective or its reference), True/False forces it.
-    kmedians_price: bool | None = None
-    # A table input's snapshot (Delta, Iceberg): a version number, or the latest version as of a
-    # timestamp (ISO 8601); the latest when both are None. Refused for inputs that are not tables.
-    table_version: int | None = None
-    as_of: str | None = None
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __post_init__(self) -> None:
+        # labels:COLUMN, as the command line spells it, is the labels kind with its column
+        if isinstance(self.reference, str) and ":" in self.reference:
+            self.reference, self.reference_column = self.parse_reference(self.reference)
 
     @classmethod
     def parse_reference(cls, text: str) -> tuple[str, str | None]:
         """``gmm`` / ``kmeans`` / ``labels:COL`` -> (kind, column)."""
-        kind, _, column = str(text).partition(":")
-        kind = kind.strip().lower()
-        if kind not in REFERENCES:
-            raise InputError(f"reference must be gmm, kmeans, kmedians or labels:COLUMN, not {text!r}")
-        if kind == "labels" and not column.strip():
-            raise InputError("reference labels needs a column: labels:COLUMN")
-        if kind != "labels" and column:
-            raise InputError(f"reference {kind} takes no column (got {text!r})")
-        return kind, (column.strip() or None)
+        return references.parse(text)
 
-    def check(self, source: Any = None) -> "ExplainConfig":
+    def check(self, source: Any = None) -> Self:
         """Validate the choices (not the data); return self. ``source``: the run's opened input
         (``exclust.dataplane.run_context.RunContext.source``) checked in place of opening it again."""
         from enum import Enum
@@ -85,13 +56,11 @@ class ExplainConfig:
             raise InputError(f"trials must be a whole number >= 1, got {self.trials!r}")
         if not self.depth_factor >= 0:
             raise InputError(f"depth factor must be >= 0, got {self.depth_factor!r}")
-        if self.reference not in REFERENCES:
-            raise InputError(f"reference must be one of {', '.join(REFERENCES)}, not {self.reference!r}")
-        if self.reference == "labels" and not self.reference_column:
-            raise InputError("reference 'labels' needs the name of the label column")
+        if references.reference(self.reference).column and not self.reference_column:
+            raise InputError(f"reference {self.reference!r} needs the name of the label column")
         registry.threshold(self.threshold)
-        if self.kernel not in KERNELS:
-            raise InputError(f"kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}")
+        if self.kernel not in registry.KERNELS:
+            raise InputError(f"kernel must be one of {', '.join(registry.KERNELS)}, not {self.kernel!r}")
         if not isinstance(self.k, (int, np.integer)) or self.k < 2:
             raise InputError(f"the number of clusters k must be an integer >= 2, got {self.k!r}")
         if self.leaves is not None and self.leaves < self.k:
@@ -105,6 +74,24 @@ class ExplainConfig:
             raise InputError(f"bandwidth must be > 0, got {self.bandwidth!r}")
         self.input = source.checked().spec if source is not None else self.source().check()
         return self
+
+    def check_against_source(self) -> None:
+        """``plot_features`` and ``n_clusters`` against the input's schema and row count, from its metadata alone.
+
+        The source plans its read (``columns()``: Parquet footers, a table's log) and nothing is read, so a
+        wrong ``--plot`` feature or more clusters than rows fail before the validation pass, with the
+        messages the load step would give after it.
+        """
+        extra = list(dict.fromkeys(c for c in (self.truth, self.reference_column, *(self.concepts or ())) if c))
+        source = self.source()
+        planned = source.columns(self.features, extra)
+        unknown = [f for f in self.plot_features or () if f not in planned.feature_names]
+        if unknown and registry.algorithm(self.algorithm).space is None:  # a tree over other coordinates names its own
+            raise InputError(f"plot feature(s) {unknown} are not among the features {planned.feature_names}")
+        rows = planned.X.shape[0]
+        if isinstance(rows, (int, np.integer)) and rows < self.n_clusters:
+            raise InputError(f"{source.describe()} has {rows} row(s), fewer than the {self.n_clusters} clusters "
+                             "asked for")
 
     def source(self):
         """The data source that reads ``input`` (``exclust.sources.base.open_source``: decided there, once)."""
@@ -121,3 +108,32 @@ class ExplainConfig:
         if self.kmedians_price is not None:
             return bool(self.kmedians_price)
         return self.objective == "kmedians" or self.reference == "kmedians"
+
+
+EXPLAIN_OPTIONS = explain_options()
+registry._SCHEMA_BUILT.update(o.name for o in EXPLAIN_OPTIONS)
+if TYPE_CHECKING:
+    class ExplainConfig(_ExplainMethods):
+        """Everything one explain run needs (the fields come from ``jobs.options``)."""
+else:
+    ExplainConfig = config_class(
+        "ExplainConfig", EXPLAIN_OPTIONS, _ExplainMethods,
+        "Everything one explain run needs; validated by ``check``. ``k`` is the old name of ``n_clusters``.",
+    )
+
+
+class _LabelMethods:
+    """What ``LabelConfig`` does besides holding its fields."""
+
+    if TYPE_CHECKING:
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+if TYPE_CHECKING:
+    class LabelConfig(_LabelMethods):
+        """One label run's options (the fields come from ``jobs.options``)."""
+else:
+    LabelConfig = config_class("LabelConfig", LABEL, _LabelMethods,
+                               "One label run's options: the saved tree, the input, the output and its columns.")
