@@ -35,6 +35,7 @@ _PUBLIC = {
     "ExShallow": "exclust.algorithms.histogram.exshallow",
     "ExGreedy": "exclust.algorithms.histogram.exgreedy",
     "TreeSearch": "exclust.algorithms.search.tree_search",
+    "OptimalTree": "exclust.algorithms.search.optimal",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.histogram.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",
