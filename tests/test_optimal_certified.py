@@ -138,3 +138,36 @@ def test_numpy_and_dask_parquet_give_the_same_tree_and_bound(dask_client, tmp_pa
     assert remote.cost_ == pytest.approx(local.cost_, rel=1e-9)
     assert remote.lower_bound_ == pytest.approx(local.lower_bound_, rel=1e-9)
     assert remote.tree_.rules_text() == local.tree_.rules_text()
+
+
+def test_the_standing_table_gives_the_proven_bound_and_each_trees_gap():
+    from exclust.datasets.synthetic import make_gmm_dataset
+    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.steps import explain
+
+    X, _, _ = make_gmm_dataset(80, n_components=3, n_features=2, random_state=1, noise_scale=2.0)
+    result = explain(ExplainConfig(input=X, k=3, algorithm="imm", reference="kmeans"))
+    standing = result.metrics["standing"]
+    bound, optimum = standing["bound"], optimal_tree(X, 3)[1]
+    assert bound["any_tree"] and bound["proven_optimal"]  # 80 distinct values per feature: every cut searched
+    assert bound["cost"] == pytest.approx(optimum, rel=1e-9)
+    assert bound["price"] == pytest.approx(optimum / result.metrics["kmeans_cost_reference"], rel=1e-9)
+    rows = {r["algorithm"]: r for r in standing["rows"]}
+    assert rows["optimal"]["proven_gap"] == pytest.approx(0.0, abs=1e-9)
+    for r in standing["rows"]:
+        assert r["proven_gap"] == pytest.approx(max(r["cost"] / bound["cost"] - 1.0, 0.0), rel=1e-9, abs=1e-12)
+        assert r["proven_gap"] >= 0.0
+    html = result.report_html
+    assert "proven gap" in html and "lower bound (proven)" in html and "Proven bound: no any k-leaf" not in html
+    assert "of the best possible k-leaf tree" in html or "optimal: no k-leaf tree costs less" in html
+
+
+def test_a_run_on_a_sample_says_why_it_has_no_bound():
+    from exclust.jobs.standing import _bound
+
+    class Config:
+        objective, k = "kmeans", 3
+
+    assert _bound(None, Config(), ["a"])[2].startswith("No proven bound: the run's sample")
+    Config.objective = "kmedians"
+    assert "k-means cost only" in _bound(np.zeros((5, 1)), Config(), ["a"])[2]

@@ -194,39 +194,41 @@ def _best_two_of(acc, out_arg):
 
 @numba.njit(cache=True, nogil=True)
 def best_two_by_position(codes, stats, cells, feature, n_bins):
-    """For every occupied bin b of ``feature``: the least cost of at most two leaves over the node's cells
-    whose code on it is <= b (left) and over those above b (right), with their cuts (feature, bin;
-    -1 for one leaf). One sweep over the cells fills the joint histogram (bin on ``feature``,
-    feature g, bin on g); running sums over the first axis give each side's histograms."""
+    """For every occupied bin b of ``feature``: the least cost of at most two leaves over the node's
+    cells whose code on it is <= b (left) and over those above b (right), with their cuts (feature,
+    bin; -1 for one leaf). The cells are taken in order of their code on ``feature``; the left
+    side's per-feature histograms grow by each bin's cells, the right side's are the node's less
+    the left's: memory of two histograms (d, n_bins, width), O(cells * d * width) to fill them and
+    O(d * n_bins * width) per occupied bin to score."""
     d = codes.shape[1]
     width = stats.shape[1]
-    joint = np.zeros((n_bins, d, n_bins, width))
-    for i in range(cells.shape[0]):
-        c = cells[i]
-        bf = codes[c, feature]
-        for g in range(d):
-            bg = codes[c, g]
-            for w in range(width):
-                joint[bf, g, bg, w] += stats[c, w]
+    node = node_histograms(codes, stats, cells, n_bins)
+    order = np.argsort(codes[cells, feature].astype(np.int64), kind="mergesort")
     left_best = np.full(n_bins, np.inf)
     right_best = np.full(n_bins, np.inf)
     left_arg = np.full((n_bins, 2), -1, dtype=np.int64)
     right_arg = np.full((n_bins, 2), -1, dtype=np.int64)
     acc = np.zeros((d, n_bins, width))
+    rest = np.empty((d, n_bins, width))
     arg = np.empty(2, dtype=np.int64)
-    for b in range(n_bins):
-        if joint[b, 0, :, 0].sum() <= 0.0:
-            continue
-        acc += joint[b]
+    i = 0
+    n = cells.shape[0]
+    while i < n:
+        b = codes[cells[order[i]], feature]
+        while i < n and codes[cells[order[i]], feature] == b:
+            c = cells[order[i]]
+            for g in range(d):
+                bg = codes[c, g]
+                for w in range(width):
+                    acc[g, bg, w] += stats[c, w]
+            i += 1
         left_best[b] = _best_two_of(acc, arg)
         left_arg[b, 0], left_arg[b, 1] = arg[0], arg[1]
-    acc[:] = 0.0
-    for b in range(n_bins - 1, -1, -1):
-        # right_best[b]: the cells above b; filled at every b whose next occupied bin is above it.
-        if joint[b, 0, :, 0].sum() <= 0.0:
-            continue
-        if acc[0, :, 0].sum() > 0.0:
-            right_best[b] = _best_two_of(acc, arg)
+        if i < n:
+            for g in range(d):
+                for bb in range(n_bins):
+                    for w in range(width):
+                        rest[g, bb, w] = node[g, bb, w] - acc[g, bb, w]
+            right_best[b] = _best_two_of(rest, arg)
             right_arg[b, 0], right_arg[b, 1] = arg[0], arg[1]
-        acc += joint[b]
     return left_best, left_arg, right_best, right_arg

@@ -80,7 +80,8 @@ class OptimalTree(CenterTreePredictor):
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
     ``proven_optimal_``, ``gap_`` (``cost_ / lower_bound_ - 1``), ``bounds_`` (each bound's value:
     ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``branch_and_bound``), ``search_seconds_``,
-    ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``.
+    ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
+    (every feature binned at every midpoint of all its values: the bound then holds for any tree).
     """
 
     _parameter_constraints = {
@@ -136,6 +137,7 @@ class OptimalTree(CenterTreePredictor):
         self.nodes_searched_ = int(search.nodes)
         self.sweeps_ = int(search.sweeps)
         self.n_cells_ = cells.n_cells
+        self.exact_bins_ = bool(np.all(mapper.exact)) and ds.n_rows <= DEFAULT_SAMPLE_SIZE
         self.n_passes_ = 2 * int(lazy)  # the binning sample, then the cells
         return self
 

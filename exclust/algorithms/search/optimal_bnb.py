@@ -203,6 +203,8 @@ class BranchAndBound:
         for f, positions in enumerate(node.positions):
             if positions.size == 0:
                 continue
+            if self.out_of_time():  # features not yet scanned: no bound but 0 for this node
+                return 0.0, float(best), tree
             one = node.side_costs(f)
             lb2, la2, rb2, ra2 = node.two_leaf_sides(self, f)
             costs[f] = (one, (lb2, rb2), (la2, ra2))
