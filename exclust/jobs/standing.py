@@ -183,9 +183,8 @@ BOUND_SECONDS = 5.0  # the certified search's budget in a run (issue 30), stated
 
 def _bound(rows: np.ndarray | None, config: Any, feature_names):
     """(OptimalTree's tree, its bound as metrics.json keeps it, a note) when the run's sample holds
-    every row under k-means; else (None, None, why not)."""
-    from exclust.algorithms.search.optimal import OptimalTree
-
+    every row under k-means; else (None, None, why not). The estimator comes from the registry (imported when used)."""
+    OptimalTree = registry.algorithm("optimal").estimator_class()  # noqa: N806 (a class)
     if config.objective != "kmeans":
         return None, None, "No proven bound: it is computed for the k-means cost only."
     if rows is None:

@@ -147,16 +147,15 @@ def weighted_kmeans_1d(values, weights, n_parts):
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_two_of(acc, out_arg):
+def _best_two_of(acc, node, complement, out_arg):
     """The least cost of at most two leaves over the cells summed in ``acc`` (d, n_bins, width) per
-    feature and bin; ``out_arg`` gets (feature, bin) of the cut, (-1, -1) when one leaf is best."""
+    feature and bin, or with ``complement`` over those of ``node`` less ``acc`` (no copy);
+    ``out_arg`` gets (feature, bin) of the cut, (-1, -1) when one leaf is best."""
     d, n_bins, width = acc.shape
-    count = 0.0
-    sumsq = 0.0
     total = np.zeros(width)
     for b in range(n_bins):
         for w in range(width):
-            total[w] += acc[0, b, w]
+            total[w] += node[0, b, w] - acc[0, b, w] if complement else acc[0, b, w]
     count = total[0]
     sumsq = total[1]
     norm = 0.0
@@ -170,10 +169,11 @@ def _best_two_of(acc, out_arg):
         for w in range(width):
             left[w] = 0.0
         for b in range(n_bins - 1):
-            if acc[g, b, 0] <= 0.0:
+            rows = node[g, b, 0] - acc[g, b, 0] if complement else acc[g, b, 0]
+            if rows <= 0.0:
                 continue
             for w in range(width):
-                left[w] += acc[g, b, w]
+                left[w] += node[g, b, w] - acc[g, b, w] if complement else acc[g, b, w]
             n_left = left[0]
             n_right = count - n_left
             if n_right <= 0.5:
@@ -209,7 +209,6 @@ def best_two_by_position(codes, stats, cells, feature, n_bins):
     left_arg = np.full((n_bins, 2), -1, dtype=np.int64)
     right_arg = np.full((n_bins, 2), -1, dtype=np.int64)
     acc = np.zeros((d, n_bins, width))
-    rest = np.empty((d, n_bins, width))
     arg = np.empty(2, dtype=np.int64)
     i = 0
     n = cells.shape[0]
@@ -222,13 +221,9 @@ def best_two_by_position(codes, stats, cells, feature, n_bins):
                 for w in range(width):
                     acc[g, bg, w] += stats[c, w]
             i += 1
-        left_best[b] = _best_two_of(acc, arg)
+        left_best[b] = _best_two_of(acc, node, False, arg)
         left_arg[b, 0], left_arg[b, 1] = arg[0], arg[1]
         if i < n:
-            for g in range(d):
-                for bb in range(n_bins):
-                    for w in range(width):
-                        rest[g, bb, w] = node[g, bb, w] - acc[g, bb, w]
-            right_best[b] = _best_two_of(rest, arg)
+            right_best[b] = _best_two_of(acc, node, True, arg)
             right_arg[b, 0], right_arg[b, 1] = arg[0], arg[1]
     return left_best, left_arg, right_best, right_arg
