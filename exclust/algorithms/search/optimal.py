@@ -16,9 +16,11 @@ leaves cutting at these edges costs less. ``proven_optimal_`` is True exactly wh
 ``cost_``. When ``max_seconds`` runs out the best tree found is returned with the bound proved
 so far, never above the optimum.
 
-Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, k = 3 a few per
-feature, larger k grows with how far the bounds prune (bench/bench_optimal.py, bench/README.md).
-The cells are held in memory on the driver: at most one per row, (2 d + 2) floats each.
+Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, k = 3 one sweep
+per feature (every cut position's best two-leaf sides at once), larger k one such node search per
+probe of the interval bisection, as many as the bounds fail to prune (bench/bench_optimal.py,
+bench/README.md: k <= 3 proven at 10^5 x 10, k = 4 not always within a minute). The cells are
+held in memory on the driver: at most one per row, (2 d + 2) floats each.
 """
 from __future__ import annotations
 
