@@ -42,6 +42,7 @@ _PUBLIC = {
     "ExGreedy": "exclust.algorithms.histogram.exgreedy",
     "TreeSearch": "exclust.algorithms.search.tree_search",
     "LabelTree": "exclust.algorithms.search.label_tree",
+    "OptimalTree": "exclust.algorithms.search.optimal",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.histogram.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",

@@ -108,6 +108,12 @@ def _label_tree():
     return LabelTree(3, n_candidates=2, random_state=0)
 
 
+def _optimal():
+    from exclust.algorithms.search.optimal import OptimalTree
+
+    return OptimalTree(3, max_seconds=5.0, max_bins=32, random_state=0)
+
+
 def _random_cut():
     from exclust.algorithms.random_cut import RandomCutTree
 
@@ -154,6 +160,7 @@ ESTIMATORS = [
     (_kdtree, "max_bins", ("max_leaves", True), _rows_and_centers),
     (_cart, "max_leaf_nodes", ("max_sample_rows", 0), lambda: _blobs()),
     (_label_tree, "n_candidates", ("lookahead", -1), lambda: _blobs()),
+    (_optimal, "max_seconds", ("max_seconds", -1.0), _rows_and_centers),
     (_random_cut, "n_trials", ("objective", "kmedoids"), _rows_and_centers),
     (_kmeans, "max_iter", ("n_init", 0), _rows),
     (_gaussian_mixture, "covariance_type", ("covariance_type", "spherical-ish"), _rows),

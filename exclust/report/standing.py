@@ -2,8 +2,10 @@
 
 Reads metrics.json's ``standing`` (made by ``exclust.jobs.explain.standing``): one row per tree with its
 price and weighted average depth, the run's own row highlighted, the cheapest marked, and the
-exact optimum with each tree's gap to it where the instance was small enough. A run without a
-table has ``{"note": sentence}``, which is shown as is.
+exact optimum with each tree's gap to it where the instance was small enough, and the proven
+lower bound (issue 30) with each tree's proven gap to it ("within 3.1% of the best possible
+k-leaf tree", "optimal" when met). A run without a table has ``{"note": sentence}``, which is
+shown as is.
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     if "rows" not in standing:
         return (f'<section class="card" id="standing"><h2>Where this tree stands</h2>'
                 f'<p class="lead">{esc(str(standing.get("note", "")))}</p></section>')
-    rows, optimum = list(standing["rows"]), standing.get("optimum")
+    rows, optimum, bound = list(standing["rows"]), standing.get("optimum"), standing.get("bound")
     prices = [p for p in (_number(r.get("price")) for r in rows) if p is not None]
     opt_price = _number(optimum.get("price")) if optimum else None
     top = max(prices + ([opt_price] if opt_price is not None else []), default=0.0)
@@ -66,6 +68,9 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
                  f'<td class="num">{esc(fmt_value(_number(r.get("weighted_avg_depth"))))}</td>']
         if optimum:
             cells.append(f'<td class="num">{esc(_gap(r.get("gap")))}</td>')
+        if bound:
+            cells.append(f'<td class="num" title="{esc(_within(r.get("proven_gap")))}">'
+                         f'{esc(_gap(r.get("proven_gap")))}</td>')
         kind = " ".join(c for c, on in (("own", r.get("own")), ("best", r.get("best"))) if on)
         body.append(f'<tr data-algorithm="{esc(str(r["algorithm"]))}" class="{kind}">{"".join(cells)}</tr>')
     if optimum:
@@ -73,9 +78,16 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
                     f'<td class="num">{optimum["n_leaves"]}</td>'
                     f'<td class="num price">{esc(fmt_value(opt_price))}{_bar(opt_price, top)}</td>'
                     f'<td class="num">{esc(fmt_value(_number(optimum.get("weighted_avg_depth"))))}</td>'
-                    f'<td class="num">0</td></tr>')
+                    f'<td class="num">0</td>' + ('<td class="num"></td>' if bound else "") + '</tr>')
+    if bound:
+        bound_price = _number(bound.get("price"))
+        body.append(f'<tr data-algorithm="bound" class="bound"><th scope="row">lower bound (proven)</th>'
+                    f'<td class="num"></td><td class="num price">{esc(fmt_value(bound_price))}</td>'
+                    '<td class="num"></td>'
+                    + ('<td class="num"></td>' if optimum else "") + '<td class="num"></td></tr>')
     head = ("<th scope='col'>algorithm</th><th scope='col'>leaves</th><th scope='col'>price</th>"
-            "<th scope='col'>weighted avg depth</th>" + ("<th scope='col'>gap to optimum</th>" if optimum else ""))
+            "<th scope='col'>weighted avg depth</th>" + ("<th scope='col'>gap to optimum</th>" if optimum else "")
+            + ("<th scope='col'>proven gap</th>" if bound else ""))
     cost_words = _COST_WORDS.get(str(standing.get("cost")), "the tree cost ÷ the reference cost")
     notes = [f'Price: {cost_words}; lower is better, '
              f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
@@ -85,6 +97,25 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
                      "rows; a tree with more leaves than clusters can beat it.")
     elif standing.get("optimum_note"):
         notes.append(str(standing["optimum_note"]))
+    if bound or standing.get("bound_note"):
+        notes.append(_bound_sentence(rows, bound, str(standing.get("bound_note") or "")))
     return (f'<section class="card" id="standing"><h2>Where this tree stands</h2><div class="scroll">'
             f'<table class="standing"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
             + "".join(f'<p class="note">{esc(n)}</p>' for n in notes) + "</section>")
+
+
+def _within(gap: Any) -> str:
+    """A proven gap in words."""
+    g = _number(gap)
+    if g is None:
+        return ""
+    return "optimal: no k-leaf tree costs less" if abs(g) < 5e-7 else f"within {g:.1%} of the best possible k-leaf tree"
+
+
+def _bound_sentence(rows: list, bound: Mapping[str, Any] | None, note: str) -> str:
+    """The bound's note, and where the run's own tree stands against it."""
+    own = next((r for r in rows if r.get("own")), None)
+    if not bound or own is None or _number(own.get("proven_gap")) is None:
+        return note
+    return (f"This run's tree is {_within(own.get('proven_gap'))}. {note} "
+            "Proven gap: the tree's cost over the bound, less 1.")

@@ -20,6 +20,15 @@ run's tree too, and says so.
 The exact optimum (``algorithms.search.optimal_tree``, the best k-leaf tree by k-means cost) is
 computed when the run's sample holds every row and the search is known to take a few seconds
 (``optimal_tree.small_enough``).
+
+The proven bound (issue 30): under k-means, when the run's sample holds every row,
+``OptimalTree`` searches for at most ``BOUND_SECONDS`` (stated in the table's note) and gives a
+lower bound on the cost of any k-leaf tree; its own tree joins the table, and every row gets its
+proven gap to the bound ("within 3.1% of the best possible k-leaf tree", "optimal" when met).
+The bound holds for any tree when every feature was binned at every midpoint of its values
+(``OptimalTree.exact_bins_``); otherwise only for trees cutting at the bin edges, and the other
+trees get no gap. On a sample of the rows no bound is given (a sample's optimum bounds nothing
+about all rows).
 """
 from __future__ import annotations
 
@@ -53,6 +62,8 @@ class StandingPlan:
     # The best k-leaf tree on all rows, its k-means cost and its weighted average depth.
     optimum: tuple[ThresholdTree, float, float] | None = None
     optimum_note: str | None = None  # why there is no optimum row
+    bound: dict[str, Any] | None = None  # issue 30: the proven lower bound on any k-leaf tree's cost
+    bound_note: str | None = None  # why there is no bound, or what it holds for
 
     def reduction(self, nearest=None):
         return self.plan.reduction(nearest)
@@ -86,10 +97,12 @@ class StandingPlan:
             optimum = {"cost": float(cost), "price": _ratio(cost, reference), "n_leaves": int(tree.n_leaves),
                        "weighted_avg_depth": depth}
             for r in rows:
-                ratio = _ratio(r["price"], optimum["price"]) if optimum["price"] else None
+                ratio = _ratio(r["price"], optimum["price"]) if r["price"] is not None and optimum["price"] else None
                 r["gap"] = None if ratio is None else ratio - 1.0
-        return {"cost": CURVE_COSTS[self.objective], "reference_cost": reference, "rows": rows,
-                "optimum": optimum, "optimum_note": self.optimum_note, "fitted_on": self.fitted_on}
+        out = {"cost": CURVE_COSTS[self.objective], "reference_cost": reference, "rows": rows,
+               "optimum": optimum, "optimum_note": self.optimum_note, "fitted_on": self.fitted_on}
+        out.update(_bound_rows(self.bound, self.bound_note, rows, reference))
+        return out
 
 
 def _ratio(a, b) -> float | None:
@@ -112,6 +125,7 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
     k = int(centers.shape[0])
     all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
     optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names))
+    certified, bound, bound_note = _bound(sample if all_rows else None, config, feature_names)
     sample, sample_labels = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state)
     data = Dataset(sample, list(feature_names))
     reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
@@ -129,12 +143,14 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
             leaves = int(config.leaves or config.k) if entry.leaf_budget else k
             trees[name] = _from_curve(curve, name, leaves) or entry.fit_in_run(entry.make(config, data), data,
                                                                                reference).tree_
+    if certified is not None and "optimal" not in trees:
+        trees["optimal"] = certified
     of = f"{data.n_rows:,} rows" + ("" if data.n_rows == n_rows else f" of {n_rows:,}")
     fitted_on = (f"the other trees fitted on a uniform sample of {of} from the run's centers (CART on the "
                  "reference labels), the run's tree on all rows; every tree scored on all rows")
     plan = CurvePlan([int(own_tree.n_leaves)], {name: CurveSeries([tree]) for name, tree in trees.items()},
                      centers, fitted_on, config.objective)
-    return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note)
+    return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note, bound, bound_note)
 
 
 def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTree | None:
@@ -160,3 +176,44 @@ def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names):
     except InputError:  # fewer than k distinct rows: no k-leaf tree exists
         return None, f"No exact optimum: the rows cannot be cut into k = {k} non-empty boxes."
     return (tree, cost, float(tree.node_depths()[np.asarray(tree.apply(rows))].mean())), None
+
+
+BOUND_SECONDS = 5.0  # the certified search's budget in a run (issue 30), stated in the table's note
+
+
+def _bound(rows: np.ndarray | None, config: Any, feature_names):
+    """(OptimalTree's tree, its bound as metrics.json keeps it, a note) when the run's sample holds
+    every row under k-means; else (None, None, why not). The estimator comes from the registry (imported when used)."""
+    OptimalTree = registry.algorithm("optimal").estimator_class()  # noqa: N806 (a class)
+    if config.objective != "kmeans":
+        return None, None, "No proven bound: it is computed for the k-means cost only."
+    if rows is None:
+        return None, None, ("No proven bound: the run's sample does not hold every row, and a sample's best tree "
+                            "bounds nothing about all rows.")
+    try:
+        with kernel_threading(1):
+            model = OptimalTree(int(config.k), max_seconds=BOUND_SECONDS, max_bins=1024).fit(
+                Dataset(rows, list(feature_names)))
+    except InputError as exc:
+        return None, None, f"No proven bound: {exc}"
+    bound = {"cost": model.lower_bound_, "proven_optimal": model.proven_optimal_, "any_tree": model.exact_bins_,
+             "seconds": model.search_seconds_, "budget_seconds": BOUND_SECONDS, "nodes": model.nodes_searched_}
+    scope = ("k-leaf tree" if model.exact_bins_ else
+             "k-leaf trees cutting at its bin edges (features with more than 1,024 distinct values are binned)")
+    note = (f"Proven bound: no {scope} costs less than {model.lower_bound_:.6g} (OptimalTree, branch and bound "
+            f"with a {BOUND_SECONDS:g} s budget, {model.search_seconds_:.1f} s used"
+            + ("; its tree is optimal)." if model.proven_optimal_ else ")."))
+    return model.tree_, bound, note
+
+
+def _bound_rows(bound: dict[str, Any] | None, note: str | None, rows: list[dict[str, Any]], reference) -> dict:
+    """metrics.json's ``bound`` (its price) and each row's ``proven_gap`` (cost over the bound, less 1;
+    only where the bound holds for that tree: any tree, or OptimalTree's own)."""
+    if bound is None:
+        return {"bound": None, "bound_note": note}
+    bound = {**bound, "price": _ratio(bound["cost"], reference)}
+    for r in rows:
+        if bound["any_tree"] or r["algorithm"] == "optimal":
+            r["proven_gap"] = (0.0 if r["cost"] <= bound["cost"] else
+                               (_ratio(r["cost"], bound["cost"]) or 0.0) - 1.0)
+    return {"bound": bound, "bound_note": note}

@@ -1,0 +1,83 @@
+"""OptimalTree (issue 30): time to proven optimality against rows and k, and the proven gap on the
+shared sets. Every run is bounded by ``--seconds`` of search (the statistics' pass not counted).
+
+    PYTHONPATH=. nice -n 10 python bench/bench_optimal.py scale --rows 10000,100000 --ks 2,3,4 --seconds 60
+    PYTHONPATH=. nice -n 10 python bench/bench_optimal.py shared --seconds 30
+
+Scale data: ``make_gmm_dataset`` (the papers' Appendix G mixture) with k components, 10 features.
+Shared sets: ../shared/data (iris, wine, r15, d31, aggregation) and scikit-learn's bundled digits
+and breast_cancer, at k = their number of classes; the greedy trees' costs beside the bound.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import time
+from pathlib import Path
+
+import numpy as np
+
+from exclust.algorithms.search.optimal import OptimalTree
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def load(name: str) -> tuple[np.ndarray, int]:
+    if name in ("digits", "breast_cancer"):
+        from sklearn import datasets
+
+        bunch = getattr(datasets, f"load_{name}")()
+        return bunch.data.astype(np.float64), int(np.unique(bunch.target).size)
+    with gzip.open(SHARED / f"{name}.data.gz") as f:
+        X = np.loadtxt(f, ndmin=2)
+    with gzip.open(SHARED / f"{name}.labels0.gz") as f:
+        k = int(np.unique(np.loadtxt(f)).size)
+    return X, k
+
+
+def load_average() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def line(name, n, d, k, model, seconds) -> str:
+    b = model.bounds_
+    return (f"| {name} | {n:,} x {d} | {k} | {model.n_cells_:,} | {model.cost_:.6g} | {model.lower_bound_:.6g} | "
+            f"{'optimal' if model.proven_optimal_ else f'{model.gap_:.1%}'} | {b['greedy'] / model.cost_ - 1:.1%} | "
+            f"{b['coordinate'] / model.cost_:.3f} | {model.search_seconds_:.1f} | {seconds:.1f} | "
+            f"{model.nodes_searched_} | {model.sweeps_} | {load_average()} |")
+
+
+HEAD = ("| data | rows x d | k | cells | cost | lower bound | proven gap | greedy above best | 1-D bound / cost "
+        "| search s | total s | nodes | sweeps | load |\n" + "|---" * 14 + "|")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["scale", "shared"])
+    parser.add_argument("--rows", default="10000,100000")
+    parser.add_argument("--ks", default="2,3,4,5,6")
+    parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--max-bins", type=int, default=256)
+    parser.add_argument("--sets", default="iris,wine,r15,d31,aggregation,digits,breast_cancer")
+    args = parser.parse_args()
+    print(HEAD, flush=True)
+    if args.what == "scale":
+        from exclust.datasets.synthetic import make_gmm_dataset
+
+        for n in map(int, args.rows.split(",")):
+            for k in map(int, args.ks.split(",")):
+                X, _, _ = make_gmm_dataset(n, n_components=k, n_features=args.features, random_state=0)
+                started = time.monotonic()
+                model = OptimalTree(k, max_seconds=args.seconds, max_bins=args.max_bins).fit(X)
+                print(line("gmm", n, args.features, k, model, time.monotonic() - started), flush=True)
+    else:
+        for name in args.sets.split(","):
+            X, k = load(name)
+            started = time.monotonic()
+            model = OptimalTree(k, max_seconds=args.seconds, max_bins=args.max_bins).fit(X)
+            print(line(name, X.shape[0], X.shape[1], k, model, time.monotonic() - started), flush=True)
+
+
+if __name__ == "__main__":
+    main()

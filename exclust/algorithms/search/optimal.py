@@ -1,0 +1,156 @@
+"""OptimalTree: the k-leaf tree of least k-means cost among trees cutting at bin edges, with a
+proven lower bound when the time budget runs out.
+
+What is exact. Every feature is binned (``binning.edges_from_sample`` on an exact uniform
+sample of at most 100,000 rows); a feature with at most ``max_bins`` distinct values in that
+sample gets an edge between every two consecutive ones, so on data of few distinct values (or
+no more rows than the sample) the search ranges over every axis-aligned cut and its optimum is
+the true optimum; otherwise it ranges over the cuts at the ``max_bins - 1`` edges. Rows are then
+grouped by their vector of codes (cells, ``optimal_cells.py``: one pass, numpy or Dask), and
+``optimal_bnb.BranchAndBound`` searches the trees over the cells, from the best-first greedy tree
+as its incumbent. The costs are exact: every row counts, nothing is sampled but the bin edges.
+
+``lower_bound_`` is the larger of the search's own bound (exact when it finished) and the
+per-coordinate one-dimensional bound (``optimal_bnb``, Bound 3); no tree of ``n_clusters``
+leaves cutting at these edges costs less. ``proven_optimal_`` is True exactly when it equals
+``cost_``. When ``max_seconds`` runs out the best tree found is returned with the bound proved
+so far, never above the optimum.
+
+Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, k = 3 one sweep
+per feature (every cut position's best two-leaf sides at once), larger k one such node search per
+probe of the interval bisection, as many as the bounds fail to prune (bench/bench_optimal.py,
+bench/README.md: k <= 3 proven at 10^5 x 10, k = 4 not always within a minute). The cells are
+held in memory on the driver: at most one per row, (2 d + 2) floats each.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
+from exclust.algorithms.histogram.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers
+from exclust.algorithms.search.optimal_bnb import BranchAndBound, count_leaves, pad_leaves, tree_cells
+from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
+from exclust.algorithms.search.optimal_tree import nested_to_tree
+from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
+from exclust.estimator import Interval, Real
+from exclust.sources.dataset import as_matrix
+
+
+def thresholds_of(nested, mapper):
+    """A nested tree on bin codes with real thresholds (the bins' upper edges)."""
+    if nested is None:
+        return None
+    f, b, left, j, right = nested
+    return (f, mapper.threshold(f, b), thresholds_of(left, mapper), j, thresholds_of(right, mapper))
+
+
+def match_leaves(leaf_stats: np.ndarray, centers: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """The center each leaf names: one-to-one by least summed squared distance (Hungarian
+    matching) when there are as many leaves as centers, else each leaf's nearest in cost."""
+    from scipy.optimize import linear_sum_assignment
+
+    moved = centers - shift
+    count, sums = leaf_stats[:, 0], leaf_stats[:, 2:]
+    cost = leaf_stats[:, 1:2] - 2.0 * sums @ moved.T + count[:, None] * (moved * moved).sum(axis=1)[None, :]
+    if cost.shape[0] == cost.shape[1]:
+        rows, cols = linear_sum_assignment(cost)
+        chosen = np.empty(cost.shape[0], dtype=np.int64)
+        chosen[rows] = cols
+        return chosen
+    return cost.argmin(axis=1)
+
+
+class OptimalTree(CenterTreePredictor):
+    """The certified k-leaf tree: least k-means cost at the bin edges, or a proven gap (see the module).
+
+    Parameters
+    ----------
+    n_clusters : int
+        Leaves of the tree (one cluster each).
+    max_seconds : float, default 60.0
+        Time budget of the search (the statistics' pass not included); when it runs out the best
+        tree found is kept and ``lower_bound_`` is the bound proved so far.
+    max_bins : int, default 256
+        Bins per feature (2..65536); a feature with at most this many distinct values is searched
+        at every midpoint between them.
+    random_state : int, RandomState or None, default None
+        Seed of the binning sample (used only when there are more rows than the sample).
+
+    Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
+    ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
+    ``proven_optimal_``, ``gap_`` (``cost_ / lower_bound_ - 1``), ``bounds_`` (each bound's value:
+    ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``branch_and_bound``), ``search_seconds_``,
+    ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
+    (every feature binned at every midpoint of all its values: the bound then holds for any tree).
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in CENTER_TREE_CONSTRAINTS.items() if k != "objective"},
+        "max_seconds": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, n_clusters: int, max_seconds: float = 60.0, max_bins: int = 256, random_state=None) -> None:
+        self.n_clusters = n_clusters
+        self.max_seconds = max_seconds
+        self.max_bins = max_bins
+        self.random_state = random_state
+
+    def fit(self, X, centers=None) -> OptimalTree:
+        """Search the tree for X; ``centers`` (optional) only name the leaves' clusters."""
+        self._check_params()
+        k = int(self.n_clusters)
+        ds = as_matrix(self._fit_input(X), n_clusters=k)
+        lazy = is_lazy(ds.X)
+        (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
+        sample = np.asarray(sample, dtype=np.float64)
+        mapper = edges_from_sample(sample, int(self.max_bins))
+        shift = sample.mean(axis=0)
+        cells = map_reduce(block_cells, ds.X, args=(mapper, shift), combine=merge_cells) if lazy \
+            else block_cells(ds.X, mapper, shift)
+        started = time.monotonic()
+        search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins,
+                                deadline=started + float(self.max_seconds))
+        everything = np.arange(cells.n_cells, dtype=np.int64)
+        greedy = search.greedy(everything, k)
+        coordinate = search.coordinate_bound(cells.squares, k)
+        lower, cost, nested = search.solve(everything, k, incumbent=greedy)
+        self.search_seconds_ = time.monotonic() - started
+        lower = max(float(lower), 0.0)  # a sum of bounds may round below zero
+        if lower >= cost or coordinate >= cost:
+            lower = cost
+        self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "branch_and_bound": float(lower)}
+        nested = pad_leaves(search, nested, everything, k)
+        leaf_stats = np.stack([search.stats[c].sum(axis=0) for c in tree_cells(search, nested, everything)])
+        tree = nested_to_tree(thresholds_of(nested, mapper), ds.n_features, ds.feature_names, count_leaves(nested),
+                              meta={"algorithm": "optimal", "max_bins": int(self.max_bins)})
+        if centers is not None:
+            centers = check_centers(centers, k, ds.n_features)
+            tree = _renamed(tree, match_leaves(leaf_stats, centers, shift), k)
+            self.centers_ = centers
+        self.tree_ = tree
+        self.cost_ = float(cost)
+        self.lower_bound_ = float(max(lower, min(coordinate, cost)))
+        self.proven_optimal_ = bool(self.lower_bound_ == self.cost_)
+        self.gap_ = 0.0 if self.proven_optimal_ else (
+            np.inf if self.lower_bound_ <= 0 else self.cost_ / self.lower_bound_ - 1.0)
+        self.timed_out_ = bool(search.timed_out)
+        self.nodes_searched_ = int(search.nodes)
+        self.sweeps_ = int(search.sweeps)
+        self.n_cells_ = cells.n_cells
+        self.exact_bins_ = bool(np.all(mapper.exact)) and ds.n_rows <= DEFAULT_SAMPLE_SIZE
+        self.n_passes_ = 2 * int(lazy)  # the binning sample, then the cells
+        return self
+
+
+def _renamed(tree, chosen: np.ndarray, n_clusters: int):
+    """The tree with leaf i (left to right) naming cluster ``chosen[i]``."""
+    from exclust.tree import LEAF, ThresholdTree
+
+    value = np.asarray(tree.value).copy()
+    leaves = np.flatnonzero(tree.kind == LEAF)
+    value[leaves] = chosen[value[leaves]]
+    return ThresholdTree(tree.kind, tree.feature, tree.threshold, tree.left, tree.right, value.tolist(),
+                         n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=n_clusters,
+                         meta=tree.meta)

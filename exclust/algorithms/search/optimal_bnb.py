@@ -1,0 +1,343 @@
+"""Branch and bound over binned cuts: the least k-means cost of a tree of at most m leaves, with a
+proof (a lower bound) when the search stops early.
+
+The problem. Rows are grouped into *cells* (equal vectors of bin codes, ``optimal_cells.py``);
+a tree whose cuts sit at bin edges sends each cell whole to one leaf. ``best(S, m)`` is the
+least k-means cost (each leaf's squared distances to its own mean) of a tree of at most ``m``
+leaves over the cells of a box ``S``. Since a cut never raises the cost, a tree of fewer leaves
+can always be cut further at no extra cost when its leaves hold more than one cell, so the least
+cost of exactly ``k`` leaves is ``best(root, k)``.
+
+The recursion, as Quant-BnB's (Mazumder, Meng and Wang, "Quant-BnB: a scalable branch-and-bound
+method for optimal decision trees with continuous features", ICML 2022, Sec. 3) for the k-means
+cost:
+
+    best(S, 1) = cost(S);  best(S, 2) = min over cuts of cost(L) + cost(R)   (one sweep, exact);
+    best(S, m) = min over features f, left shares j in 1..m-1 and cut positions p on f of
+                 best(L_p, j) + best(R_p, m - j).
+
+The cut positions of one (f, j) are searched as intervals of positions ``[lo, hi]``, best first:
+
+**Bound 1 (monotonicity; what prunes the intervals).** If ``A`` is a subset of ``B`` then
+``best(A, j) <= best(B, j)``. *Proof.* Take B's optimal tree and keep its cuts: its leaves cut A
+into at most ``j`` parts (some may be empty). A part's squared distances to its own mean are at
+most those to the mean of the B-leaf holding it (the mean minimises them), which are at most the
+B-leaf's cost (its other rows add non-negative terms). Summing over leaves proves it. Since
+``L_p`` grows and ``R_p`` shrinks with p, every position of ``[lo, hi]`` costs at least
+``lb(L_lo, j) + lb(R_hi, m - j)`` for any valid lower bounds ``lb``. Evaluating the middle
+position ``mid`` gives a tree (an upper bound) and lower bounds that make the two halves'
+bounds ``lb(L_lo) + lb(R_mid)`` and ``lb(L_mid) + lb(R_hi)``; an interval whose bound reaches the
+best tree found (or the caller's cutoff) is dropped. Intervals of one position are exact.
+
+**Bound 2 (the node's own bound when it stops).** ``best(S, m) >= min(best tree found, least bound
+of the intervals still open)``: every tree of S has a root cut in some interval, either dropped
+(bound at least the best found) or open. A search given a cutoff stops once that minimum reaches
+it (the caller needs no more), so a side's lower bound is exact or at least the cutoff; a search
+that runs out of time returns this same minimum, still valid, never more than ``best(S, m)``.
+
+**Bound 3 (per coordinate, at the root).** In any partition of the cells into at most ``m``
+parts, coordinate ``c``'s share of the cost is at least the within-cell scatter of ``c`` plus the
+least weighted one-dimensional ``m``-means cost of the cells' means on ``c`` (weights: counts),
+so ``best(S, m) >=`` the sum over coordinates of that. *Proof.* The k-means cost splits over
+coordinates; for one coordinate, a part's scatter is the sum of its cells' scatters plus the
+weighted scatter of their means around the part's mean (Huygens); the parts of a tree are one
+particular partition into at most m parts, no cheaper than the best one, which
+``_optimal_bounds.weighted_kmeans_1d`` finds exactly. It ignores that the parts must be boxes
+and that the coordinates share one partition, so it is weak where clusters overlap on every axis;
+it is reported beside the search's bound and the larger of the two is kept.
+
+Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
+those edges can make is reached). Nothing is sampled: the cells hold every row.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+
+from exclust.algorithms.search._optimal_bounds import (
+    best_two_by_position,
+    node_histograms,
+    split_cells,
+    tight_box,
+    weighted_kmeans_1d,
+)
+
+# Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
+# that the first trees found are spread over the features' range before bisection takes over.
+FIRST_PROBES = 4
+
+
+class _Node:
+    """A node's cells with its histograms' prefix sums: every cut's two sides' statistics."""
+
+    def __init__(self, search: BranchAndBound, cells: np.ndarray) -> None:
+        self.cells = cells
+        hist = node_histograms(search.codes, search.stats, cells, search.n_bins)
+        self.total = hist[0].sum(axis=0)
+        self.cost = leaf_costs(self.total)
+        # Cut positions per feature: after each occupied bin but the last (a cut must leave cells
+        # on both sides); the left side's statistics at each.
+        self.positions: list[np.ndarray] = []
+        self.left: list[np.ndarray] = []
+        for f in range(hist.shape[0]):
+            occupied = np.flatnonzero(hist[f, :, 0] > 0)
+            prefix = np.cumsum(hist[f], axis=0)
+            self.positions.append(occupied[:-1])
+            self.left.append(prefix[occupied[:-1]])
+
+    def side_costs(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each cut position's left and right leaf costs on feature f."""
+        left = self.left[f]
+        return leaf_costs(left), leaf_costs(self.total[None, :] - left)
+
+    def two_leaf_sides(self, search: BranchAndBound, f: int) -> tuple:
+        """Each cut position's left and right best costs of at most two leaves on feature f, with
+        their trees: one sweep (``best_two_by_position``)."""
+        search.sweeps += 1
+        lb, la, rb, ra = best_two_by_position(search.codes, search.stats, self.cells, f, search.n_bins)
+        at = self.positions[f]
+        return lb[at], la[at], rb[at], ra[at]
+
+
+def leaf_costs(stats: np.ndarray) -> np.ndarray:
+    """k-means cost of leaves from their (count, summed squared norm, summed coordinates) rows."""
+    stats = np.asarray(stats, dtype=np.float64)
+    count = stats[..., 0]
+    sums = stats[..., 2:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = stats[..., 1] - np.where(count > 0, (sums * sums).sum(axis=-1) / np.maximum(count, 1e-300), 0.0)
+    return np.maximum(value, 0.0)
+
+
+class BranchAndBound:
+    """The search over one set of cells (see the module). Trees are nested tuples
+    ``(feature, split_bin, left, left's leaves, right)``; a leaf is None.
+
+    ``codes`` (G, d) and ``stats`` (G, d + 2) are the cells (``optimal_cells.Cells``); ``deadline``
+    a ``time.monotonic()`` value after which every open search returns its bounds so far.
+    """
+
+    def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf) -> None:
+        self.codes = np.ascontiguousarray(codes)
+        self.stats = np.ascontiguousarray(stats, dtype=np.float64)
+        self.n_bins = int(n_bins)
+        self.deadline = deadline
+        self.timed_out = False
+        self.nodes = 0  # searches of a (box, leaves) pair actually run
+        self.sweeps = 0  # sweeps over a node's cells (histograms)
+        self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
+
+    # ------------------------------------------------------------------ small pieces
+    def node(self, cells: np.ndarray) -> _Node:
+        self.sweeps += 1
+        return _Node(self, cells)
+
+    def key(self, cells: np.ndarray, m: int) -> tuple[bytes, int]:
+        return tight_box(self.codes, cells).tobytes(), m
+
+    def best_two(self, node: _Node, force: bool = False) -> tuple[float, object]:
+        """The exact best tree of at most two leaves: one sweep's prefix sums (with ``force``,
+        the best cut even when it saves nothing)."""
+        best, tree = (np.inf if force else float(node.cost)), None
+        for f, positions in enumerate(node.positions):
+            if positions.size == 0:
+                continue
+            left, right = node.side_costs(f)
+            total = left + right
+            p = int(np.argmin(total))
+            if total[p] < best:
+                best, tree = float(total[p]), (f, int(positions[p]), None, 1, None)
+        return best, tree
+
+    def out_of_time(self) -> bool:
+        if not self.timed_out and time.monotonic() > self.deadline:
+            self.timed_out = True
+        return self.timed_out
+
+    # ------------------------------------------------------------------ the search
+    def solve(self, cells: np.ndarray, m: int, cutoff: float = np.inf, incumbent: tuple[float, object] | None = None
+              ) -> tuple[float, float, object]:
+        """(lower bound, cost of the best tree found, that tree) for at most ``m`` leaves over
+        ``cells``. The bound is exact (equal to the cost) unless the search stopped at ``cutoff``
+        (then it is at least the cutoff) or ran out of time (then it is Bound 2)."""
+        key = self.key(cells, m)
+        hit = self.memo.get(key)
+        if hit is not None and (hit[0] >= hit[1] or hit[0] >= cutoff):
+            return hit
+        node = self.node(cells)
+        self.nodes += 1
+        if m == 1 or cells.shape[0] <= 1:
+            out: tuple[float, float, object] = (float(node.cost), float(node.cost), None)
+        elif m == 2:
+            best, tree = self.best_two(node)
+            out = (best, best, tree)
+        else:
+            out = self._search(node, m, cutoff, incumbent)
+        if hit is not None:  # a search stopped earlier at a lower cutoff: keep the best of both
+            tree = out[2] if out[1] <= hit[1] else hit[2]
+            out = (max(out[0], hit[0]), min(out[1], hit[1]), tree)
+        self.memo[key] = out
+        return out
+
+    def _side(self, node: _Node, f: int, p: int, side: int, leaves: int, exact, cutoff: float):
+        """(lb, ub, tree) of one side of cut position p on f with at most ``leaves`` leaves;
+        ``exact`` holds every position's one-leaf and two-leaf sides."""
+        if leaves <= 2:
+            value = float(exact[leaves - 1][side][p])
+            if leaves == 1:
+                return value, value, None
+            g, b = exact[2][side][p]
+            return value, value, (None if g < 0 else (int(g), int(b), None, 1, None))
+        left, right = split_cells(self.codes, node.cells, f, int(node.positions[f][p]))
+        return self.solve(left if side == 0 else right, leaves, cutoff)
+
+    def _search(self, node: _Node, m: int, cutoff: float, incumbent) -> tuple[float, float, object]:
+        best, tree = (np.inf, None) if incumbent is None else (float(incumbent[0]), incumbent[1])
+        best_two, two_tree = self.best_two(node)  # at most two leaves is at most m leaves
+        if best_two < best:
+            best, tree = best_two, two_tree
+        heap: list[tuple] = []
+        costs = {}
+        for f, positions in enumerate(node.positions):
+            if positions.size == 0:
+                continue
+            if self.out_of_time():  # features not yet scanned: no bound but 0 for this node
+                return 0.0, float(best), tree
+            one = node.side_costs(f)
+            lb2, la2, rb2, ra2 = node.two_leaf_sides(self, f)
+            costs[f] = (one, (lb2, rb2), (la2, ra2))
+            last = positions.size - 1
+            for j in range(1, m):
+                if j <= 2 and m - j <= 2:  # both sides exact at every position: no search
+                    total = costs[f][j - 1][0] + costs[f][m - j - 1][1]
+                    p = int(np.argmin(total))
+                    if total[p] < best:
+                        best = float(total[p])
+                        tree = (f, int(positions[p]), self._side(node, f, p, 0, j, costs[f], np.inf)[2], j,
+                                self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
+                    continue
+                # Bounds at the ends: a side of one or two leaves is exact; else 0.
+                low_left = float(costs[f][j - 1][0][0]) if j <= 2 else 0.0
+                low_right = float(costs[f][m - j - 1][1][last]) if m - j <= 2 else 0.0
+                heapq.heappush(heap, (low_left + low_right, f, j, 0, last, low_left, low_right, True))
+        while heap:
+            bound = heap[0][0]
+            if bound >= min(best, cutoff) or self.out_of_time():
+                break
+            _, f, j, lo, hi, low_left, low_right, fresh = heapq.heappop(heap)
+            if fresh and hi - lo + 1 > FIRST_PROBES:
+                probes = np.unique(np.linspace(lo, hi, FIRST_PROBES).round().astype(np.int64)).tolist()
+            else:
+                probes = [(lo + hi) // 2]
+            limit = min(best, cutoff)
+            left_lbs, right_lbs = [], []
+            for mid in probes:
+                lb_left, ub_left, tree_left = self._side(node, f, mid, 0, j, costs[f], limit - low_right)
+                lb_left = max(lb_left, low_left)  # L_mid holds L_lo
+                lb_right, ub_right, tree_right = self._side(node, f, mid, 1, m - j, costs[f], limit - lb_left)
+                lb_right = max(lb_right, low_right)  # R_mid holds R_hi
+                if ub_left + ub_right < best:
+                    best = ub_left + ub_right
+                    tree = (f, int(node.positions[f][mid]), tree_left, j, tree_right)
+                    limit = min(best, cutoff)
+                unfinished = lb_left < ub_left or lb_right < ub_right
+                if self.timed_out and unfinished and lb_left + lb_right < min(best, cutoff):
+                    # Time ran out inside a side: the position itself stays open with its bounds.
+                    heapq.heappush(heap, (lb_left + lb_right, f, j, mid, mid, lb_left, lb_right, False))
+                left_lbs.append(lb_left)
+                right_lbs.append(lb_right)
+            # The gaps between probes (and before the first, after the last) with their bounds.
+            edges = [lo - 1, *probes, hi + 1]
+            lows_left = [low_left, *left_lbs]
+            lows_right = [*right_lbs, low_right]
+            for a in range(len(edges) - 1):
+                start, stop = edges[a] + 1, edges[a + 1] - 1
+                if start <= stop:
+                    bound = lows_left[a] + lows_right[a]
+                    if bound < min(best, cutoff):
+                        heapq.heappush(heap, (bound, f, j, start, stop, lows_left[a], lows_right[a], False))
+        lower = min(best, heap[0][0]) if heap else best
+        return float(lower), float(best), tree
+
+    # ------------------------------------------------------------------ greedy incumbent
+    def greedy(self, cells: np.ndarray, m: int) -> tuple[float, object]:
+        """Best-first growth (the leaf whose best cut saves most is cut next; exact two-leaf
+        cuts): a tree of at most m leaves and its cost, the search's first incumbent."""
+        leaves = {0: cells}
+        cuts: dict[int, tuple[int, int, int, int]] = {}
+        heap: list[tuple[float, int, int, int]] = []
+        fresh = [0]
+        next_id = 1
+        for _ in range(m - 1):
+            for leaf in fresh:
+                node = self.node(leaves[leaf])
+                cost, two = self.best_two(node)
+                if isinstance(two, tuple):
+                    heapq.heappush(heap, (cost - float(node.cost), leaf, two[0], two[1]))
+            if not heap:
+                break
+            _, leaf, f, b = heapq.heappop(heap)
+            left, right = split_cells(self.codes, leaves.pop(leaf), f, b)
+            leaves[next_id], leaves[next_id + 1] = left, right
+            cuts[leaf] = (f, b, next_id, next_id + 1)
+            fresh = [next_id, next_id + 1]
+            next_id += 2
+
+        def build(i):
+            if i not in cuts:
+                return None
+            f, b, lo, hi = cuts[i]
+            sub_left = build(lo)
+            return (f, b, sub_left, count_leaves(sub_left), build(hi))
+
+        total = float(sum(float(self.node(c).cost) for c in leaves.values()))
+        return total, build(0)
+
+    def coordinate_bound(self, squares: np.ndarray, m: int) -> float:
+        """Bound 3 over all cells: per coordinate, within-cell scatter plus the weighted 1-D
+        m-means cost of the cells' means."""
+        count = self.stats[:, 0]
+        total = 0.0
+        for c in range(squares.shape[1]):
+            sums = self.stats[:, 2 + c]
+            total += float(np.maximum(squares[:, c] - sums * sums / count, 0.0).sum())
+            total += float(weighted_kmeans_1d(sums / count, count, int(m)))
+        return total
+
+
+def count_leaves(tree) -> int:
+    return 1 if tree is None else count_leaves(tree[2]) + count_leaves(tree[4])
+
+
+def tree_cells(search: BranchAndBound, tree, cells: np.ndarray) -> list[np.ndarray]:
+    """The cells of each leaf of a nested tree, left to right."""
+    if tree is None:
+        return [cells]
+    left, right = split_cells(search.codes, cells, tree[0], tree[1])
+    return tree_cells(search, tree[2], left) + tree_cells(search, tree[4], right)
+
+
+def pad_leaves(search: BranchAndBound, tree, cells: np.ndarray, m: int):
+    """The tree grown to ``m`` leaves by best two-leaf cuts of leaves holding several cells (a cut
+    never raises the cost), as far as the cells allow."""
+    while count_leaves(tree) < m:
+        grown = _cut_one_leaf(search, tree, cells)
+        if grown is None:
+            return tree
+        tree = grown
+    return tree
+
+
+def _cut_one_leaf(search: BranchAndBound, tree, cells: np.ndarray):
+    if tree is None:
+        return None if cells.shape[0] < 2 else search.best_two(search.node(cells), force=True)[1]
+    left, right = split_cells(search.codes, cells, tree[0], tree[1])
+    grown = _cut_one_leaf(search, tree[2], left)
+    if grown is not None:
+        return (tree[0], tree[1], grown, count_leaves(grown), tree[4])
+    grown = _cut_one_leaf(search, tree[4], right)
+    if grown is not None:
+        return (tree[0], tree[1], tree[2], tree[3], grown)
+    return None

@@ -1,0 +1,173 @@
+"""OptimalTree (issue 30): the certified k-leaf tree, its lower bounds, and the same result on Dask."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from exclust.algorithms.search._optimal_bounds import weighted_kmeans_1d
+from exclust.algorithms.search.optimal import OptimalTree
+from exclust.algorithms.search.optimal_bnb import BranchAndBound
+from exclust.algorithms.search.optimal_cells import block_cells
+from exclust.algorithms.search.optimal_tree import leaf_cost, optimal_tree
+
+
+def _instances(count, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(7, 16))
+        d = int(rng.integers(1, 3))
+        k = int(rng.integers(2, 5))
+        yield np.round(rng.normal(size=(n, d)) * 3, 1), k
+
+
+def brute_force(X, k):
+    """Least cost of a tree of at most k leaves by plain recursion over every cut (no memo, no bound)."""
+    def best(rows, m):
+        value = leaf_cost(X[rows])
+        if m == 1:
+            return value
+        for f in range(X.shape[1]):
+            for t in np.unique(X[rows, f])[:-1]:
+                left, right = rows[X[rows, f] <= t], rows[X[rows, f] > t]
+                for j in range(1, m):
+                    value = min(value, best(left, j) + best(right, m - j))
+        return value
+
+    return best(np.arange(X.shape[0]), k)
+
+
+def _cost(tree, X):
+    leaves = tree.apply(X)
+    return sum(leaf_cost(X[leaves == leaf]) for leaf in np.unique(leaves))
+
+
+@pytest.mark.parametrize("X, k", list(_instances(8)))
+def test_equals_the_midpoint_oracle_and_brute_force(X, k):
+    model = OptimalTree(k, max_bins=256).fit(X)
+    oracle_tree, oracle_cost = optimal_tree(X, k)
+    assert model.cost_ == pytest.approx(oracle_cost, rel=1e-9, abs=1e-9)
+    assert model.cost_ == pytest.approx(brute_force(X, k), rel=1e-9, abs=1e-9)
+    assert _cost(model.tree_, X) == pytest.approx(model.cost_, rel=1e-9, abs=1e-9)  # the tree costs what it says
+    assert model.proven_optimal_ and model.lower_bound_ == model.cost_ and model.gap_ == 0.0
+    assert model.tree_.n_leaves == k
+
+
+def test_weighted_one_dimensional_kmeans_is_exact():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        n = int(rng.integers(1, 8))
+        values, weights = rng.normal(size=n), rng.integers(1, 4, size=n).astype(float)
+        for m in range(1, 4):
+            best = np.inf
+            for labels in itertools.product(range(m), repeat=n):
+                labels = np.asarray(labels)
+                best = min(best, sum(
+                    float((weights[labels == g] * (values[labels == g]
+                           - np.average(values[labels == g], weights=weights[labels == g])) ** 2).sum())
+                    for g in np.unique(labels)))
+            assert weighted_kmeans_1d(values, weights, m) == pytest.approx(best, abs=1e-9)
+
+
+@pytest.mark.parametrize("X, k", list(_instances(6, seed=3)))
+def test_each_bound_is_at_most_the_optimum(X, k):
+    optimum = brute_force(X, k)
+    model = OptimalTree(k, max_bins=256).fit(X)
+    assert model.bounds_["coordinate"] <= optimum + 1e-9  # Bound 3
+    # Bound 2 when stopped at once: a search with no time left still returns a valid bound.
+    cells = block_cells(X, _mapper(X), X.mean(axis=0))
+    search = BranchAndBound(cells.codes, cells.stats, _mapper(X).max_n_bins, deadline=-np.inf)
+    lower, cost, _ = search.solve(np.arange(cells.n_cells), k)
+    assert lower <= optimum + 1e-9 <= cost + 2e-9
+    # Bound 1 (monotonicity): a sub-box never needs more than the box.
+    everything = np.arange(cells.n_cells)
+    exact = BranchAndBound(cells.codes, cells.stats, _mapper(X).max_n_bins)
+    whole = exact.solve(everything, k)[1]
+    part = exact.solve(everything[cells.codes[:, 0] <= np.median(cells.codes[:, 0])], k)[1]
+    assert part <= whole + 1e-9
+
+
+def _mapper(X):
+    from exclust.algorithms.histogram.binning import edges_from_sample
+
+    return edges_from_sample(X, 256)
+
+
+def test_bound_is_below_every_greedy_tree_and_a_stopped_search_is_honest():
+    from exclust.algorithms.cart import CART
+    from exclust.algorithms.histogram.exshallow import ExShallow
+    from exclust.algorithms.histogram.imm import IMM
+    from exclust.algorithms.search.tree_search import TreeSearch
+
+    rng = np.random.default_rng(5)
+    centers = np.array([[0.0, 0.0], [4.0, 1.0], [1.0, 5.0], [6.0, 6.0]])
+    X = np.concatenate([c + rng.normal(size=(60, 2)) for c in centers])
+    labels = np.repeat(np.arange(4), 60)
+    k = 4
+    # 240 distinct values per feature <= max_bins: every cut is a candidate, so the bound holds for any tree.
+    full = OptimalTree(k, max_bins=256).fit(X, centers)
+    stopped = OptimalTree(k, max_seconds=0.0, max_bins=256).fit(X, centers)
+    trees = [IMM(k).fit(X, centers).tree_, ExShallow(k).fit(X, centers).tree_,
+             TreeSearch(k, max_bins=64).fit(X, centers).tree_, CART(max_leaf_nodes=k).fit(X, labels).tree_]
+    for model in (full, stopped):
+        for tree in trees:
+            assert model.lower_bound_ <= _cost(tree, X) + 1e-9
+        assert model.lower_bound_ <= full.cost_ + 1e-9
+        assert model.proven_optimal_ == (model.lower_bound_ == model.cost_)
+    assert full.proven_optimal_
+    assert stopped.timed_out_ and stopped.cost_ >= full.cost_ - 1e-9
+    assert sorted(np.unique(full.predict(X))) == [0, 1, 2, 3]  # leaves name the centers one-to-one
+
+
+def test_numpy_and_dask_parquet_give_the_same_tree_and_bound(dask_client, tmp_path):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from exclust.sources.dataset import load_dataset
+
+    rng = np.random.default_rng(2)
+    X = np.concatenate([c + rng.normal(size=(50, 3)) for c in ([0, 0, 0], [5, 0, 1], [0, 5, 2])])
+    pd.DataFrame(X, columns=["a", "b", "c"]).to_parquet(tmp_path / "rows.parquet")
+    dd.read_parquet(tmp_path / "rows.parquet").repartition(npartitions=3).to_parquet(tmp_path / "parts")
+    local = OptimalTree(3, max_bins=32).fit(pd.DataFrame(X, columns=["a", "b", "c"]))
+    data = load_dataset(str(tmp_path / "parts"), features=["a", "b", "c"], piece_rows=40)
+    assert len(data.X.chunks[0]) > 1
+    remote = OptimalTree(3, max_bins=32).fit(data)
+    assert remote.n_passes_ == 2 and local.n_passes_ == 0
+    assert remote.cost_ == pytest.approx(local.cost_, rel=1e-9)
+    assert remote.lower_bound_ == pytest.approx(local.lower_bound_, rel=1e-9)
+    assert remote.tree_.rules_text() == local.tree_.rules_text()
+
+
+def test_the_standing_table_gives_the_proven_bound_and_each_trees_gap():
+    from exclust.datasets.synthetic import make_gmm_dataset
+    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.steps import explain
+
+    X, _, _ = make_gmm_dataset(80, n_components=3, n_features=2, random_state=1, noise_scale=2.0)
+    result = explain(ExplainConfig(input=X, k=3, algorithm="imm", reference="kmeans"))
+    standing = result.metrics["standing"]
+    bound, optimum = standing["bound"], optimal_tree(X, 3)[1]
+    assert bound["any_tree"] and bound["proven_optimal"]  # 80 distinct values per feature: every cut searched
+    assert bound["cost"] == pytest.approx(optimum, rel=1e-9)
+    assert bound["price"] == pytest.approx(optimum / result.metrics["kmeans_cost_reference"], rel=1e-9)
+    rows = {r["algorithm"]: r for r in standing["rows"]}
+    assert rows["optimal"]["proven_gap"] == pytest.approx(0.0, abs=1e-9)
+    for r in standing["rows"]:
+        assert r["proven_gap"] == pytest.approx(max(r["cost"] / bound["cost"] - 1.0, 0.0), rel=1e-9, abs=1e-12)
+        assert r["proven_gap"] >= 0.0
+    html = result.report_html
+    assert "proven gap" in html and "lower bound (proven)" in html and "Proven bound: no any k-leaf" not in html
+    assert "of the best possible k-leaf tree" in html or "optimal: no k-leaf tree costs less" in html
+
+
+def test_a_run_on_a_sample_says_why_it_has_no_bound():
+    from exclust.jobs.explain.standing import _bound
+
+    class Config:
+        objective, k = "kmeans", 3
+
+    assert _bound(None, Config(), ["a"])[2].startswith("No proven bound: the run's sample")
+    Config.objective = "kmedians"
+    assert "k-means cost only" in _bound(np.zeros((5, 1)), Config(), ["a"])[2]
