@@ -143,7 +143,7 @@ def test_numpy_and_dask_parquet_give_the_same_tree_and_bound(dask_client, tmp_pa
 def test_the_standing_table_gives_the_proven_bound_and_each_trees_gap():
     from exclust.datasets.synthetic import make_gmm_dataset
     from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.steps import explain
+    from exclust.jobs.explain.steps import explain
 
     X, _, _ = make_gmm_dataset(80, n_components=3, n_features=2, random_state=1, noise_scale=2.0)
     result = explain(ExplainConfig(input=X, k=3, algorithm="imm", reference="kmeans"))
