@@ -46,18 +46,32 @@ candidate subtrees of a lookahead; the sample is what reaches the driver instead
 from __future__ import annotations
 
 import heapq
+import logging
+import time
 
 import numpy as np
 
+from exclust.algorithms.histogram.imm import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    check_centers,
+    fit_reference_centers,
+)
 from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
-from exclust.algorithms.histogram.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers, fit_reference_centers
-from exclust.algorithms.search.optimal_tree import leaf_cost, nested_to_tree
-from exclust.sources.dataset import as_matrix
-from exclust.estimator import Integral, Interval
+from exclust.algorithms.search.all_rows import greedy_starts, search_all_rows
+from exclust.algorithms.search.optimal_tree import nested_to_tree
+from exclust.algorithms.search.row_statistics import RowStatistics, count_leaves, tree_as_nested
 from exclust.dataplane.parts import is_lazy, uniform_sample
-from exclust.tree import LEAF
+from exclust.estimator import Integral, Interval, Real
+from exclust.sources.dataset import as_matrix
+from exclust.tree import ThresholdTree
+
+logger = logging.getLogger("exclust")
 
 LOCAL_SEARCH_STARTS = 2
+# The sample's lookahead runs up to this many leaves; beyond, its effort (the shares of leaves
+# between the sides of every candidate, at every node) outgrows linear time in the leaves.
+LOOKAHEAD_MAX_LEAVES = 12
 # The two runs of the search (see the module): name -> spread candidates and bottom-up local
 # search; the lookahead tree of each is a start named after it.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
@@ -292,21 +306,6 @@ def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
     return np.minimum(least[:, :n], least[:, rest:rest + n])
 
 
-def count_leaves(tree) -> int:
-    return 1 if tree is None else count_leaves(tree[2]) + count_leaves(tree[4])
-
-
-def tree_as_nested(tree):
-    """A ThresholdTree of one-sided cuts as nested tuples."""
-    def build(i):
-        if tree.kind[i] == LEAF:
-            return None
-        left = build(tree.left[i])
-        return (int(tree.feature[i]), float(tree.threshold[i]), left, count_leaves(left), build(tree.right[i]))
-
-    return build(0)
-
-
 def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: int) -> dict:
     """The greedy rules' trees on the searched rows, as nested tuples: the local search's starts."""
     from exclust.algorithms.cart import CART
@@ -330,8 +329,43 @@ def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: in
     return {name: tree_as_nested(t) for name, t in trees.items() if fits(t)}
 
 
+def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
+                     max_bins: int) -> dict:
+    """The trees the in-memory search proposes from the sample ``rows`` (steps 1 to 3 of the
+    module) with the greedy seeds it started from, by name; with more leaves than
+    ``LOOKAHEAD_MAX_LEAVES``, CART's tree on the sample alone (the lookahead's effort grows
+    faster than the leaves)."""
+    from exclust.algorithms.cart import CART
+
+    k = centers.shape[0]
+    if n_leaves > LOOKAHEAD_MAX_LEAVES:
+        labels = ((rows[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+        if np.unique(labels).size < 2:
+            return {}
+        tree = CART(max_leaf_nodes=n_leaves, random_state=0).fit(rows, labels).tree_
+        return {"cart": tree_as_nested(tree)} if 2 <= tree.n_leaves <= n_leaves else {}
+    search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers)
+    everything = np.ones(rows.shape[0], dtype=np.bool_)
+    greedy = greedy_seeds(rows, centers, n_leaves, max_bins)
+    proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
+    for name, spread in SEARCHES.items():
+        search.spread = spread
+        curve, plans = search.solve(everything, search.all_members, n_leaves, lookahead)
+        if not np.isfinite(curve[n_leaves]):
+            from exclust.errors import InputError
+
+            raise InputError(f"the rows cannot be cut into {n_leaves} leaves: fewer distinct rows than leaves")
+        proposals[name] = search.nested(plans[n_leaves], everything)
+        starts = {name: proposals[name], **greedy}
+        costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
+        # Local search from the two cheapest starts (each start costs a lookahead per node).
+        for i, start in enumerate(sorted(starts, key=costs.get)[:LOCAL_SEARCH_STARTS]):
+            proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
+    return proposals
+
+
 class TreeSearch(CenterTreePredictor):
-    """A k-means explanation tree found by lookahead and local search (see the module).
+    """A k-means explanation tree found by search, decided on all rows (see the module).
 
     Parameters
     ----------
@@ -339,17 +373,28 @@ class TreeSearch(CenterTreePredictor):
     n_leaves : leaves of the tree (None: ``n_clusters``); more leaves than clusters use the
         reference centers' cost (ExKMC's surrogate), several leaves may name one cluster, and
         the tree has at most ``n_leaves`` leaves (a start with fewer may cost least).
-    n_candidates : cuts tried at a node of the lookahead (the best by two-leaf cost).
-    lookahead : levels below a node that are searched before growing best-first.
-    sample_rows : the search runs on an exact uniform sample of at most this many rows.
-    max_bins : bins of the greedy seeds' split search (their exact bins by default).
-    random_state : seed of the reference k-means (when no centers are given) and of the sample.
+    n_candidates : cuts tried at a node of the sample's lookahead (the best by two-leaf cost).
+    lookahead : levels below a node that the sample's lookahead searches before growing best-first.
+    sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
+    max_bins : bins per feature of the greedy starts on all rows and of the cuts the local search
+        on all rows prices (exact where a feature has at most this many distinct values).
+    max_passes : budget of the local search on all rows, in passes over the rows (None: no
+        limit). A sweep over every leaf is one pass, or a few at many leaves; the default 32
+        allows about 30 sweeps at k = 10 and 10 at k = 160.
+    max_seconds : budget of the local search on all rows in seconds (None: no limit); a sweep
+        started within it is finished.
+    random_state : seed of the reference k-means (when no centers are given), of the sample and
+        of the bin edges.
 
-    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (the k-means cost on the searched rows
-    of the tree's clusters, leaves merged by the center they name, at their own means),
-    ``seed_costs_`` (each greedy seed's cost there, by name), ``weighted_avg_depth_`` (mean over
-    the searched rows of their leaf's depth), ``n_search_rows_``, ``n_passes_`` (1 on Dask: the
-    sample; 0 in memory).
+    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (the k-means cost on all rows of the
+    tree's clusters, leaves merged by the center they name, at their own means),
+    ``reference_cost_`` (the k-means cost on all rows of the reference clusters, each row with
+    its nearest center, at their own means), ``price_`` (``cost_ / reference_cost_``, the
+    headline price of a run), ``start_costs_`` (each start's cost on all rows, by name),
+    ``start_`` (the cheapest start, which the local search improved), ``sweep_costs_`` (the
+    cost before each sweep of the local search), ``weighted_avg_depth_`` (mean over all rows of
+    their leaf's depth), ``n_search_rows_`` (rows of the sample), ``n_passes_`` (passes over the
+    rows: the greedy starts', the sample's on Dask, and the search's).
     """
 
     _parameter_constraints = {
@@ -358,20 +403,27 @@ class TreeSearch(CenterTreePredictor):
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "lookahead": [Interval(Integral, 0, None, closed="left")],
         "sample_rows": [Interval(Integral, 2, None, closed="left")],
+        "max_passes": [None, Interval(Integral, 0, None, closed="left")],
+        "max_seconds": [None, Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
-                 sample_rows: int = 5_000, max_bins: int = 65536, random_state=None) -> None:
+                 sample_rows: int = 5_000, max_bins: int = 256, max_passes: int | None = 32,
+                 max_seconds: float | None = None, random_state=None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.n_candidates = n_candidates
         self.lookahead = lookahead
         self.sample_rows = sample_rows
         self.max_bins = max_bins
+        self.max_passes = max_passes
+        self.max_seconds = max_seconds
         self.random_state = random_state
 
-    def fit(self, X, centers=None) -> "TreeSearch":
+    def fit(self, X, centers=None) -> TreeSearch:
         """Search the tree for X against ``centers`` (k-means on X when None)."""
+        from exclust.algorithms.histogram.binning import edges_from_sample
+        from exclust.algorithms.histogram.imm import binning_sample
         from exclust.errors import ParameterError
 
         self._check_params()
@@ -385,68 +437,37 @@ class TreeSearch(CenterTreePredictor):
         centers = check_centers(centers, k, ds.n_features)
         (rows,) = uniform_sample(ds.X, size=int(self.sample_rows), random_state=self.random_state)
         rows = np.asarray(rows, dtype=np.float64)
-        search = _Search(rows, None if leaves == k else centers, self.n_candidates, self.lookahead, guide=centers)
-        everything = np.ones(rows.shape[0], dtype=np.bool_)
-        greedy = greedy_seeds(rows, centers, leaves, int(self.max_bins))
-        lookaheads, finalists = {}, []
-        for name, spread in SEARCHES.items():
-            search.spread = spread
-            curve, plans = search.solve(everything, search.all_members, leaves, self.lookahead)
-            if not np.isfinite(curve[leaves]):
-                from exclust.errors import InputError
-
-                raise InputError(f"the rows cannot be cut into {leaves} leaves: fewer distinct rows than leaves")
-            lookaheads[name] = search.nested(plans[leaves], everything)
-            starts = {name: lookaheads[name], **greedy}
-            costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
-            # Local search from the two cheapest starts (each start costs a lookahead per node).
-            cheapest = sorted(starts, key=costs.get)[:LOCAL_SEARCH_STARTS]
-            finalists += [search.improve(starts[start], everything) for start in cheapest]
-        starts = {**lookaheads, **greedy}
-        self.seed_costs_ = {name: float(search.cost(t, everything)) for name, t in starts.items()}
-        if leaves > k:  # several leaves per cluster: the starts may score better once merged
-            finalists += list(starts.values())
+        passes = int(is_lazy(ds.X))
+        t0 = time.perf_counter()
+        proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536)
+        logger.info("TreeSearch: %d trees proposed from %d sampled rows in %.1f s", len(proposals), rows.shape[0],
+                    time.perf_counter() - t0)
+        greedy, greedy_passes = greedy_starts(ds, centers, leaves, int(self.max_bins), self.random_state)
+        proposals = {**greedy, **proposals}
+        sample, drawn = binning_sample(ds, self.random_state)
+        mapper = edges_from_sample(sample, max_bins=int(self.max_bins))
+        stats = RowStatistics(ds.X, mapper, centers.mean(axis=0))
+        try:
+            found = search_all_rows(stats, centers, leaves, proposals, self.max_passes, self.max_seconds)
+        finally:
+            stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
-                "n_search_rows": int(rows.shape[0])}
-        best, best_cost = None, np.inf
-        for nested in finalists:
-            tree = name_leaves(nested_to_tree(nested, ds.n_features, ds.feature_names, count_leaves(nested), meta=meta),
-                               rows, centers, one_to_one=leaves == k)
-            # The price's cost: the tree's clusters (leaves merged by the center they name) at
-            # their own means; with one leaf per cluster, the searched cost itself.
-            named = tree.predict(rows)
-            cost = sum(leaf_cost(rows[named == c]) for c in np.unique(named))
-            if cost < best_cost:
-                best, best_cost = tree, cost
-        self.tree_ = best
+                "n_search_rows": int(rows.shape[0]), "start": found.start, "max_bins": int(self.max_bins)}
+        tree = nested_to_tree(found.nested, ds.n_features, ds.feature_names, count_leaves(found.nested), meta=meta)
+        value = np.asarray(tree.value).copy()
+        value[tree.leaves] = found.named  # leaves left to right, as the flat tree numbers them
+        self.tree_ = ThresholdTree(tree.kind, tree.feature, tree.threshold, tree.left, tree.right, value,
+                                   n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=k,
+                                   meta=meta)
         self.centers_ = centers
-        self.cost_ = float(best_cost)
+        self.cost_ = found.cost
+        self.reference_cost_ = found.reference_cost
+        self.price_ = found.cost / found.reference_cost if found.reference_cost else float("nan")
+        self.start_costs_ = found.start_costs
+        self.start_ = found.start
+        self.sweep_costs_ = found.sweep_costs
         self.n_search_rows_ = int(rows.shape[0])
-        self.weighted_avg_depth_ = float(self.tree_.node_depths()[self.tree_.apply(rows)].mean())
-        self.n_passes_ = int(rows.shape[0] < ds.n_rows or is_lazy(ds.X))
+        depths = self.tree_.node_depths()[self.tree_.leaves]
+        self.weighted_avg_depth_ = float((found.leaf_rows * depths).sum() / max(found.leaf_rows.sum(), 1))
+        self.n_passes_ = passes + greedy_passes + drawn + found.n_passes
         return self
-
-
-def name_leaves(tree, rows: np.ndarray, centers: np.ndarray, one_to_one: bool):
-    """The tree with each leaf naming a reference center: one-to-one by least summed squared
-    distance of the leaves' rows (Hungarian matching) when it has one leaf per center, else
-    each leaf its own best center."""
-    from scipy.optimize import linear_sum_assignment
-
-    from exclust.tree import ThresholdTree
-
-    leaf_of = tree.apply(rows)
-    leaves = np.flatnonzero(tree.kind == LEAF)
-    dist = ((rows[:, None, :] - centers[None]) ** 2).sum(axis=2)
-    cost = np.stack([dist[leaf_of == leaf].sum(axis=0) for leaf in leaves])
-    if one_to_one:
-        chosen = np.empty(leaves.size, dtype=np.int64)
-        r, c = linear_sum_assignment(cost)
-        chosen[r] = c
-    else:
-        chosen = cost.argmin(axis=1)
-    value = np.asarray(tree.value).copy()
-    value[leaves] = chosen
-    return ThresholdTree(tree.kind, tree.feature, tree.threshold, tree.left, tree.right, value,
-                         n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=centers.shape[0],
-                         meta=tree.meta)
