@@ -48,9 +48,14 @@ class AllRowsResult:
     n_passes: int
 
 
-def greedy_starts(data, centers: np.ndarray, n_leaves: int, max_bins: int, random_state) -> tuple[dict, int]:
-    """The greedy rules' trees built on all rows of ``data`` (a Dataset), as nested tuples, and
-    the passes they took."""
+# The greedy rules that may start the search on all rows, by the name ``starts`` uses.
+GREEDY_RULES = ("imm", "exgreedy", "exshallow")
+
+
+def greedy_starts(data, centers: np.ndarray, n_leaves: int, max_bins: int, random_state,
+                  rules: tuple[str, ...] = GREEDY_RULES) -> tuple[dict, int]:
+    """The trees of the greedy ``rules`` built on all rows of ``data`` (a Dataset), as nested
+    tuples, and the passes they took; with more leaves than clusters, ExKMC's tree alone."""
     from exclust.algorithms.histogram.exgreedy import ExGreedy
     from exclust.algorithms.histogram.exkmc import ExKMC
     from exclust.algorithms.histogram.exshallow import ExShallow
@@ -58,9 +63,8 @@ def greedy_starts(data, centers: np.ndarray, n_leaves: int, max_bins: int, rando
 
     k = int(centers.shape[0])
     if n_leaves == k:
-        models = {"imm": IMM(k, max_bins=max_bins, random_state=random_state),
-                  "exgreedy": ExGreedy(k, max_bins=max_bins, random_state=random_state),
-                  "exshallow": ExShallow(k, max_bins=max_bins, random_state=random_state)}
+        kinds = {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow}
+        models = {name: kinds[name](k, max_bins=max_bins, random_state=random_state) for name in rules}
     else:
         models = {"exkmc": ExKMC(k, max_leaves=n_leaves, max_bins=max_bins, random_state=random_state)}
     starts, passes = {}, 0
