@@ -187,6 +187,10 @@ for _entry in (
               "k-leaf tree searched by lookahead and local search from the greedy trees (least k-means cost)",
               CENTERS, "issue 21; Murthy and Salzberg, IJCAI 1995 (lookahead)", leaf_budget=True,
               options=lambda c: {"n_clusters": c.k, "n_leaves": _leaves(c), "random_state": c.random_state}),
+    Algorithm("best", "best tree", "exclust.algorithms.search.tree_search:BestTree",
+              "the cheapest k-leaf tree on all rows: every greedy rule priced on all rows, the cheapest improved "
+              "by search (k-means)", CENTERS, "issue 27",
+              options=lambda c: {"n_clusters": c.k, "random_state": c.random_state}),
     Algorithm("random-cut", "RandomCutTree", "exclust.algorithms.random_cut:RandomCutTree",
               "random threshold cuts from the centers alone, with a guaranteed expected price", CENTERS,
               "Gupta, Pittu, Svensson and Yuan, FOCS 2023; Makarychev and Shan, ICML 2021", objectives=OBJECTIVES,

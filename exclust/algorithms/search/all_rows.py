@@ -52,21 +52,10 @@ class AllRowsResult:
 GREEDY_RULES = ("imm", "exgreedy", "exshallow")
 
 
-def greedy_starts(data, centers: np.ndarray, n_leaves: int, max_bins: int, random_state,
-                  rules: tuple[str, ...] = GREEDY_RULES) -> tuple[dict, int]:
-    """The trees of the greedy ``rules`` built on all rows of ``data`` (a Dataset), as nested
-    tuples, and the passes they took; with more leaves than clusters, ExKMC's tree alone."""
-    from exclust.algorithms.histogram.exgreedy import ExGreedy
-    from exclust.algorithms.histogram.exkmc import ExKMC
-    from exclust.algorithms.histogram.exshallow import ExShallow
-    from exclust.algorithms.histogram.imm import IMM
-
-    k = int(centers.shape[0])
-    if n_leaves == k:
-        kinds = {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow}
-        models = {name: kinds[name](k, max_bins=max_bins, random_state=random_state) for name in rules}
-    else:
-        models = {"exkmc": ExKMC(k, max_leaves=n_leaves, max_bins=max_bins, random_state=random_state)}
+def greedy_starts(data, centers: np.ndarray, models: dict) -> tuple[dict, int]:
+    """The trees of the greedy ``models`` (name -> unfitted estimator) built on all rows of
+    ``data`` (a Dataset), as nested tuples, and the passes they took. A tree of other than
+    ``n_leaves`` leaves (more than ``n_clusters`` given to ExKMC: 2 to ``n_leaves``) is left out."""
     starts, passes = {}, 0
     for name, model in models.items():
         t0 = time.perf_counter()
@@ -74,7 +63,8 @@ def greedy_starts(data, centers: np.ndarray, n_leaves: int, max_bins: int, rando
         passes += int(getattr(model, "n_passes_", 0))
         logger.info("TreeSearch: %s on all rows in %.1f s", name, time.perf_counter() - t0)
         tree = model.tree_
-        if 2 <= tree.n_leaves <= n_leaves and (n_leaves > k or tree.n_leaves == n_leaves):
+        leaves = int(getattr(model, "max_leaves", None) or centers.shape[0])
+        if 2 <= tree.n_leaves <= leaves and (leaves > centers.shape[0] or tree.n_leaves == leaves):
             starts[name] = tree_as_nested(tree)
     return starts, passes
 

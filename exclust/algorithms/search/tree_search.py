@@ -35,16 +35,11 @@ paper 003 Alg. 1) and names that center, so the tree still has ``n_clusters`` cl
 final tree is then the one whose clusters (leaves merged by center) cost least at their own
 means, among the improved trees and the starts.
 
-Data (issue 27): the choices are made on all rows (``all_rows.py``). The lookahead and local
-search above run in memory on an exact uniform sample of at most ``sample_rows`` rows
-(``parts.uniform_sample``: one pass on Dask, the same rows however chunked), up to
-``LOOKAHEAD_MAX_LEAVES`` leaves; they only propose trees. The greedy rules' trees built on all
-rows (``starts``) and the proposals are then priced together on all rows in one pass, the
-cheapest is improved by a local search whose every move is priced on all rows
-(``refine.py``, per-leaf binned moments), while its budget (``max_passes``, ``max_seconds``)
-lasts. Candidate thresholds of the sample's search are midpoints between consecutive distinct
-sample values (its cut costs: one numba sweep per feature, ``_tree_search.cut_costs``); those of
-the search on all rows are the histogram engine's bin edges.
+Data (issue 27): the lookahead and local search above run in memory on an exact uniform sample
+of at most ``sample_rows`` rows (one pass on Dask, the same rows however chunked), up to
+``LOOKAHEAD_MAX_LEAVES`` leaves, and only propose trees; with the greedy rules' trees built on
+all rows (``starts``) they are priced together on all rows, and the cheapest is improved by
+moves priced on all rows while the budget lasts (``all_rows.py``, ``refine.py``).
 """
 from __future__ import annotations
 
@@ -56,6 +51,7 @@ import numpy as np
 
 from exclust.algorithms.histogram.imm import (
     CENTER_TREE_CONSTRAINTS,
+    IMM,
     CenterTreePredictor,
     check_centers,
     fit_reference_centers,
@@ -334,10 +330,8 @@ def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: in
 
 def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
                      max_bins: int) -> dict:
-    """The trees the in-memory search proposes from the sample ``rows`` (steps 1 to 3 of the
-    module) with the greedy seeds it started from, by name; with more leaves than
-    ``LOOKAHEAD_MAX_LEAVES``, CART's tree on the sample alone (the lookahead's effort grows
-    faster than the leaves)."""
+    """The trees the search proposes from the sample ``rows`` (steps 1 to 3) and its greedy seeds,
+    by name; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample alone."""
     from exclust.algorithms.cart import CART
 
     k = centers.shape[0]
@@ -379,29 +373,21 @@ class TreeSearch(CenterTreePredictor):
     n_candidates : cuts tried at a node of the sample's lookahead (the best by two-leaf cost).
     lookahead : levels below a node that the sample's lookahead searches before growing best-first.
     sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
-    max_bins : bins per feature of the greedy starts on all rows and of the cuts the local search
-        on all rows prices (exact where a feature has at most this many distinct values).
-    starts : the greedy rules built on all rows whose trees start the search, among "imm",
-        "exgreedy" and "exshallow" (with more leaves than clusters, ExKMC's tree instead). ExGreedy
-        is left out by default: its time grows faster than the clusters (7.6 s at k = 40, 292 s
-        at k = 160 on 200,000 rows, issue 27) and it was cheapest on none of those sets.
-    max_passes : budget of the local search on all rows, in passes over the rows (None: no
-        limit). A sweep over every leaf is one pass, or a few at many leaves; the default 32
-        allows about 30 sweeps at k = 10 and 10 at k = 160.
-    max_seconds : budget of the local search on all rows in seconds (None: no limit); a sweep
-        started within it is finished.
+    max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
+    starts : greedy rules built on all rows as starts, of "imm", "exgreedy", "exshallow" (ExKMC
+        beyond one leaf per cluster). ExGreedy is left out by default: its time grows faster than
+        k (7.6 s at k = 40, 292 s at k = 160, 200,000 rows, issue 27) and it was cheapest on none.
+    max_passes, max_seconds : budget of the search on all rows, in passes over the rows (a sweep
+        over every leaf is one, a few at many leaves) and in seconds; None: no limit.
     random_state : seed of the reference k-means (when no centers are given), of the sample and
         of the bin edges.
 
-    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (the k-means cost on all rows of the
-    tree's clusters, leaves merged by the center they name, at their own means),
-    ``reference_cost_`` (the k-means cost on all rows of the reference clusters, each row with
-    its nearest center, at their own means), ``price_`` (``cost_ / reference_cost_``, the
-    headline price of a run), ``start_costs_`` (each start's cost on all rows, by name),
-    ``start_`` (the cheapest start, which the local search improved), ``sweep_costs_`` (the
-    cost before each sweep of the local search), ``weighted_avg_depth_`` (mean over all rows of
-    their leaf's depth), ``n_search_rows_`` (rows of the sample), ``n_passes_`` (passes over the
-    rows: the greedy starts', the sample's on Dask, and the search's).
+    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (k-means cost on all rows of the tree's
+    clusters at their own means), ``reference_cost_`` (the same of the reference clusters, each row
+    with its nearest center), ``price_`` (their ratio, a run's headline price), ``start_costs_``
+    (each start's cost on all rows), ``start_`` (the cheapest, which the search improved),
+    ``sweep_costs_`` (the cost before each sweep), ``weighted_avg_depth_`` (over all rows),
+    ``n_search_rows_`` (the sample's rows), ``n_passes_`` (passes over the rows).
     """
 
     _parameter_constraints = {
@@ -429,6 +415,22 @@ class TreeSearch(CenterTreePredictor):
         self.max_seconds = max_seconds
         self.random_state = random_state
 
+    def _greedy_models(self, k: int, leaves: int) -> dict:
+        """The unfitted greedy rules of ``starts`` (ExKMC with more leaves than clusters)."""
+        from exclust.algorithms.histogram.exgreedy import ExGreedy
+        from exclust.algorithms.histogram.exkmc import ExKMC
+        from exclust.algorithms.histogram.exshallow import ExShallow
+        from exclust.errors import ParameterError
+
+        unknown = set(self.starts) - set(GREEDY_RULES)
+        if unknown:
+            raise ParameterError(f"The 'starts' parameter takes {', '.join(GREEDY_RULES)}, got {sorted(unknown)}")
+        bins, seed = int(self.max_bins), self.random_state
+        if leaves > k:
+            return {"exkmc": ExKMC(k, max_leaves=leaves, max_bins=bins, random_state=seed)}
+        kinds = {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow}
+        return {name: kinds[name](k, max_bins=bins, random_state=seed) for name in self.starts}
+
     def fit(self, X, centers=None) -> TreeSearch:
         """Search the tree for X against ``centers`` (k-means on X when None)."""
         from exclust.algorithms.histogram.binning import edges_from_sample
@@ -451,11 +453,7 @@ class TreeSearch(CenterTreePredictor):
         proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536)
         logger.info("TreeSearch: %d trees proposed from %d sampled rows in %.1f s", len(proposals), rows.shape[0],
                     time.perf_counter() - t0)
-        unknown = set(self.starts) - set(GREEDY_RULES)
-        if unknown:
-            raise ParameterError(f"The 'starts' parameter takes {', '.join(GREEDY_RULES)}, got {sorted(unknown)}")
-        greedy, greedy_passes = greedy_starts(ds, centers, leaves, int(self.max_bins), self.random_state,
-                                              tuple(self.starts))
+        greedy, greedy_passes = greedy_starts(ds, centers, self._greedy_models(k, leaves))
         proposals = {**greedy, **proposals}
         sample, drawn = binning_sample(ds, self.random_state)
         mapper = edges_from_sample(sample, max_bins=int(self.max_bins))
@@ -484,3 +482,16 @@ class TreeSearch(CenterTreePredictor):
         self.weighted_avg_depth_ = float((found.leaf_rows * depths).sum() / max(found.leaf_rows.sum(), 1))
         self.n_passes_ = passes + greedy_passes + drawn + found.n_passes
         return self
+
+
+class BestTree(TreeSearch):
+    """The ``best`` algorithm (issue 27 item 4): the cheapest k-leaf tree on all rows. Which greedy
+    rule is cheapest changes with the data and k, so TreeSearch starts from all of them (IMM,
+    ExGreedy, ExShallow on all rows; CART and the lookahead on the sample), priced together on
+    all rows, the cheapest improved; ``start_`` names it. Parameters are TreeSearch's."""
+
+    def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
+                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = GREEDY_RULES,
+                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
+        super().__init__(n_clusters, n_leaves, n_candidates, lookahead, sample_rows, max_bins, starts, max_passes,
+                         max_seconds, random_state)
