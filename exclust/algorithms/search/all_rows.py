@@ -89,7 +89,7 @@ def search_all_rows(stats: RowStatistics, centers: np.ndarray, n_leaves: int, pr
     start = min(names, key=lambda n: (start_costs[n], names.index(n)))
     logger.info("TreeSearch: %d starts priced on all rows, the cheapest %s (%.6g)", len(names), start,
                 start_costs[start])
-    nested, sweeps = proposals[start], []
+    nested, sweeps = proposals[start], list[float]()
     if one_to_one:
         nested, sweeps = improve(stats, nested, max_passes, max_seconds)
     (final,), reference = stats.tree_moments([FlatTree.of(nested)], moved)

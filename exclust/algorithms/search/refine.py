@@ -83,12 +83,13 @@ def sweep(stats: RowStatistics, nested) -> tuple[float, list, FlatTree]:
             a, z = int(flat.leaf_id[flat.left[c]]), int(flat.leaf_id[flat.right[c]])
             if a in position and z in position:
                 union = binned[position[a]] + binned[position[z]]
-                cost_u, f_u, b_u = best_cuts(union[None], n_bins)
-                recut[int(c)] = (float(cost_u[0]), int(f_u[0]), int(b_u[0]))
+                least, feature, bin_ = best_cuts(union[None], n_bins)
+                recut[int(c)] = (float(least[0]), int(feature[0]), int(bin_[0]))
     leaf_cost = own_cost(leaf_total)
     total = float(leaf_cost.sum())
     tol = MIN_GAIN * max(total, 1e-300)
-    moves = []
+    moves: list[tuple] = []
+    split_gain = np.where(split_at[:, 0] >= 0, leaf_cost - split_cost, -np.inf)
     for c in twins:
         a, z = int(flat.leaf_id[flat.left[c]]), int(flat.leaf_id[flat.right[c]])
         pair = leaf_cost[a] + leaf_cost[z]
@@ -96,13 +97,11 @@ def sweep(stats: RowStatistics, nested) -> tuple[float, list, FlatTree]:
         if f_u >= 0 and pair - cost_u > tol:
             moves.append((pair - cost_u, (a, z), -1, (int(c), f_u, b_u), True))
         merge = float(own_cost(leaf_total[a] + leaf_total[z])) - pair
-        for leaf in np.flatnonzero(split_at[:, 0] >= 0):
-            if leaf in (a, z):
-                continue
-            gain = leaf_cost[leaf] - split_cost[leaf] - merge
-            if gain > tol:
-                moves.append((gain, (a, z, int(leaf)), int(c),
-                              (int(flat.leaf_node[leaf]), int(split_at[leaf, 0]), int(split_at[leaf, 1])), False))
+        gains = split_gain - merge
+        gains[[a, z]] = -np.inf
+        for leaf in np.flatnonzero(gains > tol):
+            moves.append((float(gains[leaf]), (a, z, int(leaf)), int(c),
+                          (int(flat.leaf_node[leaf]), int(split_at[leaf, 0]), int(split_at[leaf, 1])), False))
     moves.sort(key=lambda m: (-m[0], m[1]))
     return total, moves, flat
 

@@ -340,7 +340,8 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         if np.unique(labels).size < 2:
             return {}
         tree = CART(max_leaf_nodes=n_leaves, random_state=0).fit(rows, labels).tree_
-        return {"cart": tree_as_nested(tree)} if 2 <= tree.n_leaves <= n_leaves else {}
+        fits = tree.n_leaves == n_leaves if n_leaves == k else 2 <= tree.n_leaves <= n_leaves
+        return {"cart": tree_as_nested(tree)} if fits else {}
     search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers)
     everything = np.ones(rows.shape[0], dtype=np.bool_)
     greedy = greedy_seeds(rows, centers, n_leaves, max_bins)
@@ -356,7 +357,7 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         starts = {name: proposals[name], **greedy}
         costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
         # Local search from the two cheapest starts (each start costs a lookahead per node).
-        for i, start in enumerate(sorted(starts, key=costs.get)[:LOCAL_SEARCH_STARTS]):
+        for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
             proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
     return proposals
 
@@ -455,6 +456,8 @@ class TreeSearch(CenterTreePredictor):
                     time.perf_counter() - t0)
         greedy, greedy_passes = greedy_starts(ds, centers, self._greedy_models(k, leaves))
         proposals = {**greedy, **proposals}
+        if not proposals:
+            raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
         sample, drawn = binning_sample(ds, self.random_state)
         mapper = edges_from_sample(sample, max_bins=int(self.max_bins))
         stats = RowStatistics(ds.X, mapper, centers.mean(axis=0))
@@ -467,7 +470,8 @@ class TreeSearch(CenterTreePredictor):
         tree = nested_to_tree(found.nested, ds.n_features, ds.feature_names, count_leaves(found.nested), meta=meta)
         value = np.asarray(tree.value).copy()
         value[tree.leaves] = found.named  # leaves left to right, as the flat tree numbers them
-        self.tree_ = ThresholdTree(tree.kind, tree.feature, tree.threshold, tree.left, tree.right, value,
+        self.tree_ = ThresholdTree(tree.kind.tolist(), tree.feature.tolist(), tree.threshold.tolist(),
+                                   tree.left.tolist(), tree.right.tolist(), value.tolist(),
                                    n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=k,
                                    meta=meta)
         self.centers_ = centers
