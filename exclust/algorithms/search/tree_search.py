@@ -53,6 +53,7 @@ from exclust.algorithms.histogram.imm import (
     CENTER_TREE_CONSTRAINTS,
     IMM,
     CenterTreePredictor,
+    binning_sample,
     check_centers,
     fit_reference_centers,
 )
@@ -340,7 +341,7 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         if np.unique(labels).size < 2:
             return {}
         tree = CART(max_leaf_nodes=n_leaves, random_state=0).fit(rows, labels).tree_
-        fits = tree.n_leaves == n_leaves if n_leaves == k else 2 <= tree.n_leaves <= n_leaves
+        fits = tree.n_leaves == n_leaves or (n_leaves > k and tree.n_leaves >= 2)  # CART: at most n_leaves
         return {"cart": tree_as_nested(tree)} if fits else {}
     search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers)
     everything = np.ones(rows.shape[0], dtype=np.bool_)
@@ -375,9 +376,8 @@ class TreeSearch(CenterTreePredictor):
     lookahead : levels below a node that the sample's lookahead searches before growing best-first.
     sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
     max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
-    starts : greedy rules built on all rows as starts, of "imm", "exgreedy", "exshallow" (ExKMC
-        beyond one leaf per cluster). ExGreedy is left out by default: its time grows faster than
-        k (7.6 s at k = 40, 292 s at k = 160, 200,000 rows, issue 27) and it was cheapest on none.
+    starts : greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond
+        one leaf per cluster). Not ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
     max_passes, max_seconds : budget of the search on all rows, in passes over the rows (a sweep
         over every leaf is one, a few at many leaves) and in seconds; None: no limit.
     random_state : seed of the reference k-means (when no centers are given), of the sample and
@@ -435,7 +435,6 @@ class TreeSearch(CenterTreePredictor):
     def fit(self, X, centers=None) -> TreeSearch:
         """Search the tree for X against ``centers`` (k-means on X when None)."""
         from exclust.algorithms.histogram.binning import edges_from_sample
-        from exclust.algorithms.histogram.imm import binning_sample
         from exclust.errors import ParameterError
 
         self._check_params()
