@@ -451,8 +451,7 @@ class TreeSearch(CenterTreePredictor):
         passes = int(is_lazy(ds.X))
         t0 = time.perf_counter()
         proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536)
-        logger.info("TreeSearch: %d trees proposed from %d sampled rows in %.1f s", len(proposals), rows.shape[0],
-                    time.perf_counter() - t0)
+        logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
         greedy, greedy_passes = greedy_starts(ds, centers, self._greedy_models(k, leaves))
         proposals = {**greedy, **proposals}
         if not proposals:
