@@ -90,6 +90,12 @@ def _tree_search():
     return TreeSearch(3, n_candidates=2, random_state=0)
 
 
+def _best_tree():
+    from exclust.algorithms.search.tree_search import BestTree
+
+    return BestTree(3, n_candidates=2, random_state=0)
+
+
 def _kdtree():
     from exclust.algorithms.histogram.kdtree import KDTree
 
@@ -157,6 +163,7 @@ ESTIMATORS = [
     (_exshallow, "depth_factor", ("depth_factor", -1.0), _rows_and_centers),
     (_exgreedy, "objective", ("max_bins", 1), _rows_and_centers),
     (_tree_search, "n_candidates", ("lookahead", -1), _rows_and_centers),
+    (_best_tree, "n_candidates", ("max_passes", -1), _rows_and_centers),
     (_kdtree, "max_bins", ("max_leaves", True), _rows_and_centers),
     (_cart, "max_leaf_nodes", ("max_sample_rows", 0), lambda: _blobs()),
     (_label_tree, "n_candidates", ("lookahead", -1), lambda: _blobs()),

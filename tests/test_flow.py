@@ -53,7 +53,7 @@ def test_parameter_models_render_as_forms():
     schema = explain.parameters.model_dump()
     defs = schema["definitions"]
     assert set(defs["Algorithm"]["enum"]) == {"mmdt", "imm", "exkmc", "exshallow", "exgreedy", "tree-search",
-                                              "random-cut", "kdtree",
+                                              "best", "random-cut", "kdtree",
                                               "cart", "label-tree", "concept-mmdt", "kernel-mmdt"}
     assert set(defs["Objective"]["enum"]) == {"kmeans", "kmedians"}
     assert defs["ThresholdVariant"]["enum"][0] == "midpoint"

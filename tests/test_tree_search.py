@@ -45,36 +45,79 @@ def test_finds_the_optimum_where_the_greedy_rules_do_not():
     assert missed_by_all_greedy >= 1  # seed 3: IMM, ExGreedy and ExShallow all 1.7% above
 
 
+def blobs(seed, k, n, d, scale):
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-10, 10, (k, d))
+    return centers[rng.integers(0, k, n)] + rng.normal(scale=scale, size=(n, d)), centers
+
+
 def test_never_worse_than_its_greedy_starts_and_names_every_center():
-    rng = np.random.default_rng(5)
-    centers = rng.uniform(-10, 10, (6, 3))
-    X = centers[rng.integers(0, 6, 900)] + rng.normal(scale=2.5, size=(900, 3))
+    X, centers = blobs(5, 6, 900, 3, 2.5)
     found = TreeSearch(6, random_state=0).fit(X, centers)
-    assert set(found.seed_costs_) == {"lookahead", "lookahead-spread", "exgreedy", "exshallow", "imm", "cart"}
-    assert found.cost_ <= min(found.seed_costs_.values()) + 1e-9
+    assert {"lookahead", "lookahead-spread", "imm", "exshallow", "cart"} <= set(found.start_costs_)
+    assert found.cost_ <= min(found.start_costs_.values()) + 1e-9
     assert found.cost_ == pytest.approx(partition_cost(found.predict(X), X))
     assert set(found.predict(X).tolist()) == set(range(6))
     assert found.tree_.n_leaves == 6
     more = TreeSearch(6, n_leaves=12, random_state=0).fit(X, centers)
     assert 6 < more.tree_.n_leaves <= 12 and set(more.predict(X).tolist()) <= set(range(6))
-    assert set(more.seed_costs_) == {"lookahead", "lookahead-spread", "exkmc", "cart"}
-    assert more.cost_ <= min(more.seed_costs_.values()) + 1e-9
+    assert {"lookahead", "lookahead-spread", "exkmc", "cart"} <= set(more.start_costs_)
+    assert more.cost_ <= min(more.start_costs_.values()) + 1e-9
+
+
+def test_decides_on_all_rows_beyond_its_sample_and_beats_every_greedy_tree_there():
+    # 6,000 rows, a 300-row sample, k = 12: the lookahead runs on the sample, every choice is
+    # priced on all rows; the price is a numpy recomputation's, never above a greedy tree's.
+    X, centers = blobs(7, 12, 6000, 4, 3.0)
+    found = TreeSearch(12, sample_rows=300, starts=("imm", "exgreedy", "exshallow"), random_state=0).fit(X, centers)
+    assert found.n_search_rows_ == 300
+    cost = partition_cost(found.predict(X), X)
+    assert found.cost_ == pytest.approx(cost, rel=1e-9)
+    nearest = ((X[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+    assert found.price_ == pytest.approx(cost / partition_cost(nearest, X), rel=1e-9)
+    greedy = {name: partition_cost(m.fit(X, centers).predict(X), X)
+              for name, m in (("imm", IMM(12)), ("exgreedy", ExGreedy(12)), ("exshallow", ExShallow(12)))}
+    assert found.cost_ <= min(greedy.values()) * (1 + 1e-9)
+    assert found.start_costs_["exshallow"] == pytest.approx(greedy["exshallow"], rel=1e-9)
+    assert found.sweep_costs_[0] == pytest.approx(min(found.start_costs_.values()), rel=1e-9)
+    # Many leaves: the lookahead is skipped, the greedy starts and the moves on all rows remain.
+    many = TreeSearch(40, sample_rows=300, max_passes=4, random_state=0).fit(X, blobs(8, 40, 40, 4, 0)[1])
+    assert many.tree_.n_leaves == 40 and many.cost_ <= min(many.start_costs_.values()) * (1 + 1e-9)
+    assert many.cost_ == pytest.approx(partition_cost(many.predict(X), X), rel=1e-9)
+    assert len(many.sweep_costs_) >= 1 and many.cost_ < many.sweep_costs_[0]  # the moves on all rows improved it
 
 
 def test_dask_input_gives_the_same_tree(dask_client):
-    rng = np.random.default_rng(11)
-    centers = rng.uniform(-10, 10, (5, 3))
-    X = centers[rng.integers(0, 5, 2000)] + rng.normal(scale=2.0, size=(2000, 3))
+    X, centers = blobs(11, 5, 2000, 3, 2.0)
     local = TreeSearch(5, random_state=0).fit(X, centers)
     dist = TreeSearch(5, random_state=0).fit(da.from_array(X, chunks=(450, 3)), centers)
     assert dist.tree_ == local.tree_
-    assert dist.cost_ == local.cost_
-    assert (dist.n_passes_, local.n_passes_) == (1, 0)
+    assert dist.cost_ == pytest.approx(local.cost_, rel=1e-12)
+    assert dist.price_ == pytest.approx(local.price_, rel=1e-12)
+    assert dist.n_passes_ > local.n_passes_  # the sample and the bin edges' sample are passes on Dask
     # A sample smaller than the data: the same rows however the data are chunked.
     small = TreeSearch(5, sample_rows=700, random_state=3)
     assert small.fit(X, centers).tree_ == TreeSearch(**small.get_params()).fit(
         da.from_array(X, chunks=(300, 3)), centers).tree_
     assert small.n_search_rows_ == 700
+
+
+def test_parquet_on_a_cluster_gives_the_in_memory_tree_and_price(tmp_path, dask_client):
+    import pandas as pd
+
+    from exclust.sources.dataset import Dataset, load_dataset
+
+    X, centers = blobs(13, 14, 5000, 3, 2.5)
+    for i in range(4):
+        pd.DataFrame(X[i * 1250:(i + 1) * 1250], columns=["a", "b", "c"]).to_parquet(tmp_path / f"part-{i}.parquet")
+    data = load_dataset(str(tmp_path), ["a", "b", "c"], piece_rows=1000)
+    assert hasattr(data.X, "dask")
+    params = dict(sample_rows=400, random_state=1)
+    on_files = TreeSearch(14, **params).fit(data, centers)
+    local = TreeSearch(14, **params).fit(Dataset(X, ["a", "b", "c"]), centers)
+    assert on_files.tree_ == local.tree_
+    assert on_files.cost_ == pytest.approx(partition_cost(local.predict(X), X), rel=1e-9)
+    assert on_files.price_ == pytest.approx(local.price_, rel=1e-12)
 
 
 def test_runs_from_the_command_line(tmp_path, dask_client):

@@ -235,6 +235,10 @@ for _entry in (
               "least k-means cost of any k-leaf tree at the bin edges, by branch and bound, with a proven lower bound",
               CENTERS, "issue 30; Mazumder, Meng and Wang, ICML 2022 (Quant-BnB)",
               options=lambda c: {"n_clusters": c.k, "random_state": c.random_state}),
+    Algorithm("best", "best tree", "exclust.algorithms.search.tree_search:BestTree",
+              "the cheapest k-leaf tree on all rows: every greedy rule priced on all rows, the cheapest improved "
+              "by search (k-means)", CENTERS, "issue 27",
+              options=lambda c: {"n_clusters": c.k, "random_state": c.random_state}),
     Algorithm("random-cut", "RandomCutTree", "exclust.algorithms.random_cut:RandomCutTree",
               "random threshold cuts from the centers alone, with a guaranteed expected price", CENTERS,
               "Gupta, Pittu, Svensson and Yuan, FOCS 2023; Makarychev and Shan, ICML 2021", objectives=OBJECTIVES,

@@ -24,6 +24,38 @@ _COST_WORDS = {
 }
 
 
+# Why a price can be below 1, said under the table when a tree's is.
+PRICE_BELOW_ONE = ("A price below 1 means the tree's clusters, each scored by its own mean, cost less than the "
+                   "reference clusters scored the same way. That is no error: the reference is not the best "
+                   "k-means clustering of these rows. k-means stops at a local optimum (and may be fitted on a "
+                   "sample), a mixture's or k-medians' centers do not minimise the k-means cost, and the reference "
+                   "clusters are the rows nearest each center, not the cheapest grouping for their own means; a "
+                   "tree that regroups the rows can find a cheaper one.")
+# Prices are shown with at least this many decimals, more (up to the most) when the best and the
+# next price would otherwise read the same.
+PRICE_DECIMALS = (3, 8)
+
+
+def price_decimals(prices: list[float]) -> int:
+    """Decimals that tell the best price from the next distinct one (within ``PRICE_DECIMALS``)."""
+    least, most = PRICE_DECIMALS
+    distinct = sorted({p for p in prices if math.isfinite(p)})
+    if len(distinct) < 2:
+        return least
+    best = distinct[0]
+    nearest = next((p for p in distinct[1:] if p > best * (1 + 1e-9)), None)
+    if nearest is None:
+        return least
+    for decimals in range(least, most + 1):
+        if f"{best:.{decimals}f}" != f"{nearest:.{decimals}f}":
+            return decimals
+    return most
+
+
+def _price_text(price: float | None, decimals: int) -> str:
+    return "—" if price is None else f"{price:.{decimals}f}"
+
+
 def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v)) else None
 
@@ -57,6 +89,7 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     prices = [p for p in (_number(r.get("price")) for r in rows) if p is not None]
     opt_price = _number(optimum.get("price")) if optimum else None
     top = max(prices + ([opt_price] if opt_price is not None else []), default=0.0)
+    decimals = price_decimals(prices + ([opt_price] if opt_price is not None else []))
     body = []
     for r in rows:
         name = (titles or {}).get(str(r["algorithm"]), r.get("title") or r["algorithm"])
@@ -64,7 +97,7 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
             '<span class="tag best">best</span>' if r.get("best") else "")
         price = _number(r.get("price"))
         cells = [f'<th scope="row">{esc(name)}{tags}</th>', f'<td class="num">{r["n_leaves"]}</td>',
-                 f'<td class="num price">{esc(fmt_value(price))}{_bar(price, top)}</td>',
+                 f'<td class="num price">{esc(_price_text(price, decimals))}{_bar(price, top)}</td>',
                  f'<td class="num">{esc(fmt_value(_number(r.get("weighted_avg_depth"))))}</td>']
         if optimum:
             cells.append(f'<td class="num">{esc(_gap(r.get("gap")))}</td>')
@@ -76,7 +109,7 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     if optimum:
         body.append(f'<tr data-algorithm="optimum" class="optimum"><th scope="row">optimum (exact)</th>'
                     f'<td class="num">{optimum["n_leaves"]}</td>'
-                    f'<td class="num price">{esc(fmt_value(opt_price))}{_bar(opt_price, top)}</td>'
+                    f'<td class="num price">{esc(_price_text(opt_price, decimals))}{_bar(opt_price, top)}</td>'
                     f'<td class="num">{esc(fmt_value(_number(optimum.get("weighted_avg_depth"))))}</td>'
                     f'<td class="num">0</td>' + ('<td class="num"></td>' if bound else "") + '</tr>')
     if bound:
@@ -92,6 +125,8 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     notes = [f'Price: {cost_words}; lower is better, '
              f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
              f'all rows. {_sentence(str(standing.get("fitted_on", "")))}']
+    if any(p < 1 for p in prices):
+        notes.append(PRICE_BELOW_ONE)
     if optimum:
         notes.append("The optimum is the best tree of k leaves by k-means cost, found by exhaustive search on all "
                      "rows; a tree with more leaves than clusters can beat it.")

@@ -35,34 +35,43 @@ paper 003 Alg. 1) and names that center, so the tree still has ``n_clusters`` cl
 final tree is then the one whose clusters (leaves merged by center) cost least at their own
 means, among the improved trees and the starts.
 
-Data: the search runs in memory on an exact uniform sample of at most ``sample_rows`` rows
-(``parts.uniform_sample``: one pass on Dask, the same rows for numpy and Dask input however
-chunked; every row when there are fewer). Candidate thresholds are midpoints between
-consecutive distinct sample values. The cut costs of one node are one numba sweep per feature
-(``_tree_search.cut_costs``). Departure from the issue's wish: the search is not scored on the
-histogram engine's per-level passes, whose one tree per pass could not evaluate the many
-candidate subtrees of a lookahead; the sample is what reaches the driver instead.
+Data (issue 27): the lookahead and local search above run in memory on an exact uniform sample
+of at most ``sample_rows`` rows (one pass on Dask, the same rows however chunked), up to
+``LOOKAHEAD_MAX_LEAVES`` leaves, and only propose trees; with the greedy rules' trees built on
+all rows (``starts``) they are priced together on all rows, and the cheapest is improved by
+moves priced on all rows while the budget lasts (``all_rows.py``, ``refine.py``).
 """
 from __future__ import annotations
 
 import heapq
+import logging
+import time
 
 import numpy as np
 
-from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
 from exclust.algorithms.histogram.imm import (
     CENTER_TREE_CONSTRAINTS,
+    IMM,
     CenterTreePredictor,
+    binning_sample,
     check_centers,
     fit_reference_centers,
 )
-from exclust.algorithms.search.optimal_tree import leaf_cost, nested_to_tree
-from exclust.sources.dataset import as_matrix
-from exclust.estimator import Integral, Interval
+from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
+from exclust.algorithms.search.all_rows import GREEDY_RULES, greedy_starts, search_all_rows
+from exclust.algorithms.search.optimal_tree import nested_to_tree
+from exclust.algorithms.search.row_statistics import RowStatistics, count_leaves, tree_as_nested
 from exclust.dataplane.parts import is_lazy, uniform_sample
-from exclust.tree import LEAF
+from exclust.estimator import Integral, Interval, Real
+from exclust.sources.dataset import as_matrix
+from exclust.tree import ThresholdTree
+
+logger = logging.getLogger("exclust")
 
 LOCAL_SEARCH_STARTS = 2
+# The sample's lookahead runs up to this many leaves; beyond, its effort (the shares of leaves
+# between the sides of every candidate, at every node) outgrows linear time in the leaves.
+LOOKAHEAD_MAX_LEAVES = 12
 # The two runs of the search (see the module): name -> spread candidates and bottom-up local
 # search; the lookahead tree of each is a start named after it.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
@@ -300,21 +309,6 @@ def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
     return np.minimum(least[:, :n], least[:, rest:rest + n])
 
 
-def count_leaves(tree) -> int:
-    return 1 if tree is None else count_leaves(tree[2]) + count_leaves(tree[4])
-
-
-def tree_as_nested(tree):
-    """A ThresholdTree of one-sided cuts as nested tuples."""
-    def build(i):
-        if tree.kind[i] == LEAF:
-            return None
-        left = build(tree.left[i])
-        return (int(tree.feature[i]), float(tree.threshold[i]), left, count_leaves(left), build(tree.right[i]))
-
-    return build(0)
-
-
 def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: int) -> dict:
     """The greedy rules' trees on the searched rows, as nested tuples: the local search's starts."""
     from exclust.algorithms.cart import CART
@@ -338,8 +332,42 @@ def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: in
     return {name: tree_as_nested(t) for name, t in trees.items() if fits(t)}
 
 
+def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
+                     max_bins: int) -> dict:
+    """The trees the search proposes from the sample ``rows`` (steps 1 to 3) and its greedy seeds,
+    by name; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample alone."""
+    from exclust.algorithms.cart import CART
+
+    k = centers.shape[0]
+    if n_leaves > LOOKAHEAD_MAX_LEAVES:
+        labels = ((rows[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+        if np.unique(labels).size < 2:
+            return {}
+        tree = CART(max_leaf_nodes=n_leaves, random_state=0).fit(rows, labels).tree_
+        fits = tree.n_leaves == n_leaves or (n_leaves > k and tree.n_leaves >= 2)  # CART: at most n_leaves
+        return {"cart": tree_as_nested(tree)} if fits else {}
+    search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers)
+    everything = np.ones(rows.shape[0], dtype=np.bool_)
+    greedy = greedy_seeds(rows, centers, n_leaves, max_bins)
+    proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
+    for name, spread in SEARCHES.items():
+        search.spread = spread
+        curve, plans = search.solve(everything, search.all_members, n_leaves, lookahead)
+        if not np.isfinite(curve[n_leaves]):
+            from exclust.errors import InputError
+
+            raise InputError(f"the rows cannot be cut into {n_leaves} leaves: fewer distinct rows than leaves")
+        proposals[name] = search.nested(plans[n_leaves], everything)
+        starts = {name: proposals[name], **greedy}
+        costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
+        # Local search from the two cheapest starts (each start costs a lookahead per node).
+        for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
+            proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
+    return proposals
+
+
 class TreeSearch(CenterTreePredictor):
-    """A k-means explanation tree found by lookahead and local search (see the module).
+    """A k-means explanation tree found by search, decided on all rows (see the module).
 
     Parameters
     ----------
@@ -347,17 +375,23 @@ class TreeSearch(CenterTreePredictor):
     n_leaves : leaves of the tree (None: ``n_clusters``); more leaves than clusters use the
         reference centers' cost (ExKMC's surrogate), several leaves may name one cluster, and
         the tree has at most ``n_leaves`` leaves (a start with fewer may cost least).
-    n_candidates : cuts tried at a node of the lookahead (the best by two-leaf cost).
-    lookahead : levels below a node that are searched before growing best-first.
-    sample_rows : the search runs on an exact uniform sample of at most this many rows.
-    max_bins : bins of the greedy seeds' split search (their exact bins by default).
-    random_state : seed of the reference k-means (when no centers are given) and of the sample.
+    n_candidates : cuts tried at a node of the sample's lookahead (the best by two-leaf cost).
+    lookahead : levels below a node that the sample's lookahead searches before growing best-first.
+    sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
+    max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
+    starts : greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond
+        one leaf per cluster). Not ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
+    max_passes, max_seconds : budget of the search on all rows, in passes over the rows (a sweep
+        over every leaf is one, a few at many leaves) and in seconds; None: no limit.
+    random_state : seed of the reference k-means (when no centers are given), of the sample and
+        of the bin edges.
 
-    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (the k-means cost on the searched rows
-    of the tree's clusters, leaves merged by the center they name, at their own means),
-    ``seed_costs_`` (each greedy seed's cost there, by name), ``weighted_avg_depth_`` (mean over
-    the searched rows of their leaf's depth), ``n_search_rows_``, ``n_passes_`` (1 on Dask: the
-    sample; 0 in memory).
+    Fitted attributes: ``tree_``, ``centers_``, ``cost_`` (k-means cost on all rows of the tree's
+    clusters at their own means), ``reference_cost_`` (the same of the reference clusters, each row
+    with its nearest center), ``price_`` (their ratio, a run's headline price), ``start_costs_``
+    (each start's cost on all rows), ``start_`` (the cheapest, which the search improved),
+    ``sweep_costs_`` (the cost before each sweep), ``weighted_avg_depth_`` (over all rows),
+    ``n_search_rows_`` (the sample's rows), ``n_passes_`` (passes over the rows).
     """
 
     _parameter_constraints = {
@@ -366,20 +400,44 @@ class TreeSearch(CenterTreePredictor):
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "lookahead": [Interval(Integral, 0, None, closed="left")],
         "sample_rows": [Interval(Integral, 2, None, closed="left")],
+        "starts": [tuple, list],
+        "max_passes": [None, Interval(Integral, 0, None, closed="left")],
+        "max_seconds": [None, Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
-                 sample_rows: int = 5_000, max_bins: int = 65536, random_state=None) -> None:
+                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = ("imm", "exshallow"),
+                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.n_candidates = n_candidates
         self.lookahead = lookahead
         self.sample_rows = sample_rows
         self.max_bins = max_bins
+        self.starts = starts
+        self.max_passes = max_passes
+        self.max_seconds = max_seconds
         self.random_state = random_state
 
-    def fit(self, X, centers=None) -> "TreeSearch":
+    def _greedy_models(self, k: int, leaves: int) -> dict:
+        """The unfitted greedy rules of ``starts`` (ExKMC with more leaves than clusters)."""
+        from exclust.algorithms.histogram.exgreedy import ExGreedy
+        from exclust.algorithms.histogram.exkmc import ExKMC
+        from exclust.algorithms.histogram.exshallow import ExShallow
+        from exclust.errors import ParameterError
+
+        unknown = set(self.starts) - set(GREEDY_RULES)
+        if unknown:
+            raise ParameterError(f"The 'starts' parameter takes {', '.join(GREEDY_RULES)}, got {sorted(unknown)}")
+        bins, seed = int(self.max_bins), self.random_state
+        if leaves > k:
+            return {"exkmc": ExKMC(k, max_leaves=leaves, max_bins=bins, random_state=seed)}
+        kinds = {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow}
+        return {name: kinds[name](k, max_bins=bins, random_state=seed) for name in self.starts}
+
+    def fit(self, X, centers=None) -> TreeSearch:
         """Search the tree for X against ``centers`` (k-means on X when None)."""
+        from exclust.algorithms.histogram.binning import edges_from_sample
         from exclust.errors import ParameterError
 
         self._check_params()
@@ -393,69 +451,52 @@ class TreeSearch(CenterTreePredictor):
         centers = check_centers(centers, k, ds.n_features)
         (rows,) = uniform_sample(ds.X, size=int(self.sample_rows), random_state=self.random_state)
         rows = np.asarray(rows, dtype=np.float64)
-        search = _Search(rows, None if leaves == k else centers, self.n_candidates, self.lookahead, guide=centers)
-        everything = np.ones(rows.shape[0], dtype=np.bool_)
-        greedy = greedy_seeds(rows, centers, leaves, int(self.max_bins))
-        lookaheads, finalists = {}, []
-        for name, spread in SEARCHES.items():
-            search.spread = spread
-            curve, plans = search.solve(everything, search.all_members, leaves, self.lookahead)
-            if not np.isfinite(curve[leaves]):
-                from exclust.errors import InputError
-
-                raise InputError(f"the rows cannot be cut into {leaves} leaves: fewer distinct rows than leaves")
-            lookaheads[name] = search.nested(plans[leaves], everything)
-            starts = {name: lookaheads[name], **greedy}
-            costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
-            # Local search from the two cheapest starts (each start costs a lookahead per node).
-            cheapest = sorted(starts, key=lambda start: costs[start])[:LOCAL_SEARCH_STARTS]
-            finalists += [search.improve(starts[start], everything) for start in cheapest]
-        starts = {**lookaheads, **greedy}
-        self.seed_costs_ = {name: float(search.cost(t, everything)) for name, t in starts.items()}
-        if leaves > k:  # several leaves per cluster: the starts may score better once merged
-            finalists += list(starts.values())
+        passes = int(is_lazy(ds.X))
+        t0 = time.perf_counter()
+        proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536)
+        logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
+        greedy, greedy_passes = greedy_starts(ds, centers, self._greedy_models(k, leaves))
+        proposals = {**greedy, **proposals}
+        if not proposals:
+            raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
+        sample, drawn = binning_sample(ds, self.random_state)
+        mapper = edges_from_sample(sample, max_bins=int(self.max_bins))
+        stats = RowStatistics(ds.X, mapper, centers.mean(axis=0))
+        try:
+            found = search_all_rows(stats, centers, leaves, proposals, self.max_passes, self.max_seconds)
+        finally:
+            stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
-                "n_search_rows": int(rows.shape[0])}
-        best, best_cost = None, np.inf
-        for nested in finalists:
-            tree = name_leaves(nested_to_tree(nested, ds.n_features, ds.feature_names, count_leaves(nested), meta=meta),
-                               rows, centers, one_to_one=leaves == k)
-            # The price's cost: the tree's clusters (leaves merged by the center they name) at
-            # their own means; with one leaf per cluster, the searched cost itself.
-            named = tree.predict(rows)
-            cost = sum(leaf_cost(rows[named == c]) for c in np.unique(named))
-            if cost < best_cost:
-                best, best_cost = tree, cost
-        assert best is not None  # the finalists hold a tree per start, each of finite cost
-        self.tree_ = best
+                "n_search_rows": int(rows.shape[0]), "start": found.start, "max_bins": int(self.max_bins)}
+        tree = nested_to_tree(found.nested, ds.n_features, ds.feature_names, count_leaves(found.nested), meta=meta)
+        value = np.asarray(tree.value).copy()
+        value[tree.leaves] = found.named  # leaves left to right, as the flat tree numbers them
+        self.tree_ = ThresholdTree(tree.kind.tolist(), tree.feature.tolist(), tree.threshold.tolist(),
+                                   tree.left.tolist(), tree.right.tolist(), value.tolist(),
+                                   n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=k,
+                                   meta=meta)
         self.centers_ = centers
-        self.cost_ = float(best_cost)
+        self.cost_ = found.cost
+        self.reference_cost_ = found.reference_cost
+        self.price_ = found.cost / found.reference_cost if found.reference_cost else float("nan")
+        self.start_costs_ = found.start_costs
+        self.start_ = found.start
+        self.sweep_costs_ = found.sweep_costs
         self.n_search_rows_ = int(rows.shape[0])
-        self.weighted_avg_depth_ = float(self.tree_.node_depths()[self.tree_.apply(rows)].mean())
-        self.n_passes_ = int(rows.shape[0] < ds.n_rows or is_lazy(ds.X))
+        depths = self.tree_.node_depths()[self.tree_.leaves]
+        self.weighted_avg_depth_ = float((found.leaf_rows * depths).sum() / max(found.leaf_rows.sum(), 1))
+        self.n_passes_ = passes + greedy_passes + drawn + found.n_passes
         return self
 
 
-def name_leaves(tree, rows: np.ndarray, centers: np.ndarray, one_to_one: bool):
-    """The tree with each leaf naming a reference center: one-to-one by least summed squared
-    distance of the leaves' rows (Hungarian matching) when it has one leaf per center, else
-    each leaf its own best center."""
-    from scipy.optimize import linear_sum_assignment
+class BestTree(TreeSearch):
+    """The ``best`` algorithm (issue 27 item 4): the cheapest k-leaf tree on all rows. Which greedy
+    rule is cheapest changes with the data and k, so TreeSearch starts from all of them (IMM,
+    ExGreedy, ExShallow on all rows; CART and the lookahead on the sample), priced together on
+    all rows, the cheapest improved; ``start_`` names it. Parameters are TreeSearch's."""
 
-    from exclust.tree import ThresholdTree
-
-    leaf_of = tree.apply(rows)
-    leaves = np.flatnonzero(tree.kind == LEAF)
-    dist = ((rows[:, None, :] - centers[None]) ** 2).sum(axis=2)
-    cost = np.stack([dist[leaf_of == leaf].sum(axis=0) for leaf in leaves])
-    if one_to_one:
-        chosen = np.empty(leaves.size, dtype=np.int64)
-        r, c = linear_sum_assignment(cost)
-        chosen[r] = c
-    else:
-        chosen = cost.argmin(axis=1)
-    value = np.asarray(tree.value).copy()
-    value[leaves] = chosen
-    return ThresholdTree(tree.kind, tree.feature, tree.threshold, tree.left, tree.right, value,
-                         n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=centers.shape[0],
-                         meta=tree.meta)
+    def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
+                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = GREEDY_RULES,
+                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
+        super().__init__(n_clusters, n_leaves, n_candidates, lookahead, sample_rows, max_bins, starts, max_passes,
+                         max_seconds, random_state)
