@@ -43,6 +43,7 @@ _PUBLIC = {
     "TreeSearch": "exclust.algorithms.search.tree_search",
     "LabelTree": "exclust.algorithms.search.label_tree",
     "OptimalTree": "exclust.algorithms.search.optimal",
+    "BestTree": "exclust.algorithms.search.tree_search",
     "CART": "exclust.algorithms.cart",
     "KDTree": "exclust.algorithms.histogram.kdtree",
     "RandomCutTree": "exclust.algorithms.random_cut",

@@ -117,7 +117,7 @@ def test_a_plugin_option_is_in_the_help_the_flow_schema_and_the_config():
         centers = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0], [8.0, 8.0]])
         X = centers[rng.integers(0, 4, 1200)] + rng.normal(size=(1200, 2))
         run = explain(ExplainConfig(input=pd.DataFrame(X, columns=["a", "b"]), n_clusters=4, algorithm="split-at",
-                                    reference="kmeans", split_at=0.25, cost_curve=False))
+                                    reference="kmeans", split_at=0.25, cost_curve=False, standing=False))
         print(json.dumps({"help": help_text.getvalue(), "form": form, "config_default": fields.get("split_at"),
                           "cli": config_values(EXPLAIN_OPTIONS, args)["split_at"],
                           "fitted": run.tree.meta["split_at"]}))
