@@ -4,7 +4,8 @@ Lives here: ``parts.py`` (parts with global row offsets; ``map_reduce``, ``run_r
 pass counter; laziness, ``is_lazy``; threads), ``residency.py`` (rows held on the workers or
 streamed; per-part state kept where a pass made it), ``stats.py`` (per-cluster sufficient
 statistics that merge across parts), ``cluster.py`` (the Dask client), ``progress.py`` (one log
-line per step). Kernels used by several layers: ``_cluster_moments.py`` (per-cluster counts,
+line per step), ``stop_signals.py`` (stop signals obeyed at any moment of a run). Kernels used by
+several layers: ``_cluster_moments.py`` (per-cluster counts,
 sums, scatter), ``_center_distances.py`` (nearest center in squared l2 and l1, per-leaf sums,
 many trees' costs in one sweep), ``_row_hash.py`` (the one row hash behind every random draw).
 May import: ``exclust.errors`` only (and its own kernels).
