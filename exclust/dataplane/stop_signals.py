@@ -129,6 +129,11 @@ def held_back() -> Iterator[None]:
 def blocked_for_new_processes() -> Iterator[None]:
     """The stop signals blocked in this thread meanwhile: the threads and processes started inside inherit the
     block (kept for their whole life), so a signal to the process group stops the driver alone."""
+    from multiprocessing import resource_tracker
+
+    # Started now if not yet: starting it unblocks SIGINT and SIGTERM in the thread that starts it (the
+    # cluster's event loop, at its first semaphore), and every worker process started later would inherit that.
+    resource_tracker.ensure_running()
     signals = list(STOP_SIGNALS)
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     try:
