@@ -131,11 +131,14 @@ def blocked_for_new_processes() -> Iterator[None]:
     block (kept for their whole life), so a signal to the process group stops the driver alone."""
     from multiprocessing import resource_tracker
 
-    # Started now if not yet: starting it unblocks SIGINT and SIGTERM in the thread that starts it (the
-    # cluster's event loop, at its first semaphore), and every worker process started later would inherit that.
-    resource_tracker.ensure_running()
     signals = list(STOP_SIGNALS)
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    # multiprocessing's resource tracker (a process of this group) started now, with the block, if not yet:
+    # starting it unblocks SIGINT and SIGTERM in the starting thread (else the cluster's event loop, at its
+    # first semaphore, and every worker process started after that would inherit the unblocking), and it
+    # ignores SIGINT and SIGTERM but not SIGHUP, which then ended it ("process died unexpectedly").
+    resource_tracker.ensure_running()
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     try:
         yield
     finally:

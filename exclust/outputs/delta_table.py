@@ -136,8 +136,8 @@ class DeltaNight(NightFiles):
             except Exception as exc:  # CommitFailedError, or the table created by another run meanwhile
                 found = "no table" if self.read_version is None else f"version {self.read_version}"
                 raise InputError(f"Delta table {self.url} changed while this run labelled {self.day} (it found "
-                                 f"{found}; another writer committed since: {str(exc).splitlines()[0]}); nothing of "
-                                 "this run was committed: rerun it") from exc
+                                 f"{found}; another run committed to it first: {str(exc).splitlines()[0]}); nothing of "
+                                 "this run was committed; the table keeps the other run's commit") from exc
             self.written = []  # committed: the table owns them now
             note_committed(f"{self.url} ({self.date_column}={self.day.isoformat()})")
         return DeltaTable(table_url(self.url), storage_options=options).version()

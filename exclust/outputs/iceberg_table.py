@@ -199,8 +199,8 @@ class IcebergNight(NightFiles):
                 found = "no table" if self.table is None else (
                     "no snapshot" if self.read_snapshot is None else f"snapshot {self.read_snapshot}")
                 raise InputError(f"Iceberg table {self.identifier} changed while this run labelled {self.day} "
-                                 f"(it found {found}; another writer committed since: {str(exc).splitlines()[0]}); nothing of "
-                                 "this run was committed: rerun it") from exc
+                                 f"(it found {found}; another run committed to it first: {str(exc).splitlines()[0]}); nothing of "
+                                 "this run was committed; the table keeps the other run's commit") from exc
             self.written = []  # committed: the table owns them now
             note_committed(f"{self.identifier} ({self.date_column}={self.day.isoformat()})")
         return self.snapshot_id
