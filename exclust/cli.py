@@ -364,30 +364,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     from exclust.dataplane import stop_signals
 
     with stop_signals.listening(keep_settled=argv is None) as stop:
-        command = "exclust"
+        command, code = "exclust", None
         try:
-            args = build_parser().parse_args(argv)
-            command = f"exclust {args.command}"
-            commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
-            # Local-cluster workers report what matters through the driver; their warnings (a task
-            # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
-            os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
-            code = commands[args.command](args)
-        except KeyboardInterrupt:
+            try:
+                args = build_parser().parse_args(argv)
+                command = f"exclust {args.command}"
+                commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
+                # Local-cluster workers report what matters through the driver; their warnings (a task
+                # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
+                os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+                code = commands[args.command](args)
+            except KeyboardInterrupt:
+                code = -1
+            except Exception as exc:
+                lost = sys.modules.get("exclust.dataplane.cluster")
+                if _user_error(exc):
+                    print(f"{command}: error: {_error_line(exc)}", file=sys.stderr)
+                    code = 2
+                elif lost is not None and isinstance(exc, lost.SchedulerLost):
+                    stop_signals.quiet_shutdown()  # the client's reconnection attempts are not news either
+                    print(f"{command}: error: {exc}", file=sys.stderr)
+                    code = 1
+                else:
+                    stop_signals.settle()
+                    raise
+            stop_signals.settle()  # from here on a stop signal changes nothing: the outcome is decided
+        except KeyboardInterrupt:  # the first stop signal landed while an outcome was being reported
+            stop_signals.settle()
             code = -1
-        except Exception as exc:
-            lost = sys.modules.get("exclust.dataplane.cluster")
-            if _user_error(exc):
-                print(f"{command}: error: {_error_line(exc)}", file=sys.stderr)
-                code = 2
-            elif lost is not None and isinstance(exc, lost.SchedulerLost):
-                stop_signals.quiet_shutdown()  # the client's reconnection attempts are not news either
-                print(f"{command}: error: {exc}", file=sys.stderr)
-                code = 1
-            else:
-                stop_signals.settle()
-                raise
-        stop_signals.settle()  # from here on a stop signal changes nothing: the outcome is decided
         if stop.signum is not None or code == -1:
             print(_stopped_line(command, stop), file=sys.stderr, flush=True)
             return STOPPED_AFTER_COMMIT if stop.committed else stop.exit_code

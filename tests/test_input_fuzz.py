@@ -35,7 +35,9 @@ def _floats(rng: random.Random, n: int, nulls: bool) -> list:
 
 def _column(kind: str, rng: random.Random, n: int, nulls: bool) -> pa.Array:
     """``n`` values of one Arrow type family."""
-    maybe = (lambda v: None if nulls and rng.random() < 0.2 else v)
+    def maybe(v):
+        return None if nulls and rng.random() < 0.2 else v
+
     if kind in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
         info = np.iinfo(kind)
         lo, hi = int(max(info.min, -10**6)), int(min(info.max, 10**6))
@@ -96,10 +98,10 @@ def _write_case(folder, rng: random.Random) -> str:
     names = ["x0", "x1"]
     kinds = [rng.choice(["float64", "float64", "float32", "int32", "int64"] + KINDS) for _ in names]
     extra = [rng.choice(KINDS) for _ in range(rng.randrange(3))]
-    columns = {name: _column(kind, rng, n, nulls) for name, kind in zip(names, kinds)}
+    columns = {name: _column(kind, rng, n, nulls) for name, kind in zip(names, kinds, strict=True)}
     for j, kind in enumerate(extra):
-        columns[rng.choice([f"e{j}", f"odd name {j}", f"é{j}", "", "x0.1", "__index_level_0__"])] = _column(kind, rng, n,
-                                                                                                           nulls)
+        name = rng.choice([f"e{j}", f"odd name {j}", f"é{j}", "", "x0.1", "__index_level_0__"])
+        columns[name] = _column(kind, rng, n, nulls)
     if rng.random() < 0.1:
         columns.pop(rng.choice(names))  # a feature column missing
     table = pa.table(columns)
@@ -140,7 +142,8 @@ def tree_file(tmp_path_factory):
 
 
 def _entries(folder) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
 def test_generated_parquet_inputs_give_a_result_or_one_line(tmp_path, tree_file, dask_client, capsys):

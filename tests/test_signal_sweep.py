@@ -39,7 +39,8 @@ pytestmark = pytest.mark.slow
 
 
 def _everything(folder: Path) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, dirs, files in os.walk(folder) for n in dirs + files)
+    return sorted(os.path.relpath(os.path.join(d, n), folder)
+                  for d, dirs, files in os.walk(folder) for n in dirs + files)
 
 
 def _ignores(pid: int, signum: int) -> bool | None:

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Iterator
 
 # The signals that stop a run the way Ctrl-C does, and how the closing line names each.
-STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+STOP_SIGNALS: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 _REDELIVER_SECONDS = 0.05
 
 
@@ -61,8 +61,8 @@ class _State:
     stop: Stop | None = None  # set while ``listening``
     holds: int = 0  # depth of ``held_back`` sections (main thread)
     pending: int | None = None  # a signal that landed inside a held section
-    raised: bool = False  # the KeyboardInterrupt of the first signal was raised
-    settled: bool = False  # the run's outcome is decided (``settle``)
+    raised: bool = False  # the KeyboardInterrupt of the first signal was raised (and not swallowed)
+    settled: bool = False  # the run's outcome is decided (``settle``): no signal is raised or delivered again
 
 
 _STATE = _State()
@@ -103,10 +103,9 @@ def settle() -> None:
     is in the ``Stop`` that ``listening`` yielded)."""
     if _STATE.stop is None or threading.current_thread() is not threading.main_thread():
         return
-    _STATE.holds += 1  # a signal landing now is only recorded
+    _STATE.settled = True  # a signal landing now is only recorded, none is delivered again
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    _STATE.settled = True
 
 
 @contextlib.contextmanager
@@ -165,7 +164,9 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
     inside = [True]
 
     def handler(signum, frame):
-        if _STATE.raised or stop.signum is not None and _STATE.holds == 0:
+        if _STATE.raised or _STATE.settled:
+            if _STATE.settled:
+                stop.signum = stop.signum or signum
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
         if _in_gc_callback(frame):
             threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
@@ -178,7 +179,7 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
         _raise_stop()
 
     def redeliver(signum):
-        if inside[0]:
+        if inside[0] and not _STATE.settled:
             os.kill(os.getpid(), signum)
 
     previous_hook = sys.unraisablehook
@@ -191,9 +192,8 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
         previous_hook(event)
 
     def redeliver_swallowed():
-        if inside[0] and stop.signum is not None:
-            signum, stop.signum = stop.signum, None
-            os.kill(os.getpid(), signum)
+        if inside[0] and not _STATE.settled and not _STATE.raised and stop.signum is not None:
+            os.kill(os.getpid(), stop.signum)
 
     saved = dataclasses.replace(_STATE)
     _STATE.stop, _STATE.holds, _STATE.pending, _STATE.raised, _STATE.settled = stop, 0, None, False, False

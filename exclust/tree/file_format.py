@@ -205,10 +205,10 @@ def check_meta(meta: dict[str, Any], n_features: int, nodes: set[int]) -> None:
     cavs = meta.get("concept_activation_vectors")
     if cavs:
         matrix = cavs.get("matrix") if isinstance(cavs, dict) else None
-        rows_ok = isinstance(matrix, list) and len(matrix) == n_features and all(
-            isinstance(row, list) and row and len(row) == len(matrix[0]) for row in matrix)
-        if not rows_ok or not all(not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-                                  for row in matrix for v in row):
+        if not isinstance(matrix, list) or len(matrix) != n_features or not all(
+                isinstance(row, list) and row and len(row) == len(matrix[0]) for row in matrix) or not all(
+                not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+                for row in matrix for v in row):
             raise TreeFormatError(f"tree.json: meta.concept_activation_vectors.matrix must be {n_features} rows of "
                                   f"finite numbers of one length; {_FIX}")
         names = meta.get("embedding_features")
