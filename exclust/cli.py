@@ -340,13 +340,12 @@ def _error_line(exc: BaseException) -> str:
 def _user_error(exc: BaseException) -> bool:
     """Whether ``exc`` means "change the input or options" (exit 2 with its message). Told without importing
     anything: a stop signal may have cut an import short, and the module that raised is loaded anyway."""
-    errors = sys.modules.get("exclust.errors")
     kinds: list[type[BaseException]] = [FileNotFoundError, FileExistsError]
-    if errors is not None:
-        kinds += [errors.InputError, errors.TreeFormatError]
-    pydantic = sys.modules.get("pydantic")  # parameter models (flows.params) check the same options
-    if pydantic is not None and hasattr(pydantic, "ValidationError"):
-        kinds.append(pydantic.ValidationError)
+    for module, name in (("exclust.errors", "InputError"), ("exclust.errors", "TreeFormatError"),
+                         ("pydantic", "ValidationError")):  # parameter models (flows.params) check the same options
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            kinds.append(kind)
     return isinstance(exc, tuple(kinds))
 
 

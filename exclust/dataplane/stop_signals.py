@@ -77,14 +77,16 @@ def note_committed(url: str) -> None:
 def _mark_interrupted() -> None:
     """Step boundaries check ``progress.INTERRUPTED`` too (when the run got that far: no import here)."""
     progress = sys.modules.get("exclust.dataplane.progress")
-    if progress is not None:
+    if progress is not None and hasattr(progress, "INTERRUPTED"):
         progress.INTERRUPTED.set()
 
 
 def quiet_shutdown() -> None:
-    """After a stop, the cluster is torn down mid-task; its loggers' tracebacks are not news."""
-    import logging
-
+    """After a stop, the cluster is torn down mid-task; its loggers' tracebacks are not news. (No import: the
+    signal may land while ``logging`` itself is being imported; then there is nothing to quiet yet.)"""
+    logging = sys.modules.get("logging")
+    if logging is None or not hasattr(logging, "getLogger") or not hasattr(logging, "CRITICAL"):
+        return
     names = [n for n in list(logging.root.manager.loggerDict)
              if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
     for name in names + ["distributed", "tornado", "asyncio"]:
@@ -93,8 +95,11 @@ def quiet_shutdown() -> None:
 
 def _raise_stop() -> None:
     _STATE.raised = True
-    _mark_interrupted()
-    quiet_shutdown()
+    try:  # nothing but the KeyboardInterrupt may leave the handler, wherever it interrupted
+        _mark_interrupted()
+        quiet_shutdown()
+    except Exception:
+        pass
     raise KeyboardInterrupt
 
 
