@@ -392,6 +392,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stop_signals.settle()
             code = -1
         if stop.signum is not None or code == -1:
+            # A KeyboardInterrupt that left an exec() of a string (dataclasses make their methods so: a stop
+            # during an import) leaves CPython's "unhandled KeyboardInterrupt" flag set, and `python -m`
+            # then ends the process by SIGINT whatever status it returns. Any exec() of a string clears it.
+            exec("pass")  # noqa: S102 - a constant
             print(_stopped_line(command, stop), file=sys.stderr, flush=True)
             return STOPPED_AFTER_COMMIT if stop.committed else stop.exit_code
         return code
