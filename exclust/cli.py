@@ -9,25 +9,23 @@ Exit status: 0 done, 2 bad input or options (the message says what to change), 3
 --fail-on-drift`` labelled data that drifted from what the tree was built on (all of it written),
 1 anything else; a run stopped by SIGINT (Ctrl-C), SIGTERM (Prefect's Cancel, Kubernetes, systemd)
 or SIGHUP (a closed terminal) exits 128 + the signal's number (130, 143, 129) after removing its
-partial output.
+partial output, from the command's first line on; 4 when the signal came after an output was committed
+whole (the line names it; it is kept).
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import os
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
-from typing import Iterator, NoReturn, Sequence
+from typing import NoReturn, Sequence
 
 from exclust.jobs import registry
 
 DRIFT_EXIT = 3  # label --fail-on-drift: the output is written, but the data moved
+STOPPED_AFTER_COMMIT = 4  # a stop signal came after an output was committed whole: that output is kept
 
 
 class _Parser(argparse.ArgumentParser):
@@ -253,149 +251,68 @@ def _error_line(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean "change the input or options": exit 2 with their message."""
-    from exclust.errors import InputError
-    from exclust.tree import TreeFormatError
-
-    errors: list[type[BaseException]] = [InputError, TreeFormatError, FileNotFoundError, FileExistsError]
-    try:
-        from pydantic import ValidationError  # parameter models (flows.params) check the same options
-
-        errors.append(ValidationError)
-    except ImportError:
-        pass
-    return tuple(errors)
+def _user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` means "change the input or options" (exit 2 with its message). Told without importing
+    anything: a stop signal may have cut an import short, and the module that raised is loaded anyway."""
+    kinds: list[type[BaseException]] = [FileNotFoundError, FileExistsError]
+    for module, name in (("exclust.errors", "InputError"), ("exclust.errors", "TreeFormatError"),
+                         ("pydantic", "ValidationError")):  # parameter models (flows.params) check the same options
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            kinds.append(kind)
+    return isinstance(exc, tuple(kinds))
 
 
-def _quiet_shutdown() -> None:
-    """After Ctrl-C: the cluster is torn down mid-task; its loggers' tracebacks are not news."""
-    import logging
-
-    names = [n for n in list(logging.root.manager.loggerDict)
-             if n.split(".")[0] in ("distributed", "tornado", "asyncio")]
-    for name in names + ["distributed", "tornado", "asyncio"]:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
-_REDELIVER_SECONDS = 0.05
-# The signals that stop a run the way Ctrl-C does, and how the closing line names each.
-STOP_SIGNALS: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
-
-
-@dataclasses.dataclass
-class _Stop:
-    """The signal that stopped the run, if one did."""
-
-    signum: int | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + int(self.signum or signal.SIGINT)
-
-    @property
-    def name(self) -> str:
-        return STOP_SIGNALS.get(self.signum or signal.SIGINT, "Ctrl-C")
-
-
-@contextlib.contextmanager
-def _interrupts() -> Iterator[_Stop]:
-    """First stop signal (``STOP_SIGNALS``): quiet the cluster's loggers and raise KeyboardInterrupt;
-    later ones wait for the clean-up. Every one of them stops a run alike: tasks cancelled, staging
-    removed, one line; the yielded ``_Stop`` records which signal it was (the exit code).
-
-    Python swallows an exception raised inside a garbage-collector callback, a weakref callback
-    or a finalizer (distributed registers such callbacks), printing "Exception ignored in ..."
-    with a traceback and going on. Such a swallowed interrupt reaches ``sys.unraisablehook``:
-    it is dropped there and delivered again once the callback has returned. A signal that lands
-    inside a garbage-collector callback is not raised there at all but delivered again a moment
-    later: distributed's GC diagnosis (its scheduler runs in this process with a local cluster)
-    times each collection from its "start" to its "stop" callback, and an interrupt between the
-    two leaves it failing an assertion at the next collection, printed as a traceback.
-    """
-    stop = _Stop()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    from exclust.dataplane.progress import INTERRUPTED
-
-    interrupted: list[int] = []
-    inside = [True]
-
-    def handler(signum, frame):
-        if interrupted:
-            return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
-        if _in_gc_callback(frame):
-            threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
-            return
-        interrupted.append(signum)
-        stop.signum = stop.signum or signum
-        INTERRUPTED.set()  # step boundaries check it too, whatever happens to the exception below
-        _quiet_shutdown()
-        raise KeyboardInterrupt
-
-    def redeliver(signum):
-        if inside[0]:
-            os.kill(os.getpid(), signum)
-
-    previous_hook = sys.unraisablehook
-
-    def unraisable(event):
-        if event.exc_type is KeyboardInterrupt and interrupted:
-            threading.Timer(_REDELIVER_SECONDS, redeliver, (interrupted.pop(),)).start()
-            return
-        previous_hook(event)
-
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
-    sys.unraisablehook = unraisable
-    try:
-        yield stop
-    finally:
-        inside[0] = False
-        sys.unraisablehook = previous_hook
-        for signum, action in previous.items():
-            signal.signal(signum, action)
-
-
-def _in_gc_callback(frame) -> bool:
-    """Whether ``frame`` or a caller of it runs a callback of the garbage collector (``gc.callbacks``)."""
-    import gc
-
-    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
-    codes.discard(None)
-    while frame is not None and codes:
-        if frame.f_code in codes:
-            return True
-        frame = frame.f_back
-    return False
+def _stopped_line(command: str, stop) -> str:
+    if stop.committed:
+        return (f"{command}: interrupted ({stop.name}) after committing {', '.join(stop.committed)}: "
+                f"that output is complete and kept; exit {STOPPED_AFTER_COMMIT}")
+    return f"{command}: interrupted ({stop.name}); stopped the run and removed its partial output"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``exclust`` command."""
-    args = build_parser().parse_args(argv)
-    commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
-    # Local-cluster workers report what matters through the driver; their warnings (a task
-    # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
-    stop = _Stop()
-    try:
-        with _interrupts() as stop:
-            return commands[args.command](args)
-    except _user_errors() as exc:
-        print(f"exclust {args.command}: error: {_error_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"exclust {args.command}: interrupted ({stop.name}); stopped the run and removed its partial output",
-              file=sys.stderr)
-        return stop.exit_code
-    except Exception as exc:
-        from exclust.dataplane.cluster import SchedulerLost
+    """Entry point of the ``exclust`` command. Stop signals are obeyed from its first line
+    (``exclust.dataplane.stop_signals``); with ``argv`` None (this process's own command line) the process
+    ends with the returned status, and a stop signal after the outcome is settled is ignored while it exits."""
+    from exclust.dataplane import stop_signals
 
-        if not isinstance(exc, SchedulerLost):
-            raise
-        _quiet_shutdown()  # the client's reconnection attempts are not news either
-        print(f"exclust {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+    with stop_signals.listening(keep_settled=argv is None) as stop:
+        command, code = "exclust", None
+        try:
+            try:
+                args = build_parser().parse_args(argv)
+                command = f"exclust {args.command}"
+                commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
+                # Local-cluster workers report what matters through the driver; their warnings (a task
+                # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
+                os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+                code = commands[args.command](args)
+            except KeyboardInterrupt:
+                code = -1
+            except Exception as exc:
+                lost = sys.modules.get("exclust.dataplane.cluster")
+                if _user_error(exc):
+                    print(f"{command}: error: {_error_line(exc)}", file=sys.stderr)
+                    code = 2
+                elif lost is not None and isinstance(exc, lost.SchedulerLost):
+                    stop_signals.quiet_shutdown()  # the client's reconnection attempts are not news either
+                    print(f"{command}: error: {exc}", file=sys.stderr)
+                    code = 1
+                else:
+                    stop_signals.settle()
+                    raise
+            stop_signals.settle()  # from here on a stop signal changes nothing: the outcome is decided
+        except KeyboardInterrupt:  # the first stop signal landed while an outcome was being reported
+            stop_signals.settle()
+            code = -1
+        if stop.signum is not None or code == -1:
+            # A KeyboardInterrupt that left an exec() of a string (dataclasses make their methods so: a stop
+            # during an import) leaves CPython's "unhandled KeyboardInterrupt" flag set, and `python -m`
+            # then ends the process by SIGINT whatever status it returns. Any exec() of a string clears it.
+            exec("pass")  # noqa: S102 - a constant
+            print(_stopped_line(command, stop), file=sys.stderr, flush=True)
+            return STOPPED_AFTER_COMMIT if stop.committed else stop.exit_code
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -436,7 +436,7 @@ def test_ctrl_c_landing_where_python_swallows_it_is_delivered_again(capfd, where
     import weakref
 
     from exclust.dataplane import progress
-    from exclust.cli import _interrupts
+    from exclust.dataplane.stop_signals import listening
 
     hits = []
 
@@ -462,7 +462,7 @@ def test_ctrl_c_landing_where_python_swallows_it_is_delivered_again(capfd, where
 
     caught = False
     try:
-        with _interrupts():
+        with listening():
             if where == "gc callback":
                 gc.callbacks.append(gc_callback)
                 gc.collect()

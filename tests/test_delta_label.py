@@ -102,8 +102,10 @@ def test_a_concurrent_writer_of_the_night_wins_and_the_other_run_fails_with_one_
                                before_commit=other_writer_commits)
     message = str(caught.value)
     assert "changed while this run labelled 2026-11-21 (it found version 0" in message and "\n" not in message
+    assert "another run committed to it first" in message and "keeps the other run's commit" in message
     dt = deltalake.DeltaTable(str(table))
     assert dt.version() == 1  # the other run's commit, and only it
+    assert rows_of(table, "2026-11-21").num_rows == 300  # the night's rows once: never duplicated
     live = set(pa.table(dt.get_add_actions(flatten=True)).column("path").to_pylist())
     assert {p for p in table_files(table) if p.startswith("date=2026-11-21/")} == {
         p for p in live if p.startswith("date=2026-11-21/")}  # the failed run's files are gone

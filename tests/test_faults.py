@@ -82,7 +82,7 @@ def test_worker_killed_mid_run_does_not_change_the_result(tmp_path, prefect_api)
         assert calm_state.is_completed(), calm_state.message
         # The calm run's data are released with its client: once the workers hold nothing, any
         # result a worker holds from now on belongs to the disturbed run.
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300  # a bound on a hang only: a loaded machine takes its time
         while any(client.has_what().values()) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not any(client.has_what().values()), "the calm run's data were not released"

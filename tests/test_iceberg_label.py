@@ -142,6 +142,7 @@ def test_a_concurrent_writer_wins_and_the_other_run_fails_with_one_line(feed, la
         message = str(caught.value)
         assert not [r for r in caplog.records if "retrying" in r.getMessage()]  # refused at once, not rebased
         assert f"changed while this run labelled 2026-11-21 (it found {found}" in message and "\n" not in message
+        assert "another run committed to it first" in message and "keeps the other run's commit" in message
         table = lake["catalog"].load_table("ns.labels")
         night_files = {p for p in live_files(table) if "/date=2026-11-21/" in p}
         assert len(night_files) == 2 and rows_of(table, "2026-11-21").num_rows == 300  # the other run's, alone

@@ -5,7 +5,9 @@ pass counter; laziness, ``is_lazy``; threads), ``residency.py`` (rows held on th
 streamed; per-part state kept where a pass made it), ``stats.py`` (per-cluster sufficient
 statistics that merge across parts), ``cluster.py`` (the Dask client), ``progress.py`` (one log
 line per step), ``run_context.py`` (one run's own state: its opened input, pass counter and step
-timer), ``tasks.py`` (a run's independent tasks, one Dask task each, cancelled whole). Kernels used by several layers: ``_cluster_moments.py`` (per-cluster counts,
+timer), ``tasks.py`` (a run's independent tasks, one Dask task each, cancelled whole),
+``stop_signals.py`` (stop signals obeyed at any moment of a run). Kernels used by several layers:
+``_cluster_moments.py`` (per-cluster counts,
 sums, scatter), ``_center_distances.py`` (nearest center in squared l2 and l1, per-leaf sums,
 many trees' costs in one sweep), ``_row_hash.py`` (the one row hash behind every random draw).
 May import: ``exclust.errors`` only (and its own kernels).

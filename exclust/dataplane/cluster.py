@@ -1,8 +1,9 @@
 """Dask clients for a run: to a scheduler by address, or a local cluster on 127.0.0.1.
 
-A terminal's Ctrl-C reaches the whole process group (and so may SIGTERM or SIGHUP): while a local
-cluster starts, its worker processes are made to ignore them, so the driver alone handles them and
-stops the workers cleanly.
+A terminal's Ctrl-C reaches the whole process group (and so may SIGTERM or SIGHUP): a local cluster's
+worker processes start with them blocked, so the driver alone handles them and stops the workers
+cleanly; a stop signal during the cluster's start or close is obeyed once it stands or is gone
+(``exclust.dataplane.stop_signals``).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None,
         finally:
             client.close()
         return
-    import threading
+    from exclust.dataplane.stop_signals import blocked_for_new_processes, held_back
 
     # Prefect's logging setup lets distributed's start-up chatter through; a local cluster is routine.
     for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
@@ -69,37 +70,37 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None,
     # Worker processes read their log level from the environment at start; restore it afterwards.
     saved = os.environ.get("DASK_LOGGING__DISTRIBUTED")
     os.environ["DASK_LOGGING__DISTRIBUTED"] = saved or "warning"
-    # Ctrl-C in a terminal reaches the whole process group. While the cluster starts, SIGINT is
-    # ignored (worker processes inherit that, so the driver alone handles Ctrl-C and stops them,
-    # without a traceback from each) and blocked here (so a Ctrl-C pressed meanwhile stays pending
-    # and arrives once the handler is back).
-    interrupts = _DeferredInterrupts() if threading.current_thread() is threading.main_thread() else None
+    # A stop signal during the start is raised once the cluster stands (a half-started one would leave
+    # its worker processes behind), and the cluster is closed then like after any stop. Its threads and
+    # worker processes start with the stop signals blocked, for good: a signal to the whole process
+    # group (Ctrl-C in a terminal, ``kill -- -PGID``) stops the driver alone, which stops them cleanly.
+    cluster = None
     try:
-        cluster = LocalCluster(
-            n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-            host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.WARNING,
-        )
-    except BaseException:
-        if interrupts:
-            interrupts.restore()
-        raise
-    finally:
-        if saved is None:
-            os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
-    try:
-        if interrupts:
-            interrupts.restore()
-        client = Client(cluster)
+        with held_back():
+            try:
+                with blocked_for_new_processes():
+                    cluster = LocalCluster(
+                        n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
+                        host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.WARNING,
+                    )
+            finally:
+                if saved is None:
+                    os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
+        with held_back():
+            client = Client(cluster)
         try:
             client.register_plugin(QuietUserErrors())
             yield client
         finally:
-            client.close()
+            with held_back():
+                client.close()
     finally:
-        # Slow worker exits are killed by their nanny; that is the intended end, not news.
-        nanny = logging.getLogger("distributed.nanny")
-        nanny.setLevel(max(nanny.level, logging.ERROR))  # (a Ctrl-C may have silenced it entirely)
-        cluster.close()
+        if cluster is not None:
+            # Slow worker exits are killed by their nanny; that is the intended end, not news.
+            nanny = logging.getLogger("distributed.nanny")
+            nanny.setLevel(max(nanny.level, logging.ERROR))  # (a stop may have silenced it entirely)
+            with held_back():
+                cluster.close()
 
 
 class UserErrorFilter(logging.Filter):
@@ -207,30 +208,3 @@ def check_scheduler(address: str, timeout: float) -> None:
     kind = reply.get("type") if isinstance(reply, dict) else None
     if kind != "Scheduler":
         raise InputError(f"{address} is a Dask {kind or 'service'}, not a scheduler; give the scheduler's address")
-
-
-class _DeferredInterrupts:
-    """The stop signals (SIGINT, SIGTERM, SIGHUP) ignored for processes started meanwhile and held back
-    for this one, until ``restore``.
-
-    Ctrl-C reaches the terminal's whole process group, and Prefect's Cancel, systemd or ``kill -- -PGID``
-    send SIGTERM to a whole group too: worker processes that ignore them leave the stopping to the
-    driver, which cancels their tasks and removes the run's staging before it closes the cluster (its
-    nannies end the workers with a stop message, then SIGKILL, never with these signals).
-    """
-
-    def __init__(self) -> None:
-        import signal
-
-        self.signals = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
-        signal.pthread_sigmask(signal.SIG_BLOCK, self.signals)  # blocked, so a signal sent meanwhile stays pending
-        self.previous = {s: signal.signal(s, signal.SIG_IGN) for s in self.signals}
-
-    def restore(self) -> None:
-        import signal
-
-        for s, action in self.previous.items():
-            if action is None:  # installed from C: the Python default of each
-                action = signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
-            signal.signal(s, action)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, self.signals)  # a pending signal arrives now

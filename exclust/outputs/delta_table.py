@@ -23,6 +23,7 @@ import uuid
 from datetime import date
 from typing import Any, Mapping, Sequence
 
+from exclust.dataplane.stop_signals import held_back, note_committed
 from exclust.errors import InputError
 from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
@@ -124,21 +125,23 @@ class DeltaNight(NightFiles):
         # commit since the version this run read refuses this one instead.
         properties = CommitProperties(custom_metadata={METADATA_KEY: dict(figures)}, max_commit_retries=0)
         options = write_options(self.url, self.storage_options)
-        try:
-            if self.table is None:
-                create_table_with_add_actions(table_url(self.url), Schema.from_arrow(schema), actions, mode="error",
-                                              partition_by=[self.date_column], storage_options=options,
-                                              commit_properties=properties)
-            else:
-                self.table.create_write_transaction(actions, "overwrite", schema, [self.date_column],
-                                                    [(self.date_column, "=", self.day.isoformat())],
-                                                    commit_properties=properties)
-        except Exception as exc:  # CommitFailedError, or the table created by another run meanwhile
-            found = "no table" if self.read_version is None else f"version {self.read_version}"
-            raise InputError(f"Delta table {self.url} changed while this run labelled {self.day} (it found {found}; "
-                             f"another writer committed since: {str(exc).splitlines()[0]}); nothing of this run was "
-                             "committed: rerun it") from exc
-        self.written = []  # committed: the table owns them now
+        with held_back():  # a stop signal waits for the commit's outcome: in the table (and said so) or not
+            try:
+                if self.table is None:
+                    create_table_with_add_actions(table_url(self.url), Schema.from_arrow(schema), actions,
+                                                  mode="error", partition_by=[self.date_column],
+                                                  storage_options=options, commit_properties=properties)
+                else:
+                    self.table.create_write_transaction(actions, "overwrite", schema, [self.date_column],
+                                                        [(self.date_column, "=", self.day.isoformat())],
+                                                        commit_properties=properties)
+            except Exception as exc:  # CommitFailedError, or the table created by another run meanwhile
+                found = "no table" if self.read_version is None else f"version {self.read_version}"
+                raise InputError(f"Delta table {self.url} changed while this run labelled {self.day} (it found "
+                                 f"{found}; another run committed to it first: {str(exc).splitlines()[0]}); nothing of "
+                                 "this run was committed; the table keeps the other run's commit") from exc
+            self.written = []  # committed: the table owns them now
+            note_committed(f"{self.url} ({self.date_column}={self.day.isoformat()})")
         return DeltaTable(table_url(self.url), storage_options=options).version()
 
     def discard(self) -> None:

@@ -26,6 +26,7 @@ import uuid
 from datetime import date
 from typing import Any, Mapping, Sequence
 
+from exclust.dataplane.stop_signals import held_back, note_committed
 from exclust.errors import InputError
 from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
@@ -191,17 +192,19 @@ class IcebergNight(NightFiles):
             for data_file in added:
                 overwrite.append_data_file(data_file)
         self.snapshot_id = overwrite.snapshot_id
-        try:
-            txn.commit_transaction()
-        except Exception as exc:
-            if not _is_conflict(exc):
-                raise
-            found = "no table" if self.table is None else (
-                "no snapshot" if self.read_snapshot is None else f"snapshot {self.read_snapshot}")
-            raise InputError(f"Iceberg table {self.identifier} changed while this run labelled {self.day} (it found "
-                             f"{found}; another writer committed since: {str(exc).splitlines()[0]}); nothing of "
-                             "this run was committed: rerun it") from exc
-        self.written = []  # committed: the table owns them now
+        with held_back():  # a stop signal waits for the commit's outcome: in the table (and said so) or not
+            try:
+                txn.commit_transaction()
+            except Exception as exc:
+                if not _is_conflict(exc):
+                    raise
+                found = "no table" if self.table is None else (
+                    "no snapshot" if self.read_snapshot is None else f"snapshot {self.read_snapshot}")
+                raise InputError(f"Iceberg table {self.identifier} changed while this run labelled {self.day} "
+                                 f"(it found {found}; another run committed to it first: {str(exc).splitlines()[0]}); nothing of "
+                                 "this run was committed; the table keeps the other run's commit") from exc
+            self.written = []  # committed: the table owns them now
+            note_committed(f"{self.identifier} ({self.date_column}={self.day.isoformat()})")
         return self.snapshot_id
 
     def _committed(self) -> bool:

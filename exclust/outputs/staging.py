@@ -17,6 +17,8 @@ Local filesystem (``staged_output``):
 3. Commit: ``_SUCCESS`` (JSON: files and rows) is written last; under the parent lock the target
    is checked again and the staging folder renamed into place (an atomic exchange with the old
    output where the kernel offers renameat2; else the old one is renamed aside first).
+   From the lock on, a stop signal waits for the rename (``stop_signals.held_back``) and the output is
+   recorded as committed (``stop_signals.note_committed``): a stop after that keeps it, and says so.
 4. Abort (an exception, Ctrl-C): the caller cancels its tasks and waits for running ones; the
    driver then takes ``.exclust-writers`` exclusively (waiting for a writer still inside) and
    removes the staging folder, and any parent folders the run created.
@@ -53,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from exclust.dataplane.stop_signals import held_back, note_committed
 from exclust.errors import InputError, StagingGone
 from exclust.outputs.folders import (MARKER, Location, check_output, check_replaceable, join_path, owner_gone,
                                      owner_record, read_json)
@@ -271,7 +274,9 @@ class StagedOutput:
             return self._commit_objects(manifest)
         parent, _ = parent_and_name(self.target.path)
         self.write_bytes(SUCCESS_MANIFEST, manifest)  # the last file
-        with _folder_lock(parent, self.lock_timeout):
+        # Waiting for the folder's lock stays interruptible; from the lock on, a stop signal waits until the
+        # output is in place and recorded as committed (the CLI then says so), or the commit failed whole.
+        with _folder_lock(parent, self.lock_timeout), held_back():
             check_replaceable(self.target, self.job)  # the folder may have appeared since
             for lock in (LOCK_NAME, WRITERS_NAME):
                 os.unlink(os.path.join(self.area.root, lock))  # the held lock stays on the open inode
@@ -285,7 +290,8 @@ class StagedOutput:
             else:
                 os.rename(self.area.root, self.target.path)
             self._made_root = False
-        self._unlock()
+            self._unlock()
+            note_committed(self.target.url)
 
     def _unlock(self) -> None:
         """Release the staging lock of a local folder, if this run holds it."""
@@ -310,8 +316,10 @@ class StagedOutput:
             fs.copy([join_path(self.area.root, f) for f in staged], [join_path(target, f) for f in staged])
         if read_json(fs, join_path(target, MARKER)).get("run_id") != self.run_id:
             raise RuntimeError(f"another run wrote to {self.target.url} at the same time; run again, one at a time")
-        fs.pipe(join_path(target, SUCCESS_MANIFEST), manifest)  # the last object
-        fs.rm(self.area.root, recursive=True)
+        with held_back():
+            fs.pipe(join_path(target, SUCCESS_MANIFEST), manifest)  # the last object
+            note_committed(self.target.url)
+            fs.rm(self.area.root, recursive=True)
 
     def abort(self) -> None:
         """Remove the staging (after any writer still inside has left) and parent folders this run made."""

@@ -186,8 +186,8 @@ def _recorded_bounds(meta, columns: list[str], groups: list[int]) -> tuple[tuple
         lows, highs = [], []
         for rg in groups:
             stats = meta.row_group(rg).column(index).statistics
-            if stats is None or not stats.has_min_max:
-                break
+            if stats is None or not stats.has_min_max or not isinstance(stats.min, (int, float)):
+                break  # (float16 statistics come back as raw bytes: no bounds then)
             lows.append(float(stats.min))
             highs.append(float(stats.max))
         out.append((min(lows), max(highs)) if lows and len(lows) == len(groups) else None)

@@ -131,25 +131,91 @@ def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
                      else _whole(nodes["right"][i], where % "right", -1, _MAX_INDEX))
         value.append(_whole(nodes["value"][i], where % "value", 0, n_clusters) if not internal
                      else _whole(nodes["value"][i], where % "value", -1, _MAX_INDEX))
+    check_meta(meta, n_features, set(range(m)))
     return (kinds, feature, threshold, left, right, value), dict(
         center=center, n_features=n_features, feature_names=names, n_clusters=n_clusters, meta=dict(meta))
 
 
 def read_document(text_or_path: str | Path) -> dict[str, Any]:
-    """The parsed JSON of a tree file, from JSON text or a path to a JSON file."""
+    """The parsed JSON of a tree file, from JSON text or a ``Path`` (a ``str`` is a path only when it does not
+    hold JSON: the text of a file is never taken for a path, see ``parse_tree_bytes``)."""
     if isinstance(text_or_path, Path) or (
         isinstance(text_or_path, str) and not text_or_path.lstrip().startswith("{")
+        and "\n" not in text_or_path and len(text_or_path) < 4096
     ):
         path = Path(text_or_path)
         if not path.is_file():
             raise FileNotFoundError(f"tree file not found: {path}")
-        text = path.read_text()
-    else:
-        text = text_or_path
+        return parse_tree_bytes(path.read_bytes(), str(path))
+    return parse_tree_bytes(text_or_path.encode("utf-8", errors="surrogatepass"), "tree.json")
+
+
+MAX_TREE_FILE_BYTES = 64 * 2**20  # a tree of a million nodes is ~100 MB of JSON; nothing written by explain nears this
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _refuse_constant(name: str) -> float:
+    raise TreeFormatError(f"holds the non-JSON number {name} (tree files store finite numbers only)")
+
+
+def parse_tree_bytes(data: bytes, name: str) -> dict[str, Any]:
+    """The JSON document held by a tree file's bytes: TreeFormatError naming ``name`` unless they are UTF-8 JSON
+    of one object whose ``format`` is an exclust tree (a CSV, Parquet, an empty or binary file: each said so)."""
+    def fault(reason: str) -> TreeFormatError:
+        return TreeFormatError(f"tree file {name}: {reason}; give the tree.json that exclust explain wrote")
+
+    if len(data) > MAX_TREE_FILE_BYTES:
+        raise fault(f"{len(data)} bytes is too large for a tree file (at most {MAX_TREE_FILE_BYTES})")
+    if not data.strip():
+        raise fault("the file is empty")
+    if data[:4] == _PARQUET_MAGIC:
+        raise fault("it is a Parquet file, not a tree")
     try:
-        return json.loads(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fault("it is binary, not JSON text") from None
+    if not text.lstrip("\ufeff \t\r\n").startswith("{"):
+        first = text.strip().splitlines()[0][:60] if text.strip() else ""
+        raise fault(f"it is not JSON (it starts {first!r}; a CSV or other text?)")
+    try:
+        doc = json.loads(text.lstrip("\ufeff"), parse_constant=_refuse_constant)
+    except TreeFormatError as exc:
+        raise fault(str(exc)) from None
     except json.JSONDecodeError as exc:
-        raise TreeFormatError(f"tree file is not valid JSON: {exc}") from exc
+        raise fault(f"it is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise fault("its JSON nests too deep to be a tree") from None
+    if not isinstance(doc, dict) or doc.get("format") != SCHEMA_NAME:
+        raise fault(f"it is JSON but not an exclust tree (expected format '{SCHEMA_NAME}')")
+    return doc
+
+
+def check_meta(meta: dict[str, Any], n_features: int, nodes: set[int]) -> None:
+    """The entries of ``meta`` that labelling reads: ``leaf_shares`` (the leaves' built-on shares, for drift) and
+    a Concept-MMDT tree's ``concept_activation_vectors`` / ``embedding_features``."""
+    shares = meta.get("leaf_shares")
+    if shares is not None:
+        if not isinstance(shares, dict):
+            raise TreeFormatError(f"tree.json: meta.leaf_shares is {type(shares).__name__}, not an object; {_FIX}")
+        for key, share in shares.items():
+            if not (isinstance(key, str) and key.isdigit() and int(key) in nodes):
+                raise TreeFormatError(f"tree.json: meta.leaf_shares names {key!r}, not a node of the tree; {_FIX}")
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < math.inf:
+                raise TreeFormatError(f"tree.json: meta.leaf_shares[{key!r}] is {share!r}; it must be a finite "
+                                      f"share >= 0; {_FIX}")
+    cavs = meta.get("concept_activation_vectors")
+    if cavs:
+        matrix = cavs.get("matrix") if isinstance(cavs, dict) else None
+        if not isinstance(matrix, list) or len(matrix) != n_features or not all(
+                isinstance(row, list) and row and len(row) == len(matrix[0]) for row in matrix) or not all(
+                not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+                for row in matrix for v in row):
+            raise TreeFormatError(f"tree.json: meta.concept_activation_vectors.matrix must be {n_features} rows of "
+                                  f"finite numbers of one length; {_FIX}")
+        names = meta.get("embedding_features")
+        if not (isinstance(names, list) and len(names) == len(matrix[0]) and all(isinstance(n, str) for n in names)):
+            raise TreeFormatError(f"tree.json: meta.embedding_features must name the {len(matrix[0])} embedding "
+                                  f"columns; {_FIX}")
 
 
 def _json_default(obj: Any) -> Any:

@@ -26,6 +26,7 @@ from exclust.tree.file_format import (
     KIND_NAMES,
     TreeFormatError,
     document_text,
+    parse_tree_bytes,
     read_document,
     tree_arguments,
     tree_to_document,
@@ -338,6 +339,17 @@ class ThresholdTree:
     def from_dict(cls, doc: dict[str, Any]) -> "ThresholdTree":
         args, kwargs = tree_arguments(doc)
         return cls(*args, **kwargs)
+
+    @classmethod
+    def from_file_bytes(cls, data: bytes, name: str) -> "ThresholdTree":
+        """The tree a file's bytes hold, read as JSON (never as a path) with every entry and the tree's structure
+        checked; TreeFormatError, in one line naming ``name`` and the fault, for anything else."""
+        doc = parse_tree_bytes(data, name)
+        try:
+            return cls.from_dict(doc)
+        except TreeFormatError as exc:
+            reason = str(exc).removeprefix("tree.json: ")
+            raise TreeFormatError(f"tree file {name}: {reason}") from None
 
     @classmethod
     def from_json(cls, text_or_path: str | Path) -> "ThresholdTree":

@@ -230,11 +230,16 @@ class LabelPlan:
 
 
 def load_tree(tree: str | os.PathLike, storage_options: Mapping[str, Any] | None = None) -> ThresholdTree:
-    """A tree.json from a local path or a URL; InputError when it is not there."""
+    """A tree.json from a local path or a URL; InputError when it is not there, TreeFormatError (one line naming
+    the file and the fault) when it is not a valid tree (``ThresholdTree.from_file_bytes``)."""
+    from exclust.tree.file_format import MAX_TREE_FILE_BYTES
+
     fs, path = filesystem(str(tree), storage_options)
     if not fs.isfile(path):
         raise InputError(f"tree file not found: {tree}; give the tree.json that exclust explain wrote")
-    return ThresholdTree.from_json(fs.cat_file(path).decode("utf-8", errors="replace"))
+    if fs.size(path) > MAX_TREE_FILE_BYTES:  # not read whole to be refused
+        return ThresholdTree.from_file_bytes(fs.cat_file(path, start=0, end=MAX_TREE_FILE_BYTES + 1), str(tree))
+    return ThresholdTree.from_file_bytes(fs.cat_file(path), str(tree))
 
 
 def plan_label(tree: ThresholdTree | str | os.PathLike, source: Any, out: str | os.PathLike, *,
