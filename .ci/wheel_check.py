@@ -100,11 +100,12 @@ def core(src: Path) -> None:
 def lake(src: Path) -> None:
     import shutil
 
+    import pyarrow as pa
     from deltalake import write_deltalake
 
     frame, _ = blobs()
     shutil.rmtree("table")
-    write_deltalake("table", frame)
+    write_deltalake("table", pa.Table.from_pandas(frame, preserve_index=False))
     exclust_command("explain", "--input", "table", "--features", "x0,x1", "--k", "3", "--algorithm", "imm",
                     "--reference", "kmeans", "--no-standing", "--no-curve", "--out", "run-delta")
     check(Path("run-delta/report.html").is_file(), "explain on the Delta table wrote no report")
