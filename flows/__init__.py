@@ -7,7 +7,7 @@ imports nothing itself, so ``import flows.params`` does not pay for Prefect. It 
 the ``flows`` extra is installed (Prefect, and pydantic with it), so that importing a flow without
 it says which extra to install in one line instead of failing inside Prefect's imports.
 """
-from exclust.sources.extras import require_extra
+from exclust.sources.extras import check_extra
 
 for _module in ("prefect", "pydantic"):
-    require_extra(_module, "running the Prefect flows", "flows", load=False)
+    check_extra(_module, "running the Prefect flows", "flows")

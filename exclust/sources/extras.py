@@ -18,18 +18,31 @@ from exclust.errors import MissingExtraError
 EXTRAS = ("flows", "lake", "s3", "dask-ml")
 
 
-def require_extra(module: str, feature: str, extra: str, *, load: bool = True) -> ModuleType | None:
-    """``module`` imported, or MissingExtraError: "``feature`` needs ``module``'s package: pip install
-    'exclust[extra]'". With ``load=False`` only whether it is installed is checked (nothing is
-    imported; returns None)."""
+def _missing(module: str, feature: str, extra: str, exc: ImportError) -> MissingExtraError:
+    package = (exc.name or module).split(".")[0].replace("_", "-")
+    return MissingExtraError(f"{feature} needs {package}: pip install 'exclust[{extra}]'")
+
+
+def _check_extra_name(extra: str) -> None:
     if extra not in EXTRAS:
         raise ValueError(f"extra must be one of {EXTRAS}, not {extra!r}")
+
+
+def require_extra(module: str, feature: str, extra: str) -> ModuleType:
+    """``module`` imported, or MissingExtraError: "``feature`` needs ``module``'s package: pip install
+    'exclust[extra]'"."""
+    _check_extra_name(extra)
     try:
-        if not load:
-            if importlib.util.find_spec(module) is None:
-                raise ModuleNotFoundError(name=module)
-            return None
         return importlib.import_module(module)
     except ImportError as exc:
-        package = (exc.name or module).split(".")[0].replace("_", "-")
-        raise MissingExtraError(f"{feature} needs {package}: pip install 'exclust[{extra}]'") from None
+        raise _missing(module, feature, extra, exc) from None
+
+
+def check_extra(module: str, feature: str, extra: str) -> None:
+    """MissingExtraError as ``require_extra`` gives it when ``module`` is not installed; nothing is imported."""
+    _check_extra_name(extra)
+    try:
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(name=module)
+    except ImportError as exc:
+        raise _missing(module, feature, extra, exc) from None
