@@ -50,7 +50,7 @@ import heapq
 import numpy as np
 
 from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
-from exclust.algorithms.histogram.imm import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers, fit_reference_centers
+from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers, fit_reference_centers
 from exclust.algorithms.search.optimal_tree import leaf_cost, nested_to_tree
 from exclust.sources.dataset import as_matrix
 from exclust.estimator import Integral, Interval
