@@ -5,7 +5,9 @@ centers from scikit-learn's KMeans (one initialisation, seeded). Every builder (
 leaves, ExGreedy, ExShallow, KDTree) grows a k-leaf tree in memory, each in a child process
 after a warm fit on a slice (numba compiled, imports done), so its seconds are the fit alone.
 The price is the tree's clusters scored by their own means over the reference cost, on all
-rows. A builder not done in ``--timeout`` seconds is reported as such.
+rows. A builder not done in ``--timeout`` seconds is reported as such. Each cell: wall
+seconds, the child's CPU seconds (steadier than wall time on a shared machine; with
+``NUMBA_NUM_THREADS=1`` they are the work itself), the price.
 
     .venv/bin/python bench/greedy_many_clusters.py --rows 200000 --ks 10 40 160 640
 
@@ -70,10 +72,10 @@ def _child(name: str, x_path: str, c_path: str, out) -> None:
     centers = np.load(c_path)
     k = centers.shape[0]
     _estimator(name, k).fit(X[: max(2000, 20 * k)], centers)  # warm: compile and import outside the timing
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     est = _estimator(name, k).fit(X, centers)
-    seconds = time.perf_counter() - t
-    out.send((seconds, price(X, est.predict(X), centers)))
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+    out.send((seconds, cpu, price(X, est.predict(X), centers)))
 
 
 def run_one(name: str, x_path: Path, c_path: Path, timeout: float) -> str:
@@ -82,9 +84,9 @@ def run_one(name: str, x_path: Path, c_path: Path, timeout: float) -> str:
     child = ctx.Process(target=_child, args=(name, str(x_path), str(c_path), there))
     child.start()
     if here.poll(timeout):
-        seconds, p = here.recv()
+        seconds, cpu, p = here.recv()
         child.join()
-        return f"{seconds:.1f} s, {p:.4f}"
+        return f"{seconds:.1f} s ({cpu:.1f} cpu s), {p:.4f}"
     child.kill()
     child.join()
     return f"not done in {timeout:.0f} s"
