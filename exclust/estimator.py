@@ -136,7 +136,7 @@ class ExclustEstimator(BaseEstimator):
             if fitted is not None and given is not None and list(given) != list(fitted):
                 raise InputError(f"The feature names should match those that were passed during fit: fitted on "
                                  f"{list(fitted)}, got {list(given)}")
-            if not is_lazy(X.X):  # validated when it was loaded: only its width is left to check
+            if not X.distributed:  # validated when it was loaded: only its width is left to check
                 _check_width(X.n_features, self.n_features_in_, type(self).__name__)
                 return X.X
             X = X.X

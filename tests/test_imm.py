@@ -5,8 +5,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.algorithms.histogram.imm import IMM, encode_for_trees, grow_imm
+from exclust.algorithms.histogram.base import encode_for_trees
 from exclust.algorithms.histogram.binning import edges_from_sample
+from exclust.algorithms.histogram.imm import IMM, grow_imm
 from exclust.errors import InputError
 
 

@@ -38,7 +38,7 @@ def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
         if X.n_rows < n_clusters:
             raise InputError(f"the data have {X.n_rows} row(s), fewer than the {n_clusters} clusters asked for")
         source = X.X
-        if is_lazy(X.X):
+        if X.distributed:
             X = Dataset(residency.hold(X.X)[0][0], X.feature_names, X.extra, X.source, X.n_dropped)
         return X, source, 0
     source, persisted = X, False
@@ -50,7 +50,7 @@ def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
         if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
             X, persisted = residency.hold(X)[0][0], True
     data = as_matrix(X, n_clusters=n_clusters)
-    if not is_lazy(data.X):
+    if not data.distributed:
         return data, data.X, 1
     if not persisted:  # row chunk sizes were unknown until validation measured them
         source = data.X

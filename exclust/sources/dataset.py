@@ -46,6 +46,12 @@ class Dataset:
     def n_features(self) -> int:
         return int(self.X.shape[1])
 
+    @property
+    def distributed(self) -> bool:
+        """Whether the rows are a Dask array (parts on the workers) rather than one numpy
+        matrix: decided here, where the data enter, so the algorithms need not ask again."""
+        return is_lazy(self.X)
+
 
 
 # --------------------------------------------------------------------------- validation

@@ -36,30 +36,37 @@ def route_all_codes(codes, feature, split_bin, left, right):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, remember, slot, center_ok, n_slots,
-                       n_bins, k, nt):
-    """IMM: per (slot, feature, bin, reference cluster) the count of alive rows.
+def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, remember, slot, member_pos, offset,
+                       n_bins, nt):
+    """IMM: per slot, per (feature, bin, member center) the count of alive rows, all slots in one flat array.
 
     ``slot[node]`` is the histogram a row reaching leaf ``node`` goes to (-1: none);
-    ``center_ok[s, j]`` says whether a row of reference cluster j counts for slot s, which is
-    how rows cut off from their center by an earlier split are left out. ``resume`` and
-    ``remember``: where each row's routing starts, see ``rows_by_slot``.
+    ``member_pos[s, j]`` is reference cluster j's column in slot s, -1 when a row of cluster j
+    does not count there, which is how rows cut off from their center by an earlier split are
+    left out. Slot s holds (d, n_bins, m_s) counts from ``offset[s]``, m_s its counted clusters:
+    a node's histogram is as wide as its own centers, not all k (at many clusters a level of
+    k-wide histograms would not fit in memory). ``resume`` and ``remember``: where each row's
+    routing starts, see ``rows_by_slot``.
     """
     d = codes.shape[1]
+    n_slots = member_pos.shape[0]
     order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
-    parts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int64)
+    size = offset[n_slots]
+    parts = np.zeros((nt, size), dtype=np.int64)
     step = (m + nt - 1) // nt
     for t in numba.prange(nt):
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             s = row_slot[i]
-            j = labels[i]
-            if not center_ok[s, j]:
+            col = member_pos[s, labels[i]]
+            if col < 0:
                 continue
+            width = (offset[s + 1] - offset[s]) // (d * n_bins)
+            base = offset[s] + col
             for f in range(d):
-                parts[t, s, f, codes[i, f], j] += 1
-    out = np.zeros((n_slots, d, n_bins, k), dtype=np.int64)
+                parts[t, base + (f * n_bins + codes[i, f]) * width] += 1
+    out = np.zeros(size, dtype=np.int64)
     for t in range(nt):
         out += parts[t]
     return out

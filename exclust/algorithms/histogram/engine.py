@@ -29,8 +29,9 @@ import numpy as np
 from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_and_project
 from exclust.algorithms.histogram._code_histograms import mistake_histograms, surrogate_histograms
 from exclust.algorithms.histogram.binning import BinMapper
-from exclust.dataplane.parts import is_lazy, kernel_threads, label_dtype
+from exclust.dataplane.parts import kernel_threads, label_dtype
 from exclust.dataplane.residency import keep_parts, reduce_kept
+from exclust.sources.dataset import Dataset
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 
@@ -172,10 +173,10 @@ def _resume_nodes(part: dict, routing: tuple[int, bool, int]) -> tuple[np.ndarra
     return part["route_nodes"], True
 
 
-def _block_mistakes(part, tree_arrays, routing, slot, center_ok, n_slots, n_bins, k):
+def _block_mistakes(part, tree_arrays, routing, slot, member_pos, offset, n_bins):
     return mistake_histograms(
-        part["codes"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, center_ok, n_slots, n_bins,
-        k, kernel_threads(),
+        part["codes"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, member_pos, offset, n_bins,
+        kernel_threads(),
     )
 
 
@@ -186,13 +187,13 @@ def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
     )
 
 
-def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
-                   bulk_min_rows):
+def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, groups_upto, n_bins,
+                   n_splits, bulk_min_rows):
     from exclust.algorithms.histogram._shallow_cut import shallow_histograms
 
     return shallow_histograms(
         part["codes"], part["dots"], *tree_arrays, *_resume_nodes(part, routing), slot, member_group.shape[0],
-        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
+        member_group, n_groups, center_span, groups_upto, n_bins, n_splits, kernel_threads(), bulk_min_rows,
     )
 
 
@@ -212,7 +213,7 @@ class EncodedData:
     labels are the nearest centers under that distance (``holds_distances``).
     """
 
-    def __init__(self, X, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None) -> None:
+    def __init__(self, data, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None) -> None:
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         self.metric = metric
@@ -222,9 +223,13 @@ class EncodedData:
         self.d = int(mapper.n_features)
         self.n_bins = int(mapper.max_n_bins)
         self.n_passes = n_passes
-        # On the workers the dot products (or distances) are kept as float32 to halve their
-        # memory; every sum over them is accumulated in float64.
-        dots_dtype = np.float32 if is_lazy(X) else np.float64
+        # ``data``: a Dataset, or a validated matrix (taken as one as it is: no pass). Where the
+        # rows live was decided when they entered (``Dataset.distributed``). On the workers the
+        # dot products (or distances) are kept as float32 to halve their memory; every sum over
+        # them is accumulated in float64.
+        data = data if isinstance(data, Dataset) else Dataset(data, [])
+        X = data.X
+        dots_dtype = np.float32 if data.distributed else np.float64
         self._kept = keep_parts(_encode_block, X, mapper, self.centers, dots_dtype, metric,
                                 summarize=_block_summary, summarize_args=(self.k,))
         self.distributed = self._kept.distributed
@@ -251,13 +256,18 @@ class EncodedData:
     def _reduce(self, fn, *args):
         return reduce_kept(self._kept, fn, *args)
 
-    def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> np.ndarray:
-        """IMM histograms (n_slots, d, n_bins, k): counts of counted rows per reference cluster."""
+    def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> list[np.ndarray]:
+        """IMM histograms: per slot s, (d, n_bins, m_s) counts of counted rows per reference
+        cluster, one column per cluster counted there (``center_ok[s]``), in cluster order."""
         self.n_passes += 1
+        center_ok = np.asarray(center_ok, dtype=np.bool_)
         n_slots = int(center_ok.shape[0])
-        return self._reduce(
-            _block_mistakes, tree.arrays(), tree.routing(), slot, center_ok, n_slots, self.n_bins, self.k
-        )
+        widths = center_ok.sum(axis=1).astype(np.int64)
+        member_pos = np.where(center_ok, np.cumsum(center_ok, axis=1) - 1, -1).astype(np.int64)
+        offset = np.zeros(n_slots + 1, dtype=np.int64)
+        np.cumsum(widths * (self.d * self.n_bins), out=offset[1:])
+        flat = self._reduce(_block_mistakes, tree.arrays(), tree.routing(), slot, member_pos, offset, self.n_bins)
+        return [flat[offset[s]:offset[s + 1]].reshape(self.d, self.n_bins, int(widths[s])) for s in range(n_slots)]
 
     def surrogate_histograms(self, tree: CodeTree, slot: np.ndarray, n_slots: int):
         """ExKMC histograms: (n_slots, d, n_bins, k + 1) count and sums of <x, mu_j>, and
@@ -266,19 +276,20 @@ class EncodedData:
         return self._reduce(_block_surrogate, tree.arrays(), tree.routing(), slot, n_slots, self.n_bins)
 
     def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
-                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int,
+                           n_groups: np.ndarray, center_span: np.ndarray, groups_upto: np.ndarray, n_splits: int,
                            bulk_min_rows: int = 1 << 62):
         """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
         distances to the nearest center left / right of each center split, (d, n_bins) row
-        counts, and the summed distance to the nearest of the slot's centers. A part's slots of
-        at least ``bulk_min_rows`` rows fill a feature's bulk bin by difference (see the kernel)."""
+        counts, and the summed distance to the nearest of the slot's centers. A bin's cell holds
+        the splits its rows are read at (``groups_upto``: per slot, feature and bin, the center
+        groups at or below it; see the kernel). A part's slots of at least ``bulk_min_rows``
+        rows fill a feature's bulk bin by difference (see the kernel)."""
         if not self.holds_distances:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
         cells, base = self._reduce(
-            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins,
-            n_splits,
-            bulk_min_rows,
+            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, groups_upto,
+            self.n_bins, n_splits, bulk_min_rows,
         )
         n_slots, d, n_bins, _ = cells.shape
         sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)
@@ -293,14 +304,15 @@ class EncodedData:
 def best_mistake_split(hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, n_bins: np.ndarray):
     """IMM at one node: the (feature, bin, mistakes) of fewest mistakes among cuts that split its centers.
 
-    ``hist`` (d, B, k) counts the node's alive rows per reference cluster, ``center_codes``
-    (k, d) are the centers' own bin codes, ``members`` the node's centers. A row is a mistake
-    when it falls on the other side from its center. Ties go to the lowest feature, then the
-    lowest bin (the order of a sorting implementation scanning features then thresholds).
+    ``hist`` (d, B, m) counts the node's alive rows per member center (column c: center
+    ``members[c]``), ``center_codes`` (k, d) are the centers' own bin codes, ``members`` the
+    node's centers in increasing order. A row is a mistake when it falls on the other side from
+    its center. Ties go to the lowest feature, then the lowest bin (the order of a sorting
+    implementation scanning features then thresholds).
     Returns None when no cut separates the centers (identical centers).
     """
     d, B, _ = hist.shape
-    h = hist[:, :, members].astype(np.int64)  # (d, B, m)
+    h = hist.astype(np.int64)  # (d, B, m)
     left = np.cumsum(h, axis=1)  # rows of each cluster at or below each bin
     total = left[:, -1:, :]
     cc = center_codes[members].T  # (d, m)

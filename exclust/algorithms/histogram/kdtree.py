@@ -18,14 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from exclust.algorithms.histogram._code_histograms import box_statistics
-from exclust.algorithms.histogram.imm import check_centers
+from exclust.algorithms.histogram.base import CenterTreePredictor, check_centers
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
-from exclust.sources.dataset import as_matrix
-from exclust.errors import InputError
-from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.algorithms.histogram.engine import CodeTree
-from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
+from exclust.dataplane.parts import map_reduce, uniform_sample
+from exclust.errors import InputError
+from exclust.estimator import RANDOM_STATE, Integral, Interval
 from exclust.scoring.curves import CurveSeries
+from exclust.sources.dataset import as_matrix
 
 
 def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
@@ -33,7 +33,7 @@ def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
     return box_statistics(X, mapper.transform(X), *tree_arrays, slot, n_slots, n_bins)
 
 
-class KDTree(TreeExplainer):
+class KDTree(CenterTreePredictor):
     """KD-tree with ``max_leaves`` leaves, labelled by surrogate cost against reference centers.
 
     ``max_leaves`` None: one leaf per cluster (``n_clusters``). ``n_clusters`` None: the number
@@ -74,7 +74,7 @@ class KDTree(TreeExplainer):
                              "pass one center per cluster")
         m = int(self.max_leaves if self.max_leaves is not None else centers.shape[0])
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
-        passes = int(is_lazy(ds.X))
+        passes = int(ds.distributed)  # the sample is a pass on Dask, none in memory
         mapper = edges_from_sample(sample, max_bins=max_bins)
         del sample
         n_bins = mapper.max_n_bins
@@ -131,7 +131,7 @@ class KDTree(TreeExplainer):
         kd = cls(leaves[-1], max_bins=max_bins, random_state=random_state).fit(data, centers)
         return CurveSeries([kd.tree_at(L) for L in leaves])
 
-    def fit_predict(self, X, centers):
+    def fit_predict(self, X, centers):  # centers are required here
         """Fit, then return the cluster of every row of X."""
         return self.fit(X, centers).predict(X)
 

@@ -49,14 +49,14 @@ import time
 
 import numpy as np
 
-from exclust.algorithms.histogram.imm import (
+from exclust.algorithms.histogram.base import (
     CENTER_TREE_CONSTRAINTS,
-    IMM,
     CenterTreePredictor,
     binning_sample,
     check_centers,
     fit_reference_centers,
 )
+from exclust.algorithms.histogram.imm import IMM
 from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
 from exclust.algorithms.search.all_rows import GREEDY_RULES, greedy_starts, search_all_rows
 from exclust.algorithms.search.optimal_tree import nested_to_tree

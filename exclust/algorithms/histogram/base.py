@@ -1,0 +1,104 @@
+"""What the trees grown against reference centers share (IMM, ExKMC, ExShallow, ExGreedy, KDTree,
+and TreeSearch beyond this family): the estimator base ``CenterTreePredictor``, the parameter
+constraints, and the fit preamble: data validated once into a ``Dataset`` (where Dask or memory
+is decided: ``Dataset.distributed``), reference centers checked or fitted, bin edges from a
+sample and the rows encoded for the engine (``prepare_fit``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
+from exclust.algorithms.histogram.engine import EncodedData
+from exclust.dataplane import parts
+from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
+from exclust.sources.dataset import Dataset, as_matrix
+
+OBJECTIVES = ("kmeans", "kmedians")
+
+# The parameters the center trees share, declared once for all of them.
+CENTER_TREE_CONSTRAINTS = {
+    "n_clusters": [Interval(Integral, 2, None, closed="left")],  # k >= 2, as the CLI's --k
+    "max_bins": [Interval(Integral, 2, MAX_CODE_BINS, closed="both")],
+    "objective": [StrOptions(set(OBJECTIVES))],
+    "random_state": RANDOM_STATE,
+}
+
+
+def check_centers(centers, n_clusters: int, n_features: int) -> np.ndarray:
+    """Validate given reference centers: a finite (n_clusters, n_features) array."""
+    c = np.asarray(centers, dtype=np.float64)
+    if c.shape != (n_clusters, n_features):
+        raise ValueError(
+            f"centers must have shape (n_clusters, n_features) = ({n_clusters}, {n_features}), "
+            f"got {c.shape}; pass one row per cluster with one value per feature"
+        )
+    if not np.isfinite(c).all():
+        raise ValueError("centers hold NaN or infinite values; pass finite reference centers")
+    return c
+
+
+def fit_reference_centers(X, n_clusters: int, random_state=None, objective: str = "kmeans") -> np.ndarray:
+    """Reference centers when none are given: exclust's k-means, or k-medians for that objective."""
+    from exclust.reference import KMeans, KMedians
+
+    reference = KMedians if objective == "kmedians" else KMeans
+    return np.asarray(reference(n_clusters=n_clusters, random_state=random_state).fit(X).cluster_centers_)
+
+
+def binning_sample(data, random_state=None) -> tuple[np.ndarray, int]:
+    """The rows the bin edges come from: an exact uniform sample of ``DEFAULT_SAMPLE_SIZE`` rows
+    (by global row id, so any chunking gives the same edges).
+
+    When the data carry a larger uniform sample already drawn by the run (``run_sample``, set by
+    the pipeline), a uniform subsample of it is taken instead: the same distribution, no pass.
+    Returns (sample, passes over the data spent drawing it).
+    """
+    ds = data if isinstance(data, Dataset) else as_matrix(data)
+    X = ds.X
+    n = int(X.shape[0])
+    size = min(DEFAULT_SAMPLE_SIZE, n)
+    drawn = getattr(data, "run_sample", None)
+    if drawn is not None and drawn.X.shape[0] >= size and drawn.n_rows == n:
+        return drawn.X[parts.sample_ids(drawn.X.shape[0], size, random_state)], 0
+    (sample,) = parts.uniform_sample(X, size=size, random_state=random_state)
+    return sample, int(ds.distributed)
+
+
+def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
+                     between_extra: bool = False) -> EncodedData:
+    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions of
+    ``data`` (a Dataset, whose run sample is reused when it has one, or a validated matrix).
+
+    ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample."""
+    ds = data if isinstance(data, Dataset) else as_matrix(data)
+    sample, passes = binning_sample(ds, random_state)
+    mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers, between_extra=between_extra)
+    del sample
+    return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric)
+
+
+def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
+                distances: bool = False, between_extra: bool = False):
+    """Validate the data and centers of IMM / ExKMC / ExShallow (their parameters are checked by
+    ``_check_params``) and encode the data; returns (dataset, centers, data). The k-medians
+    objective keeps l1 distances to the centers; ``distances`` keeps squared Euclidean distances
+    for k-means instead of dot products."""
+    k = int(n_clusters)
+    ds = as_matrix(X, n_clusters=k)
+    if centers is None:
+        centers = fit_reference_centers(ds.X, k, random_state, objective)
+    centers = check_centers(centers, k, ds.n_features)
+    metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
+    data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra)
+    return ds, centers, data
+
+
+
+class CenterTreePredictor(TreeExplainer):
+    """The trees grown against reference centers (IMM, ExKMC, ExShallow, KDTree): a row's
+    cluster is the center of the leaf it reaches."""
+
+    def fit_predict(self, X, centers=None):
+        """Fit, then return the cluster of every row of X."""
+        return self.fit(X, centers).predict(X)
