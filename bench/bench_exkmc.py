@@ -95,7 +95,6 @@ def main(small: bool) -> None:
     from sklearn.cluster import KMeans
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust.scoring.curves import kmeans_costs
     from exclust.tree import ThresholdTree  # noqa: F401  (exclust importable before timing)
 
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f} (machine shared with other jobs)")

@@ -201,8 +201,8 @@ def bench_flow(folder: Path, features: list[str], k: int, client, prefect: bool)
     from sklearn.mixture import GaussianMixture as SKGMM
     from sklearn.tree import DecisionTreeClassifier
 
-    from exclust.jobs.explain import steps
     from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain import steps
 
     out = {}
     work = Path(tempfile.mkdtemp(prefix="exclust-bench-"))
@@ -266,9 +266,9 @@ def main(argv=None) -> None:
     from distributed import Client, LocalCluster
 
     import exclust
-    from exclust.sources.dataset import load_dataset
-    from exclust.reference.summary import MixtureSummary
     from exclust.datasets.synthetic import appendix_g_mixture
+    from exclust.reference.summary import MixtureSummary
+    from exclust.sources.dataset import load_dataset
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
     folders = []

@@ -45,8 +45,8 @@ def main() -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
     from exclust.jobs.config import ExplainConfig
-    from exclust.jobs.label.labeling import label_parquet
     from exclust.jobs.explain.steps import run_explain
+    from exclust.jobs.label.labeling import label_parquet
     from exclust.jobs.label.table_labeling import label_night_into_table
 
     day = date(2026, 11, 20)

@@ -36,9 +36,9 @@ from sklearn.metrics import adjusted_rand_score
 
 from exclust.algorithms.cart import CART
 from exclust.algorithms.mmdt.concept import ConceptMMDT, concept_summary, fit_cavs
-from exclust.reference.summary import MixtureSummary
 from exclust.algorithms.mmdt.mmdt import MMDT
 from exclust.datasets.concepts_digits import ALL_CONCEPTS, PAPER_CONCEPTS, digit_concepts
+from exclust.reference.summary import MixtureSummary
 from exclust.sources.dataset import Dataset
 
 # Paper 000, Table 2, MNIST row: samples, CAVs, K, model, ARI base / MMDT / CART, time (s) MMDT / CART.

@@ -29,9 +29,9 @@ from sklearn.metrics import adjusted_rand_score as ari
 from exclust.algorithms.cart import CART
 from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
 from exclust.algorithms.mmdt.mmdt import MMDT
-from exclust.reference.summary import MixtureSummary
-from exclust.reference import GaussianMixture
 from exclust.algorithms.mmdt.similarity import kernel_price
+from exclust.reference import GaussianMixture
+from exclust.reference.summary import MixtureSummary
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

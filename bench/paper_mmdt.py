@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from exclust import MMDT, GaussianMixture  # noqa: E402
-from exclust.reference.summary import MixtureSummary  # noqa: E402
 from exclust.datasets.synthetic import make_gmm_dataset  # noqa: E402
+from exclust.reference.summary import MixtureSummary  # noqa: E402
 
 SHARED_DATA = ROOT.parent / "shared" / "data"
 THRESHOLDS = ("midpoint", "exact", "gaussian", "chebyshev", "random")

@@ -58,7 +58,7 @@ def main() -> None:
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="5GiB",
                            dashboard_address=None)
     client = Client(cluster)
-    print(f"LocalCluster: 2 worker processes x 1 thread; machine shared with other jobs (compare within this run)")
+    print("LocalCluster: 2 worker processes x 1 thread; machine shared with other jobs (compare within this run)")
     runs = [(paths[0], ROWS_PER_FILE)] + ([(DATA, ROWS_PER_FILE * a.files)] if a.files > 1 else [])
     try:
         header = (f"{'n':>10} {'total s':>8} {'base s':>7} {'sample s':>8} {'tree s':>7} {'price s':>7} "

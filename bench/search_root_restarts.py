@@ -6,11 +6,16 @@ search from that tree; prints each start's price and where the local search took
 
     PYTHONPATH=. .venv/bin/python bench/search_root_restarts.py [d31]
 """
-import sys, time, numpy as np
+import sys
+import time
+
+import numpy as np
+
 sys.path.insert(0,'bench')
 from search_tables import load_set
-from table_objectives import kmeans_row
+
 import exclust.algorithms.search.tree_search as ts
+
 X,k,centers=load_set(sys.argv[1] if len(sys.argv)>1 else "d31")
 d2=((X[:,None,:]-centers[None])**2).sum(axis=2)
 ref=float(d2.min(axis=1).sum())

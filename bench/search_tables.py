@@ -131,10 +131,10 @@ def gap(instances: int) -> None:
 def timing(rows: int, repeats: int) -> None:
     import logging
 
+    from bench_passes import dataset
     from distributed import Client, LocalCluster
     from sklearn.cluster import KMeans
 
-    from bench_passes import dataset
     from exclust import ExShallow, TreeSearch, load_dataset
     from exclust.dataplane.parts import uniform_sample
 

@@ -20,7 +20,8 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from exclust.jobs import registry
 
@@ -96,7 +97,8 @@ def _label_by_date(args, log) -> list:
         print(outcome.summary(), flush=True)
 
     return run_label(args.tree, args.input, args.output, dates=parse_dates(args.date) if args.date else [],
-                     scheduler=args.scheduler_address, storage_options=parse_storage_options(args.storage_options or []),
+                     scheduler=args.scheduler_address,
+                     storage_options=parse_storage_options(args.storage_options or []),
                      cluster_column=args.cluster_column, leaf_column=args.leaf_column,
                      out_format=getattr(args, "output_format", None), date_column=getattr(args, "date_column", None),
                      log=log, on_night=report)
@@ -104,7 +106,6 @@ def _label_by_date(args, log) -> list:
 
 def cmd_label(args) -> int:
     from exclust.jobs.label.nightly import has_date
-
     from exclust.jobs.label.table_labeling import output_table_format
 
     if (args.date or has_date(args.input) or has_date(args.output)
@@ -172,9 +173,9 @@ def cmd_demo(args) -> int:
     import json
     from pathlib import Path
 
+    from exclust.datasets.synthetic import write_gmm_parquet
     from exclust.errors import InputError
     from exclust.outputs.folders import validate_output_dir
-    from exclust.datasets.synthetic import write_gmm_parquet
 
     if args.prefect:
         import flows  # noqa: F401  (checks that the flows extra is installed, before any data are written)
@@ -194,7 +195,8 @@ def cmd_demo(args) -> int:
                 raise FileExistsError(f"{data} exists and was not written by exclust demo; remove it or choose another "
                                       "--out")
             shutil.rmtree(data)
-        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.n_clusters}, d={args.d}) as Parquet partitions to {data}")
+        log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.n_clusters}, d={args.d}) as Parquet partitions "
+            f"to {data}")
         write_gmm_parquet(data, args.rows, args.n_clusters, args.d, rows_per_file=max(10_000, args.rows // 6),
                           random_state=args.random_state)
         stamp.write_text(json.dumps(spec))

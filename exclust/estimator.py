@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import InvalidParameterError, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from exclust.sources.dataset import Dataset
-from exclust.errors import InputError, InputTypeError, ParameterError
 from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError, InputTypeError, ParameterError
+from exclust.sources.dataset import Dataset
 
 __all__ = ["ExclustEstimator", "TreeExplainer", "Interval", "StrOptions", "Integral", "Real", "RANDOM_STATE"]
 

@@ -17,10 +17,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from exclust.jobs.explain import pipeline
 from exclust.jobs import registry
-
-from exclust.jobs.explain import steps
+from exclust.jobs.explain import pipeline, steps
 from exclust.outputs.folders import BASE_ENV
 from flows.params import ExplainParams, dask_scheduler
 from flows.quiet_errors import quiet_bad_input

@@ -12,7 +12,7 @@ population-stability index passes its threshold. A table output (Delta, or an Ic
 """
 from __future__ import annotations
 
-from datetime import date, timezone
+from datetime import UTC, date
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -42,7 +42,7 @@ def scheduled_date() -> date:
     """The UTC date this flow run was scheduled for (its start time when run by hand)."""
     from prefect.runtime import flow_run
 
-    return flow_run.scheduled_start_time.astimezone(timezone.utc).date()
+    return flow_run.scheduled_start_time.astimezone(UTC).date()
 
 
 def dates_to_label(params: LabelParams) -> list[date | None]:

@@ -64,7 +64,7 @@ def run_time_nodes(tree: ast.AST):
             todo.extend(ast.iter_child_nodes(node))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def statements_of(text: str, package: tuple[str, ...]) -> tuple[tuple[str, int, str], ...]:
     """(absolute module path, line, statement) per name imported by the source ``text`` of a module
     of ``package``; cached by text, as every checker reads every module."""

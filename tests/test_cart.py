@@ -9,8 +9,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.tree import DecisionTreeClassifier
 
 from exclust.algorithms.cart import CART, sklearn_threshold_as_float64, sklearn_tree_to_threshold_tree
-from exclust.errors import InputError
-from exclust.errors import ParameterError
+from exclust.errors import InputError, ParameterError
 from exclust.tree import ThresholdTree
 
 

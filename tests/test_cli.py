@@ -496,12 +496,12 @@ def _default(cls, name):
 def test_cli_and_python_defaults_agree():
     import dataclasses
 
-    from exclust.jobs import registry
-    from exclust.algorithms.mmdt.concept import ConceptMMDT
     from exclust.algorithms.histogram.exshallow import ExShallow
+    from exclust.algorithms.mmdt.concept import ConceptMMDT
     from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
     from exclust.algorithms.mmdt.mmdt import MMDT
     from exclust.algorithms.random_cut import RandomCutTree
+    from exclust.jobs import registry
     from exclust.jobs.config import ExplainConfig
     from exclust.sources.dataset import load_dataset
     from flows.params import ExplainParams
@@ -554,10 +554,10 @@ def test_cli_and_python_defaults_agree():
 
 
 def test_cli_and_python_refuse_fewer_than_two_clusters(capsys):
-    from exclust.jobs import registry
     from exclust.algorithms.mmdt.kernel_mmdt import KernelMMDT
-    from exclust.jobs.config import ExplainConfig
     from exclust.errors import InputError, ParameterError
+    from exclust.jobs import registry
+    from exclust.jobs.config import ExplainConfig
     from flows.params import ExplainParams
 
     for argv in (["explain", "--input", "in", "--k", "1", "--out", "o"], ["demo", "--k", "1"]):

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.jobs.explain.cost_curve import cost_ratio_curve, plan_curve
 from exclust.dataplane.parts import run_reductions
+from exclust.jobs.explain.cost_curve import cost_ratio_curve, plan_curve
 
 
 def l1_data(rng, n=1200, k=3, d=3):

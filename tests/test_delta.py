@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -79,9 +79,9 @@ def test_a_version_and_a_timestamp_select_older_snapshots(events, dask_client):
     assert old.source == f"Delta table {path} at version 0" and old.n_rows == 3000
     np.testing.assert_array_equal(sorted_rows(old.X.compute()), sorted_rows(first[["x0", "x1", "day"]].to_numpy()))
     times = commit_times(path)
-    as_of = datetime.fromtimestamp(times[0] / 1000, timezone.utc).isoformat()
+    as_of = datetime.fromtimestamp(times[0] / 1000, UTC).isoformat()
     assert load_dataset(open_source(path, None, {"as_of": as_of}), ["x0"]).n_rows == 3000
-    later = datetime.fromtimestamp(times[1] / 1000, timezone.utc).isoformat()
+    later = datetime.fromtimestamp(times[1] / 1000, UTC).isoformat()
     assert load_dataset(open_source(path, None, {"as_of": later}), ["x0"]).n_rows == len(latest)
     with pytest.raises(InputError, match=r"has versions up to 1, not 4"):
         open_source(path, None, {"table_version": 4}).check()

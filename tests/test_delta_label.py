@@ -2,7 +2,6 @@
 read back through ``deltalake`` and through exclust's own Delta source; the session's Dask cluster."""
 from __future__ import annotations
 
-import json
 from datetime import date
 from pathlib import Path
 
@@ -10,11 +9,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from lake_nights import CENTERS, assert_nights_labelled, explained_tree, input_rows, night
 
 from exclust.cli import main
 from exclust.errors import InputError
 from exclust.jobs.label.table_labeling import label_night_into_table
-from lake_nights import CENTERS, assert_nights_labelled, explained_tree, input_rows, night
 
 deltalake = pytest.importorskip("deltalake")
 

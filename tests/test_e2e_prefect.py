@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
@@ -285,11 +286,11 @@ def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(
     The deployment is label-nightly from deploy/prefect.yaml with a 10-second interval instead of 02:30
     each night, under another name, and its own folders.
     """
-    import yaml
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     import prefect.settings
     import pyarrow.parquet as pq
+    import yaml
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
@@ -304,7 +305,7 @@ def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(
     b.make_leaf(right, 1)
     data.mkdir()
     b.build(feature_names=["x0", "x1"]).to_json(data / "tree.json")
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     for day in (today, today + timedelta(days=1)):  # the run may be scheduled just after midnight
         write_gmm_parquet(data / "incoming" / f"date={day}", 2_000, n_components=2, n_features=2, rows_per_file=1_000,
                           random_state=3)
@@ -335,7 +336,7 @@ def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(
             client.pause_deployment(deployment.id)  # no more runs while the other tests go on
     assert done is not None, f"no scheduled run completed in 150 s; runs: {[(r.name, r.state_type) for r in runs]}"
     assert done.auto_scheduled  # created by the server's scheduler, not through the API
-    night = done.expected_start_time.astimezone(timezone.utc).date()
+    night = done.expected_start_time.astimezone(UTC).date()
     out = data / "labelled" / f"date={night}"
     assert pq.read_table(sorted(out.glob("*.parquet"))).num_rows == 2_000
     assert json.loads((out / "_labels.json").read_text())["n_rows"] == 2_000

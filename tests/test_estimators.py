@@ -240,6 +240,7 @@ def test_every_registered_algorithm_and_reference_clustering_is_covered():
 def _fitted_on_names(make, fit_args):
     """The estimator fitted on a DataFrame with columns NAMES (MMDT: on a summary with those names)."""
     import pandas as pd
+
     from exclust.reference.summary import MixtureSummary
 
     args = list(fit_args())
@@ -253,6 +254,7 @@ def _fitted_on_names(make, fit_args):
 @pytest.mark.parametrize("make, changed, bad, fit_args", ESTIMATORS, ids=IDS)
 def test_predict_checks_its_input_as_scikit_learn_does(make, changed, bad, fit_args):
     import pandas as pd
+
     from exclust.errors import InputError
 
     est = _fitted_on_names(make, fit_args)
@@ -296,6 +298,7 @@ def test_predict_checks_its_input_as_scikit_learn_does(make, changed, bad, fit_a
 @pytest.mark.parametrize("make, changed, bad, fit_args", ESTIMATORS, ids=IDS)
 def test_predict_on_dask_is_lazy_and_labels_nonfinite_rows_minus_one(make, changed, bad, fit_args, dask_client):
     import dask.array as da
+
     from exclust.errors import InputError
 
     est = make().fit(*fit_args())
@@ -340,6 +343,7 @@ def test_tree_score_is_minus_the_kmeans_cost_of_its_clusters():
 
 def test_kmeans_score_is_scikit_learns():
     from sklearn.cluster import KMeans as SKKMeans
+
     from exclust.reference import KMeans
 
     X = _blobs()[0]
@@ -420,6 +424,7 @@ FITTED_ON_ROWS = [row for row in ESTIMATORS if row[0] is not _mmdt]  # MMDT fits
                          ids=[row[0].__name__.strip("_") for row in FITTED_ON_ROWS])
 def test_named_input_gives_no_feature_name_warning(make, changed, bad, fit_args):
     import pandas as pd
+
     from exclust.sources.dataset import load_dataset
 
     args = list(fit_args())

@@ -6,9 +6,9 @@ import json
 import dask.array as da
 import numpy as np
 import pytest
+from conftest import SHARED_FIXTURES, shared_dataset
 from sklearn import datasets
 
-from conftest import SHARED_FIXTURES, shared_dataset
 from exclust.algorithms.histogram.exkmc import ExKMC
 from exclust.algorithms.histogram.imm import IMM
 from exclust.scoring.curves import kmeans_costs

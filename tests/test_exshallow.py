@@ -267,8 +267,8 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
         spans.append(np.stack([codes[members].min(0), codes[members].max(0)], axis=1))
         upto.append(groups_up_to(codes, members, data.n_bins))
     slot = np.array([-1, 0, 1])
-    args = (part["codes"], part["dots"], *tree.arrays(), np.zeros(X.shape[0], dtype=np.int32), False, slot, 2, np.stack(groups), np.stack(n_groups),
-            np.stack(spans), np.stack(upto), data.n_bins, 5, 2)
+    args = (part["codes"], part["dots"], *tree.arrays(), np.zeros(X.shape[0], dtype=np.int32), False, slot, 2,
+            np.stack(groups), np.stack(n_groups), np.stack(spans), np.stack(upto), data.n_bins, 5, 2)
     plain_cells, plain_base = shallow_histograms(*args, 1 << 62)
     bulk_cells, bulk_base = shallow_histograms(*args, 1)
     order = np.argsort(tree.route(part["codes"]), kind="stable")

@@ -14,6 +14,8 @@ import pytest
 
 pytest.importorskip("prefect")
 
+from datetime import UTC
+
 from pydantic import ValidationError  # noqa: E402
 
 from exclust.tree import TreeBuilder  # noqa: E402
@@ -316,13 +318,13 @@ def _tree_with_shares(path, low_share):
 
 def test_label_flow_labels_the_scheduled_date_and_skips_a_night_without_input(tmp_path, prefect_api, dask_client):
     """Blank date: the run's scheduled date (today, UTC, for a run started by hand); drift published per night."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from exclust.jobs.label.labeling import LabelResult
     from flows.label import label
 
     leaves = _tree_with_shares(tmp_path / "tree.json", 0.5)
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     _parts(tmp_path / "in" / f"date={today}")  # v uniform on [0, 1): both leaves about half
     common = dict(tree=str(tmp_path / "tree.json"), input=str(tmp_path / "in" / "date={date}"),
                   output=str(tmp_path / "out" / "date={date}"), scheduler_address=dask_client.scheduler.address)
@@ -394,8 +396,8 @@ def test_cli_python_and_flow_runs_write_the_same_metrics_keys_and_tree(tmp_path,
     from exclust.cli import main
     from exclust.datasets.synthetic import write_gmm_parquet
     from exclust.jobs.config import ExplainConfig
-    from exclust.scoring.scorecard import MEASURES
     from exclust.jobs.explain.steps import run_explain
+    from exclust.scoring.scorecard import MEASURES
     from flows.explain import explain
 
     write_gmm_parquet(tmp_path / "data", 6000, n_components=3, n_features=2, rows_per_file=2000, random_state=3,

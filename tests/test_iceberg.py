@@ -3,7 +3,7 @@ disk, read at their current snapshot, an older snapshot, or a timestamp."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -73,7 +73,7 @@ def test_a_snapshot_id_and_a_timestamp_select_older_snapshots(events, dask_clien
     old = load_dataset(open_source(address, None, {"table_version": first_snapshot.snapshot_id}), ["x0", "x1", "day"])
     assert old.n_rows == 1500
     np.testing.assert_array_equal(sorted_rows(old.X.compute()), sorted_rows(matrix(first, ["x0", "x1", "day"])))
-    as_of = datetime.fromtimestamp(first_snapshot.timestamp_ms / 1000, timezone.utc).isoformat()
+    as_of = datetime.fromtimestamp(first_snapshot.timestamp_ms / 1000, UTC).isoformat()
     assert load_dataset(open_source(address, None, {"as_of": as_of}), ["x0"]).n_rows == 1500
     with pytest.raises(InputError, match=r"has no snapshot 12345; its snapshots are \["):
         open_source(address, None, {"table_version": 12345}).check()

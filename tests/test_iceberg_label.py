@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from lake_nights import assert_nights_labelled, explained_tree, input_rows, night
 
 from exclust.cli import main
 from exclust.errors import InputError
 from exclust.jobs.label.table_labeling import label_night_into_table
-from lake_nights import assert_nights_labelled, explained_tree, input_rows, night
 
 pytest.importorskip("pyiceberg")
 

@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 
 from exclust import KernelMMDT, ThresholdTree
-from exclust.tree import INTERVAL, LEAF
 from exclust.algorithms.mmdt.kernel_mmdt import (
     axis_aligned_similarity,
     build_kernel_tree,
     sample_per_cluster,
     theorem12_bound,
 )
-from exclust.errors import InputError
 from exclust.algorithms.mmdt.similarity import (
     RandomFourierFeatures,
     axis_similarity,
@@ -24,6 +22,8 @@ from exclust.algorithms.mmdt.similarity import (
     profile,
     profile_inverse,
 )
+from exclust.errors import InputError
+from exclust.tree import INTERVAL, LEAF
 
 KERNELS = ["gaussian", "laplace"]
 

@@ -39,7 +39,8 @@ def test_label_a_delta_table_labels_its_snapshot_file_by_file(tmp_path, capsys, 
         return pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "name": names, "day": day})
 
     table = tmp_path / "table"
-    deltalake.write_deltalake(str(table), pd.concat([day_rows(1, 300), day_rows(2, 200)], ignore_index=True), partition_by=["day"])
+    deltalake.write_deltalake(str(table), pd.concat([day_rows(1, 300), day_rows(2, 200)], ignore_index=True),
+                              partition_by=["day"])
     # Day 2 replaced: its first file is no longer in the snapshot, though it stays in the folder.
     replacement = day_rows(2, 150)
     deltalake.write_deltalake(str(table), replacement, mode="overwrite", predicate="day = 2", partition_by=["day"])

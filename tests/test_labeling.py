@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from exclust.errors import InputError
 from exclust.dataplane.tasks import executing_tasks
+from exclust.errors import InputError
 from exclust.jobs.label.labeling import label_parquet, label_table
 from exclust.sources.storage import list_source
 from exclust.tree import ThresholdTree, TreeBuilder

@@ -5,14 +5,14 @@ import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import shared_dataset
 from sklearn.cluster import KMeans as SKKMeans
 from sklearn.mixture import GaussianMixture as SKGMM
 
-from conftest import shared_dataset
 from exclust.errors import InputError
-from exclust.sources.dataset import load_dataset
-from exclust.reference.summary import MixtureSummary
 from exclust.reference import GaussianMixture, KMeans
+from exclust.reference.summary import MixtureSummary
+from exclust.sources.dataset import load_dataset
 
 
 def hand_summary(X, labels, values):

@@ -359,9 +359,9 @@ def finished(run: subprocess.Popen) -> str:
 
 def test_multihost_hosts_see_only_the_store_and_runs_match_one_host(clusters, store, network, dask_client, prefect_api,
                                                                  tmp_path, monkeypatch, request):
-    from exclust.jobs.label.labeling import label_parquet
     from exclust.jobs.config import ExplainConfig
     from exclust.jobs.explain.steps import run_explain
+    from exclust.jobs.label.labeling import label_parquet
     from flows.explain import explain as explain_flow
     from flows.label import label as label_flow
     from flows.params import ExplainParams, LabelParams

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from exclust.cli import main
-from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
 from exclust.jobs.label.nightly import check_templates, fill_date, parse_dates
+from exclust.scoring.drift import leaf_drift
 from exclust.tree import ThresholdTree
 
 CENTERS = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])

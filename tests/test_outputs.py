@@ -16,8 +16,8 @@ import pytest
 from exclust.errors import InputError
 from exclust.jobs.label.labeling import label_parquet, plan_label
 from exclust.outputs.folders import MARKER, validate_output_dir
-from exclust.sources.guards import validate_input_path
 from exclust.outputs.staging import StagingGone, atomic_output_dir, staged_output
+from exclust.sources.guards import validate_input_path
 from exclust.sources.storage import list_source
 from exclust.tree import TreeBuilder
 

@@ -6,9 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.dataplane import parts
-
-from exclust.dataplane import residency
+from exclust.dataplane import parts, residency
 
 CHUNKINGS = (1, 3, 7)
 
@@ -189,8 +187,8 @@ def _trees_and_scores(X, y, centers, labels):
     from exclust.algorithms.histogram.exkmc import ExKMC
     from exclust.algorithms.histogram.imm import IMM
     from exclust.algorithms.histogram.kdtree import KDTree
-    from exclust.scoring.metrics import score
     from exclust.reference import kmeans_parallel_init
+    from exclust.scoring.metrics import score
 
     trees = {
         "imm": IMM(4, random_state=0).fit(X, centers).tree_,

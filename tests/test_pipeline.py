@@ -7,13 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.errors import InputError
-
-from exclust.sources.dataset import load_dataset
 from exclust.jobs.config import ExplainConfig
 from exclust.jobs.explain.pipeline import sample_rows, write_outputs
 from exclust.jobs.explain.steps import explain, run_explain
-from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
+from exclust.sources.dataset import load_dataset
 from exclust.tree import ThresholdTree
 
 

@@ -6,15 +6,15 @@ import logging
 import dask.array as da
 import numpy as np
 import pytest
+from conftest import shared_dataset
 from sklearn.cluster import KMeans as SKKMeans
 from sklearn.exceptions import NotFittedError
 from sklearn.mixture import GaussianMixture as SKGMM
 
-from conftest import shared_dataset
-from exclust.errors import InputError
-from exclust.sources.dataset import load_dataset
-from exclust.reference import GaussianMixture, KMeans, kmeans_parallel_init
 from exclust.datasets.synthetic import make_gmm_dataset
+from exclust.errors import InputError
+from exclust.reference import GaussianMixture, KMeans, kmeans_parallel_init
+from exclust.sources.dataset import load_dataset
 
 
 def separated_blobs(rng, n=1200, k=4, d=3):

@@ -469,8 +469,8 @@ def test_report_for_forty_leaves_with_sample(rng):
 
 def test_report_of_a_real_mmdt_run_with_score_output(rng):
     """The page takes score()'s dict and MMDT's diagnostics as they come: tables, lists and None alike."""
-    from exclust.algorithms.mmdt.mmdt import MMDT
     from exclust.algorithms.mmdt.bounds import mmdt_bounds
+    from exclust.algorithms.mmdt.mmdt import MMDT
     from exclust.scoring.metrics import score
 
     means = np.array([[0.0, 0.0, 0.0], [8.0, 0.0, 1.0], [0.0, 9.0, -1.0], [8.0, 9.0, 0.0]])

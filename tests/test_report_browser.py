@@ -135,7 +135,7 @@ def test_the_issues_report_reads_right_in_a_browser(tmp_path):
     assert "KDTree (up to 3.6, above the plot)" in dom and "ExKMC, surrogate cost" in dom
     assert "exkmc_surrogate<" not in dom and "reference clustering = 1" in dom
     for n in (0, 2):  # the diagnostics' nodes carry the tags the drawing shows
-        assert f">#{n}</td>" in dom and f'class="node-id"' in dom and f">#{n}</text>" in dom
+        assert f">#{n}</td>" in dom and 'class="node-id"' in dom and f">#{n}</text>" in dom
     assert "in [-1, 2]" in dom and "|tenure_years" not in dom  # the interval cut as an interval
     shot = tmp_path / "shot.png"
     _run_chromium(binary, tmp_path, f"--screenshot={shot}", "--window-size=1280,3200", page.as_uri())

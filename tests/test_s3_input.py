@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 
 from exclust.errors import InputError
-
 from exclust.sources.dataset import load_dataset
 from exclust.sources.guards import validate_input_path
 from exclust.sources.storage import OUTPUT_MARKER, SUCCESS_MANIFEST, list_source

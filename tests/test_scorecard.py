@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exclust.errors import InputError
 from exclust.datasets.synthetic import make_gmm_dataset
-from exclust.scoring.metrics import evaluate, score
+from exclust.errors import InputError
 from exclust.jobs.config import ExplainConfig
-from exclust.scoring.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
 from exclust.jobs.explain.steps import explain, run_explain
+from exclust.scoring.metrics import evaluate, score
+from exclust.scoring.scorecard import GROUPS, HEADLINE, MEASURES, RunFacts, Score
 
 FEATURES = ["a", "b"]
 

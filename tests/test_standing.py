@@ -8,9 +8,9 @@ import pytest
 
 from exclust.algorithms.search.optimal_tree import optimal_tree
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
-from exclust.jobs.explain import pipeline
 from exclust.jobs import registry
 from exclust.jobs.config import ExplainConfig
+from exclust.jobs.explain import pipeline
 from exclust.jobs.explain.steps import explain
 
 

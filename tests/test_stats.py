@@ -6,9 +6,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.errors import InputError
 from exclust.dataplane.parts import map_reduce
 from exclust.dataplane.stats import ClusterStatistics, cluster_statistics
+from exclust.errors import InputError
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from exclust.jobs.explain.cost_curve import cost_ratio_curve
 from exclust.datasets.synthetic import make_synthetic_i, make_synthetic_ii
+from exclust.jobs.explain.cost_curve import cost_ratio_curve
 
 
 def test_synthetic_i_structure():
@@ -76,9 +76,8 @@ def test_curve_on_dask_matches_numpy(dask_client, rng):
 
 
 def test_prefix_trees_of_cart_and_kdtree_equal_separate_fits(rng):
-    from exclust.algorithms.cart import CART
+    from exclust.algorithms.cart import CART, cart_prefix_trees
     from exclust.algorithms.histogram.kdtree import KDTree
-    from exclust.algorithms.cart import cart_prefix_trees
 
     C = rng.uniform(-6, 6, (4, 3))
     X = C[rng.integers(0, 4, 1500)] + 2.0 * rng.normal(size=(1500, 3))

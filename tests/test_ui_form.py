@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_e2e_prefect import stack  # noqa: F401  (the shared module-scoped fixture; tests/ is on sys.path)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -10,17 +10,17 @@ travels); the estimator says so in ``sampled_``, ``n_fit_rows_``, ``tree_.meta``
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from exclust.errors import InputError
-
-from exclust.sources.dataset import as_matrix
-from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
-from exclust.scoring.score_pass import prepare_labels
 from exclust.dataplane.parts import uniform_sample
+from exclust.errors import InputError
+from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.scoring.curves import CurveSeries
+from exclust.scoring.score_pass import prepare_labels
+from exclust.sources.dataset import as_matrix
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ class CART(TreeExplainer):
         self.random_state = random_state
         self.n_clusters = n_clusters
 
-    def fit(self, X, labels) -> "CART":
+    def fit(self, X, labels) -> CART:
         """Fit on X and the reference labels (ids 0..K-1; -1 marks noise and is left out)."""
         from sklearn.tree import DecisionTreeClassifier
 

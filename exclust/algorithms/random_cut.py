@@ -68,15 +68,16 @@ Departures from the papers (all objectives):
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from exclust.dataplane._center_distances import L1, SQUARED_L2, trial_costs
-from exclust.errors import InputError
-from exclust.sources.dataset import as_matrix
-from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.dataplane.parts import map_reduce
+from exclust.errors import InputError
+from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
+from exclust.sources.dataset import as_matrix
 from exclust.tree import ThresholdTree, TreeBuilder
 
 OBJECTIVES = ("kmeans", "kmedians")
@@ -266,7 +267,7 @@ class RandomCutTree(TreeExplainer):
         self.n_trials = n_trials
         self.random_state = random_state
 
-    def fit(self, X=None, centers=None, feature_names: Sequence[str] | None = None) -> "RandomCutTree":
+    def fit(self, X=None, centers=None, feature_names: Sequence[str] | None = None) -> RandomCutTree:
         """Grow ``n_trials`` trees from ``centers``; with X and several trials keep the cheapest on X."""
         self._check_params()
         k, n_trials = int(self.n_clusters), int(self.n_trials)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -166,7 +167,8 @@ def check_scheduler(address: str, timeout: float) -> None:
     every stage bounded, before the Client connects.
     """
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
 
     from distributed.comm import connect
     from distributed.comm.addressing import parse_address, parse_host_port

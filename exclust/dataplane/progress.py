@@ -15,7 +15,7 @@ import contextlib
 import sys
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from exclust.dataplane.parts import PassCounter, counting_passes
 

@@ -8,18 +8,28 @@ files, and per-part state a pass made, kept where it was made.
   this process (numpy) or persisted on the workers (dask), and the passes that read it (the
   histogram engine's bin codes and per-center values live this way).
 
-Every pass is counted in the active run's counter (``exclust.dataplane.parts.record_pass``) and runs under its threading policy.
+Every pass is counted in the active run's counter (``exclust.dataplane.parts.record_pass``) and
+runs under its threading policy.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from exclust.dataplane.parts import (
-    FAN_IN, add_parts, fold, is_lazy, kernel_threading, one_column_chunk, reads_source, record_pass, tree_reduce,
+    FAN_IN,
+    add_parts,
+    fold,
+    is_lazy,
+    kernel_threading,
+    one_column_chunk,
+    reads_source,
+    record_pass,
+    tree_reduce,
 )
 
 logger = logging.getLogger("exclust")

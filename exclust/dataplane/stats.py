@@ -11,16 +11,14 @@ mean is many orders of magnitude larger than its spread.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from exclust.dataplane import _cluster_moments as K
+from exclust.dataplane.parts import is_lazy, map_reduce
 from exclust.errors import InputError
-from exclust.dataplane.parts import is_lazy
-
-from exclust.dataplane.parts import map_reduce
 
 
 # --------------------------------------------------------------------------- cluster statistics
@@ -53,7 +51,7 @@ class ClusterStatistics:
         """Points counted (noise, label -1, left out)."""
         return int(self.counts.sum())
 
-    def padded(self, n_clusters: int) -> "ClusterStatistics":
+    def padded(self, n_clusters: int) -> ClusterStatistics:
         """The same statistics with empty clusters appended up to ``n_clusters``."""
         extra = n_clusters - self.n_clusters
         if extra <= 0:
@@ -65,7 +63,7 @@ class ClusterStatistics:
             pad(self.counts), pad(self.sums), pad(self.sums_sq), None if self.scatter is None else pad(self.scatter)
         )
 
-    def __add__(self, other: "ClusterStatistics") -> "ClusterStatistics":
+    def __add__(self, other: ClusterStatistics) -> ClusterStatistics:
         if not isinstance(other, ClusterStatistics):
             return NotImplemented
         if other.n_features != self.n_features:
@@ -75,7 +73,7 @@ class ClusterStatistics:
         scatter = None if a.scatter is None or b.scatter is None else a.scatter + b.scatter
         return ClusterStatistics(a.counts + b.counts, a.sums + b.sums, a.sums_sq + b.sums_sq, scatter)
 
-    def subset(self, clusters: Sequence[int]) -> "ClusterStatistics":
+    def subset(self, clusters: Sequence[int]) -> ClusterStatistics:
         """The statistics of some clusters, in the order given."""
         idx = np.asarray(clusters, dtype=np.int64)
         return ClusterStatistics(

@@ -57,7 +57,8 @@ for _entry in (
                   "exclust.jobs.explain.pipeline:fit_kmeans"),
     ReferenceKind("kmedians", "k-medians (l1, exact medians by histogram bisection)",
                   "exclust.jobs.explain.pipeline:fit_kmedians"),
-    ReferenceKind("labels", "the labels of a column (labels:COLUMN)", "exclust.jobs.explain.pipeline:fit_labels", column=True),
+    ReferenceKind("labels", "the labels of a column (labels:COLUMN)", "exclust.jobs.explain.pipeline:fit_labels",
+                  column=True),
 ):
     register_reference(_entry)
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from exclust.errors import InputError
 from exclust.jobs.option_spec import CHOICE, NAMES, NUMBER, WHOLE, Option, by_name

@@ -20,17 +20,19 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import date
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from exclust.dataplane.stop_signals import held_back, note_committed
 from exclust.errors import InputError
-from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
 from exclust.outputs.lake_table import METADATA_KEY, NightFiles
 from exclust.sources.delta import DELTA_LOG, delta_storage_options, is_delta_table, table_url
+from exclust.sources.extras import require_extra
 from exclust.sources.guards import Guard
 from exclust.sources.storage import filesystem, is_local_filesystem, is_remote
+
 
 def write_options(url: str, storage_options: Mapping[str, Any] | None) -> dict[str, str]:
     """delta-rs options for writing: on S3, commits by conditional put (If-None-Match) unless the

@@ -15,9 +15,10 @@ import json
 import os
 import socket
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from exclust.errors import InputError
 from exclust.sources.guards import Guard, scheme_of

@@ -23,14 +23,15 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import date
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from exclust.dataplane.stop_signals import held_back, note_committed
 from exclust.errors import InputError
-from exclust.sources.extras import require_extra
 from exclust.outputs.folders import check_disjoint, output_location
 from exclust.outputs.lake_table import METADATA_KEY, NightFiles
+from exclust.sources.extras import require_extra
 from exclust.sources.guards import Guard
 from exclust.sources.iceberg import open_catalog, parse_address
 from exclust.sources.storage import filesystem, is_local_filesystem
@@ -201,8 +202,8 @@ class IcebergNight(NightFiles):
                 found = "no table" if self.table is None else (
                     "no snapshot" if self.read_snapshot is None else f"snapshot {self.read_snapshot}")
                 raise InputError(f"Iceberg table {self.identifier} changed while this run labelled {self.day} "
-                                 f"(it found {found}; another run committed to it first: {str(exc).splitlines()[0]}); nothing of "
-                                 "this run was committed; the table keeps the other run's commit") from exc
+                                 f"(it found {found}; another run committed to it first: {str(exc).splitlines()[0]}); "
+                                 "nothing of this run was committed; the table keeps the other run's commit") from exc
             self.written = []  # committed: the table owns them now
             note_committed(f"{self.identifier} ({self.date_column}={self.day.isoformat()})")
         return self.snapshot_id

@@ -9,10 +9,11 @@ tells a table output's format from its address.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from importlib import import_module
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from exclust.errors import InputError
 from exclust.sources.guards import Guard

@@ -51,14 +51,23 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from exclust.dataplane.stop_signals import held_back, note_committed
 from exclust.errors import InputError, StagingGone
-from exclust.outputs.folders import (MARKER, Location, check_output, check_replaceable, join_path, owner_gone,
-                                     owner_record, read_json)
+from exclust.outputs.folders import (
+    MARKER,
+    Location,
+    check_output,
+    check_replaceable,
+    join_path,
+    owner_gone,
+    owner_record,
+    read_json,
+)
 from exclust.sources.guards import Guard, parent_and_name
 from exclust.sources.storage import STAGING_INFIX, SUCCESS_MANIFEST
 

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from exclust.dataplane import residency
-from exclust.errors import InputError
-from exclust.sources.dataset import Dataset, as_matrix
-from exclust.estimator import Integral, Interval, Real
 from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
+from exclust.estimator import Integral, Interval, Real
+from exclust.sources.dataset import Dataset, as_matrix
 
 logger = logging.getLogger("exclust")
 

@@ -13,18 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from exclust.reference._gaussian_estep import LOG_2PI
 from exclust.dataplane import parts
-from exclust.reference import base
-from exclust.errors import InputError
-from exclust.sources.dataset import Dataset
-from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
-from exclust.reference.kmeans import KMeans
-from exclust.dataplane.parts import is_lazy
-from exclust.reference.passes import (gmm_assign_block, gmm_estep_block, gmm_loglik_block, gmm_loglik_sum_block,
-                                      gmm_proba_block)
-from exclust.dataplane.parts import map_reduce
+from exclust.dataplane.parts import is_lazy, map_reduce
 from exclust.dataplane.stats import cluster_statistics
+from exclust.errors import InputError
+from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
+from exclust.reference import base
+from exclust.reference._gaussian_estep import LOG_2PI
+from exclust.reference.kmeans import KMeans
+from exclust.reference.passes import (
+    gmm_assign_block,
+    gmm_estep_block,
+    gmm_loglik_block,
+    gmm_loglik_sum_block,
+    gmm_proba_block,
+)
+from exclust.sources.dataset import Dataset
 
 _COVARIANCE_TYPES = ("full", "diag")
 
@@ -109,7 +113,7 @@ class GaussianMixture(ExclustEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y=None) -> "GaussianMixture":
+    def fit(self, X, y=None) -> GaussianMixture:
         """Fit the mixture by EM; returns self."""
         self._check_params()
         data, _, passes = base.prepare(self._fit_input(X), self.n_components)

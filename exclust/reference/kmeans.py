@@ -14,16 +14,20 @@ import time
 import numpy as np
 
 from exclust.dataplane import parts
-from exclust.reference import base
-from exclust.errors import InputError
-from exclust.sources.extras import require_extra
-from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
-from exclust.dataplane.parts import is_lazy
-from exclust.reference.passes import (lloyd_block, lloyd_labelled_block, lloyd_summary, nearest_center_block,
-                                      nearest_cost_block)
+from exclust.dataplane.parts import is_lazy, map_reduce
 from exclust.dataplane.residency import keep_parts
+from exclust.errors import InputError
+from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
+from exclust.reference import base
+from exclust.reference.passes import (
+    lloyd_block,
+    lloyd_labelled_block,
+    lloyd_summary,
+    nearest_center_block,
+    nearest_cost_block,
+)
 from exclust.reference.seeding import parallel_seeding
-from exclust.dataplane.parts import map_reduce
+from exclust.sources.extras import require_extra
 
 _KMEANS_BACKENDS = ("auto", "sklearn", "lloyd", "dask-ml")
 _KMEANS_INITS = ("k-means||", "sample")
@@ -157,7 +161,7 @@ class KMeans(ExclustEstimator):
         self.init = init
         self.sample_rows = sample_rows
 
-    def fit(self, X, y=None, *, sample: np.ndarray | None = None) -> "KMeans":
+    def fit(self, X, y=None, *, sample: np.ndarray | None = None) -> KMeans:
         """Fit the centers; returns self.
 
         ``sample``: a uniform sample of X's rows already drawn (``init="sample"`` then costs no
@@ -171,7 +175,7 @@ class KMeans(ExclustEstimator):
             self.labels_ = self.predict(source)
         return self
 
-    def _fit_matrix(self, X, sample: np.ndarray | None = None) -> "KMeans":
+    def _fit_matrix(self, X, sample: np.ndarray | None = None) -> KMeans:
         """Fit on a validated matrix (numpy, or dask with one column chunk)."""
         self._check_params()
         k, max_iter, tol, backend = int(self.n_clusters), int(self.max_iter), float(self.tol), self.backend

@@ -30,14 +30,13 @@ import numpy as np
 
 from exclust.dataplane import _center_distances as K
 from exclust.dataplane import parts
-from exclust.reference import base
+from exclust.dataplane.parts import is_lazy, map_reduce
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
-from exclust.scoring.kmedians_cost import cluster_medians
-from exclust.dataplane.parts import is_lazy
+from exclust.reference import base
 from exclust.reference.passes import l1_counts_block, nearest_cost_block, nearest_l1_block
 from exclust.reference.seeding import parallel_seeding
-from exclust.dataplane.parts import map_reduce
+from exclust.scoring.kmedians_cost import cluster_medians
 
 _RECLUSTER_N_INIT = 10
 _RECLUSTER_MAX_ITER = 100
@@ -150,7 +149,7 @@ class KMedians(ExclustEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y=None) -> "KMedians":
+    def fit(self, X, y=None) -> KMedians:
         """Fit the centers; returns self."""
         self._check_params()
         k, max_iter, tol = int(self.n_clusters), int(self.max_iter), float(self.tol)

@@ -13,15 +13,15 @@ and any chunking of the same rows as a dask array draw the same candidates.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from exclust.dataplane import parts
-from exclust.errors import InputError
 from exclust.dataplane.parts import is_lazy
-from exclust.reference.passes import NEAREST, concat_draws, seeding_count_block, seeding_draw_block
+from exclust.errors import InputError
 from exclust.reference.base import draw_seed, random_stream
+from exclust.reference.passes import NEAREST, concat_draws, seeding_count_block, seeding_draw_block
 
 # Past the planned rounds, when too few distinct candidates were drawn, at most this many more.
 _EXTRA_ROUNDS = 10

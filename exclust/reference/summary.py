@@ -5,16 +5,16 @@ mixture, from k-means, or from any labels in one statistics pass (see the ``from
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from exclust.errors import InputError
-
-from exclust.sources.dataset import Dataset
 from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
+from exclust.sources.dataset import Dataset
 
 
 @dataclass(init=False)
@@ -102,7 +102,7 @@ class MixtureSummary:
             out["counts"] = np.asarray(self.counts).tolist()
         return out
 
-    def subset(self, components: Sequence[int]) -> "MixtureSummary":
+    def subset(self, components: Sequence[int]) -> MixtureSummary:
         """The summary of some components, weights renormalized (p-bar of paper 002)."""
         idx = np.asarray(components, dtype=np.int64)
         return MixtureSummary(
@@ -116,7 +116,7 @@ class MixtureSummary:
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_gmm(cls, gmm: Any, feature_names: Sequence[str] | None = None) -> "MixtureSummary":
+    def from_gmm(cls, gmm: Any, feature_names: Sequence[str] | None = None) -> MixtureSummary:
         """Summary of a fitted Gaussian mixture (exclust's or scikit-learn's, any covariance type).
 
         Per-component sigma is the square root of the diagonal of each covariance; the per-axis
@@ -157,7 +157,7 @@ class MixtureSummary:
     @classmethod
     def from_kmeans(
         cls, kmeans: Any, X: Any, feature_names: Sequence[str] | None = None, *, full_covariance: bool = True
-    ) -> "MixtureSummary":
+    ) -> MixtureSummary:
         """Summary of a fitted k-means (exclust's, scikit-learn's or dask-ml's) on X, in one statistics pass.
 
         Every row of X goes to its nearest center (computed on the workers, fused with the
@@ -186,7 +186,7 @@ class MixtureSummary:
     @classmethod
     def from_labels(
         cls, X: Any, labels: Any, feature_names: Sequence[str] | None = None, *, full_covariance: bool = True
-    ) -> "MixtureSummary":
+    ) -> MixtureSummary:
         """Summary of any labelling of X (DBSCAN, spectral, ground truth), in one statistics pass.
 
         Label -1 marks noise and is left out. In-memory labels may be any values (components
@@ -220,7 +220,7 @@ class MixtureSummary:
     @classmethod
     def _from_statistics(
         cls, X, labels, n_clusters, names, full_covariance: bool, source: str, label_values: list | None = None
-    ) -> "MixtureSummary":
+    ) -> MixtureSummary:
         from exclust.dataplane.stats import cluster_statistics
 
         stats = cluster_statistics(X, labels, n_clusters, full_scatter=full_covariance)
@@ -229,7 +229,7 @@ class MixtureSummary:
     @classmethod
     def _from_cluster_statistics(
         cls, stats, names, full_covariance: bool, source: str, label_values: list | None = None
-    ) -> "MixtureSummary":
+    ) -> MixtureSummary:
         if stats.total == 0:
             raise InputError("no labelled points: every label is -1 (noise) or there are no rows")
         if not (np.isfinite(stats.sums).all() and np.isfinite(stats.sums_sq).all()):

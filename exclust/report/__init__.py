@@ -13,11 +13,11 @@ drawing and the colours, numbers and text are ``exclust.tree.drawing`` and ``exc
 from __future__ import annotations
 
 from exclust.report.figures import save_figure
-from exclust.tree.style import cluster_colors
 from exclust.report.measures import metrics_table_html
 from exclust.report.page import render_report, summary_markdown
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, cut_regions, scatter_svg
 from exclust.tree.drawing import TreeDrawing, draw_tree, tree_svg
+from exclust.tree.style import cluster_colors
 
 __all__ = [
     "cluster_colors",

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 FORMATS = (".svg", ".png")
 _SVG = "{http://www.w3.org/2000/svg}"

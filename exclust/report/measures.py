@@ -2,12 +2,13 @@
 grouped, with paper 002's bounds spelled out."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from exclust.tree.style import esc, fmt_value, list_text
 from exclust.scoring.scorecard import INTEGER_KEYS, MEASURES
+from exclust.tree.style import esc, fmt_value, list_text
 
 # ---------------------------------------------------------------------------- metrics
 # Labels, meanings, directions and groups of every metric: the one catalogue, exclust.scoring.scorecard.

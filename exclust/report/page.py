@@ -4,19 +4,20 @@ Markdown digest. The styles are ``page.css`` beside this module, shipped as pack
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from exclust.tree.style import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
 from exclust.report.measures import metrics_table_html
-from exclust.report.standing import standing_html
 from exclust.report.plots import choose_scatter_features, contingency_svg, cost_curve_svg, curve_cost_words, scatter_svg
-from exclust.tree.drawing import draw_tree
+from exclust.report.standing import standing_html
 from exclust.scoring.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
 from exclust.tree import ThresholdTree
+from exclust.tree.drawing import draw_tree
+from exclust.tree.style import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
 
 
 @lru_cache(maxsize=1)

@@ -8,14 +8,15 @@ import hashlib
 import io
 import math
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from exclust.tree import LEAF, ONE_SIDED
-from exclust.tree.style import FONT_STACK, esc, fmt_num, palette_for, scoped_css
+from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
 from exclust.tree.drawing import tree_layout
-from exclust.tree import ThresholdTree
+from exclust.tree.style import FONT_STACK, esc, fmt_num, palette_for, scoped_css
+
 
 # ---------------------------------------------------------------------------- scatter with cuts
 def choose_scatter_features(tree: ThresholdTree, X_sample: np.ndarray | None = None) -> tuple[int, int]:

@@ -10,7 +10,8 @@ shown as is.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from exclust.tree.style import esc, fmt_value
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.tree._routing import leaf_of
 from exclust.dataplane._center_distances import label_value, reference_label_of
+from exclust.tree._routing import leaf_of
 
 
 @numba.njit(cache=True, nogil=True)

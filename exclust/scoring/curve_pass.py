@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.dataplane._center_distances import leaf_l1_sums
+from exclust.dataplane._center_distances import assigned_sq_distances, leaf_l1_sums, nearest_center
 from exclust.scoring._score_block import leaf_moments
-from exclust.dataplane._center_distances import assigned_sq_distances, nearest_center
 from exclust.tree import ThresholdTree
 
 

@@ -21,15 +21,14 @@ x, sum of ||x||^2) under k-means, (count, summed l1 distance to each center) und
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from exclust.dataplane.parts import Reduction, map_reduce
 from exclust.scoring.curve_pass import curve_block, curve_block_given_nearest, merge_curves
 from exclust.tree import ThresholdTree
-
 
 # What the curve's "cost" field says it shows, per objective.
 CURVE_COSTS = {"kmeans": "kmeans", "kmedians": "kmedians-surrogate"}

@@ -13,7 +13,8 @@ empties or appears gives a large but finite term.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

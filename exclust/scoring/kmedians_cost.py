@@ -17,11 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from exclust.scoring._median_histograms import median_hist_block
 from exclust.errors import InputError
+from exclust.scoring._median_histograms import median_hist_block
+from exclust.scoring.score_pass import (
+    label_chunk,
+    merge_stats,
+    pad2,
+    pad_rows,
+    prepare_labels,
+    prepare_X,
+    row_map_reduce,
+    stats_chunk,
+    tree_arrays,
+)
 from exclust.sources.dataset import Dataset
-from exclust.scoring.score_pass import (label_chunk, merge_stats, pad2, pad_rows, prepare_labels, prepare_X,
-                                row_map_reduce, stats_chunk, tree_arrays)
 from exclust.tree import ThresholdTree
 
 

@@ -38,16 +38,26 @@ the two came.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from exclust.dataplane.parts import run_reductions
 from exclust.errors import InputError
 from exclust.scoring.kmedians_cost import kmedians_costs
-from exclust.dataplane.parts import run_reductions
-from exclust.scoring.score_pass import (group_moments, merge_stats, prepare_centers, prepare_labels, prepare_X,
-                                row_reduction, squared_distances_to_centers, stats_chunk, tree_arrays)
+from exclust.scoring.score_pass import (
+    group_moments,
+    merge_stats,
+    prepare_centers,
+    prepare_labels,
+    prepare_X,
+    row_reduction,
+    squared_distances_to_centers,
+    stats_chunk,
+    tree_arrays,
+)
 from exclust.scoring.scorecard import Score
 from exclust.tree import ThresholdTree
 

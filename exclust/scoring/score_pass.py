@@ -11,14 +11,14 @@ independent of the order and grouping of the parts. Nothing row-sized reaches th
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from exclust.scoring._score_block import label_span, score_block
-from exclust.errors import InputError
-from exclust.sources.dataset import Dataset
 from exclust.dataplane.parts import Reduction, align, is_lazy, run_reductions
+from exclust.errors import InputError
+from exclust.scoring._score_block import label_span, score_block
+from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
 
 # Label ids become array indices; a larger id is almost always an un-encoded category.

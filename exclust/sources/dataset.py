@@ -10,8 +10,9 @@ Small in-memory inputs stay numpy: they do not pay for a cluster.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

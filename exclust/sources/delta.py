@@ -14,13 +14,14 @@ source (the AWS_* variables, or the fsspec storage options translated by ``delta
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import unquote
 
 from exclust.errors import InputError
-from exclust.sources.extras import require_extra
 from exclust.sources.base import Columns, DataSource
+from exclust.sources.extras import require_extra
 from exclust.sources.guards import input_guards
 from exclust.sources.storage import GLOB_CHARS, filesystem, is_remote, split_protocol
 from exclust.sources.table_plan import TableFile, plain_bound, plan_table, table_source
@@ -87,7 +88,7 @@ def parse_as_of(value: Any) -> datetime:
         except ValueError:
             raise InputError(f"--as-of {value!r} is not a timestamp; write it as ISO 8601, such as "
                              "2026-11-20T06:00:00Z or 2026-11-20") from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 def check_snapshot_options(options: Mapping[str, Any]) -> None:
@@ -119,7 +120,7 @@ def open_delta_table(url: str, storage_options: Mapping[str, Any] | None = None,
         stamp = parse_as_of(as_of)
         created = table.metadata().created_time  # ms since the epoch; delta-rs loads version 0 for earlier times
         if created is not None and stamp.timestamp() * 1000 < created:
-            first = datetime.fromtimestamp(created / 1000, timezone.utc).isoformat()
+            first = datetime.fromtimestamp(created / 1000, UTC).isoformat()
             raise InputError(f"Delta table {url} was created at {first}, after --as-of {stamp.isoformat()}; "
                              "give a later time")
         _load(table, stamp, url)

@@ -11,8 +11,9 @@ statistics, or from an in-memory frame. A column without statistics is kept (it 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from exclust.errors import InputError
 

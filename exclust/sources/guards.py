@@ -3,13 +3,22 @@ guards (paths read) that no output may equal, contain or lie inside (``exclust.o
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from exclust.errors import InputError
-from exclust.sources.storage import (GLOB_CHARS, Source, filesystem, is_local_filesystem, is_remote, list_source,
-                                     not_found_message, store_errors)
+from exclust.sources.storage import (
+    GLOB_CHARS,
+    Source,
+    filesystem,
+    is_local_filesystem,
+    is_remote,
+    list_source,
+    not_found_message,
+    store_errors,
+)
 
 
 @dataclass(frozen=True)

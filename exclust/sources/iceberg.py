@@ -17,12 +17,13 @@ pyiceberg's ``s3.*`` properties.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from exclust.errors import InputError
-from exclust.sources.extras import require_extra
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.delta import check_snapshot_options, parse_as_of
+from exclust.sources.extras import require_extra
 from exclust.sources.guards import input_guards
 from exclust.sources.storage import filesystem
 from exclust.sources.table_plan import TableFile, plan_table, table_source

@@ -3,7 +3,8 @@ Dask arrays. Small in-memory inputs stay numpy: they do not pay for a cluster.""
 from __future__ import annotations
 
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 import operator
 import os
 import re
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np

@@ -11,8 +11,9 @@ that never committed, are not in the list and so are never read.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from exclust.errors import InputError
 from exclust.sources.parquet import HIVE_NULL, Plan, check_columns, numeric_type, partition_codes

@@ -9,8 +9,8 @@ May import: ``exclust.errors`` and the data plane (``exclust.dataplane``); nothi
 """
 from __future__ import annotations
 
-from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 from exclust.tree.file_format import TreeFormatError
+from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 from exclust.tree.threshold_tree import ThresholdTree, TreeBuilder
 
 __all__ = ["INTERVAL", "LEAF", "ONE_SIDED", "ThresholdTree", "TreeBuilder", "TreeFormatError"]

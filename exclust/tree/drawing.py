@@ -5,8 +5,9 @@ page lays it out from numbers, not by reading its SVG back; ``tree_svg`` is the 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 from exclust.tree.style import (

@@ -8,7 +8,8 @@ from __future__ import annotations
 import colorsys
 import html
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -13,15 +13,15 @@ validates the arrays and never runs code.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from exclust.tree._routing import route_to_clusters, route_to_leaves
-from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 from exclust.tree.file_format import (
     KIND_NAMES,
     TreeFormatError,
@@ -31,6 +31,7 @@ from exclust.tree.file_format import (
     tree_arguments,
     tree_to_document,
 )
+from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
 
 
 def _format_number(v: float) -> str:
@@ -193,7 +194,7 @@ class ThresholdTree:
     def leaves(self) -> np.ndarray:
         return np.flatnonzero(self.kind == LEAF)
 
-    def prune(self, expanded, node_values) -> "ThresholdTree":
+    def prune(self, expanded, node_values) -> ThresholdTree:
         """The subtree that keeps the splits of the ``expanded`` nodes only; every other node it
         reaches becomes a leaf of cluster ``node_values[node]`` (indexed by this tree's node ids).
 
@@ -336,12 +337,12 @@ class ThresholdTree:
         return document_text(self.to_dict(), path, indent)
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> "ThresholdTree":
+    def from_dict(cls, doc: dict[str, Any]) -> ThresholdTree:
         args, kwargs = tree_arguments(doc)
         return cls(*args, **kwargs)
 
     @classmethod
-    def from_file_bytes(cls, data: bytes, name: str) -> "ThresholdTree":
+    def from_file_bytes(cls, data: bytes, name: str) -> ThresholdTree:
         """The tree a file's bytes hold, read as JSON (never as a path) with every entry and the tree's structure
         checked; TreeFormatError, in one line naming ``name`` and the fault, for anything else."""
         doc = parse_tree_bytes(data, name)
@@ -352,7 +353,7 @@ class ThresholdTree:
             raise TreeFormatError(f"tree file {name}: {reason}") from None
 
     @classmethod
-    def from_json(cls, text_or_path: str | Path) -> "ThresholdTree":
+    def from_json(cls, text_or_path: str | Path) -> ThresholdTree:
         """Load a tree from JSON text or from a path to a JSON file (no code is ever executed)."""
         return cls.from_dict(read_document(text_or_path))
 

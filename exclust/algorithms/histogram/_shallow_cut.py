@@ -17,7 +17,6 @@ import numpy as np
 
 from exclust.algorithms.histogram._code_histograms import rows_by_slot
 
-
 MAX_BULK_CENTERS = 7  # a slot with more centers never uses a bulk bin (centers! orders per slot)
 BULK_SAMPLE = 512  # rows per slot sampled to find each feature's bulk bin
 

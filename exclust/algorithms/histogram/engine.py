@@ -75,7 +75,7 @@ class CodeTree:
         self.left[node], self.right[node] = kids
         return kids[0], kids[1]
 
-    def trial_copy(self) -> "CodeTree":
+    def trial_copy(self) -> CodeTree:
         """A copy to split further on trial: same node ids and lineage, so its passes resume
         from the rows' remembered leaves, but it writes no memory of its own."""
         return CodeTree(list(self.feature), list(self.split_bin), list(self.left), list(self.right), list(self.value),

@@ -200,7 +200,7 @@ class ExKMC(CenterTreePredictor):
     def _leaf_budget(self) -> int:
         return int(self.n_clusters if self.max_leaves is None else self.max_leaves)
 
-    def fit(self, X, centers=None) -> "ExKMC":
+    def fit(self, X, centers=None) -> ExKMC:
         """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
         X = self._fit_input(X)

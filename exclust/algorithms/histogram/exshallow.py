@@ -201,7 +201,7 @@ class ExShallow(CenterTreePredictor):
         self.max_bins = max_bins
         self.random_state = random_state
 
-    def fit(self, X, centers=None) -> "ExShallow":
+    def fit(self, X, centers=None) -> ExShallow:
         """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
         self._check_params()
         return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow")

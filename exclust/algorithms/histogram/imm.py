@@ -47,7 +47,8 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
 
     while hists:
         # Split every node of this level; collect the children that need a histogram.
-        requests = []  # (child to compute, center mask, parent hist, sibling or -1)
+        # (child to compute, its centers, parent hist, sibling or -1, the child's columns of the parent's)
+        requests: list[tuple[int, np.ndarray, np.ndarray | None, int, np.ndarray | None]] = []
         for node, hist in sorted(hists.items()):
             cut = best_mistake_split(hist, center_codes, members[node], n_bins)
             if cut is None:  # the node's centers coincide on every feature
@@ -82,6 +83,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
         for s, (child, _, parent_hist, sibling, child_cols) in enumerate(requests):
             h = computed[s]
             if sibling >= 0:
+                assert parent_hist is not None and child_cols is not None  # a pair request carries both
                 # Both counted with the parent's centers: keep each child's own columns (rows
                 # of the other side's centers are mistakes below this cut).
                 hists[sibling] = np.ascontiguousarray((parent_hist - h)[:, :, ~child_cols])
@@ -127,7 +129,7 @@ class IMM(CenterTreePredictor):
         self.random_state = random_state
         self.objective = objective
 
-    def fit(self, X, centers=None) -> "IMM":
+    def fit(self, X, centers=None) -> IMM:
         """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
         self._check_params()
         X = self._fit_input(X)

@@ -58,7 +58,7 @@ class KDTree(CenterTreePredictor):
         self.random_state = random_state
         self.n_clusters = n_clusters
 
-    def fit(self, X, centers) -> "KDTree":
+    def fit(self, X, centers) -> KDTree:
         """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
         self._check_params()
         max_bins = int(self.max_bins)

@@ -10,18 +10,18 @@ rows fits the same CAVs.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from exclust.algorithms.mmdt._concept_grams import accumulate_concept_grams
-from exclust.dataplane._row_hash import row_uniforms, stream_seed
 from exclust.algorithms.mmdt.cavs import DEFAULT_MAX_CONDITION, KINDS, SCORE_NAMES, ConceptActivationVectors
+from exclust.dataplane._row_hash import row_uniforms, stream_seed
+from exclust.dataplane.parts import is_lazy, map_reduce
 from exclust.errors import InputError
 from exclust.sources.dataset import as_matrix
-from exclust.dataplane.parts import is_lazy
-from exclust.dataplane.parts import map_reduce
 
 # Rows held out for each CAV's score, and the most rows (per binary concept) that are sampled
 # to fit a logistic regression on the driver: a CAV is a d-vector, and a few hundred thousand
@@ -53,7 +53,7 @@ class _LabelScan:
     n_infinite: np.ndarray
     distinct: list[np.ndarray]
 
-    def __add__(self, other: "_LabelScan") -> "_LabelScan":
+    def __add__(self, other: _LabelScan) -> _LabelScan:
         return _LabelScan(
             self.n_valid + other.n_valid,
             self.n_infinite + other.n_infinite,
@@ -88,7 +88,7 @@ class _ConceptPass:
     sample_Y: np.ndarray  # (s, n_binary), NaN where the row is not in that concept's sample
     sample_test: np.ndarray  # (s,) bool
 
-    def __add__(self, other: "_ConceptPass") -> "_ConceptPass":
+    def __add__(self, other: _ConceptPass) -> _ConceptPass:
         return _ConceptPass(
             self.grams + other.grams,
             np.concatenate([self.sample_X, other.sample_X]),

@@ -17,16 +17,17 @@ linear model: its logit (binary) or prediction (continuous) at x is
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from exclust.dataplane import parts
+from exclust.dataplane.parts import is_lazy
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
-from exclust.dataplane.parts import is_lazy
 
 KINDS = ("binary", "continuous")
 SCORE_NAMES = {"binary": "accuracy", "continuous": "r2"}
@@ -106,7 +107,7 @@ class ConceptActivationVectors:
         kinds: Sequence[str] | None = None,
         *,
         max_condition: float = DEFAULT_MAX_CONDITION,
-    ) -> "ConceptActivationVectors":
+    ) -> ConceptActivationVectors:
         """CAVs fitted elsewhere (rows of ``matrix``); rows are scaled to unit length, scores unknown (NaN)."""
         matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float64))
         M = matrix.shape[0]
@@ -207,7 +208,7 @@ class ConceptActivationVectors:
         }
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "ConceptActivationVectors":
+    def from_dict(cls, doc: Mapping[str, Any]) -> ConceptActivationVectors:
         """Inverse of ``to_dict``."""
         scores = [np.nan if s is None else s for s in doc["scores"]]
         return cls(

@@ -17,19 +17,20 @@ person can read, so the tree is grown in another coordinate system: one axis per
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from numbers import Integral
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from exclust.algorithms.mmdt.cav_fitting import fit_cavs
 from exclust.algorithms.mmdt.cavs import ConceptActivationVectors
 from exclust.algorithms.mmdt.mmdt import THRESHOLDS
-from exclust.errors import InputError, ParameterError
-from exclust.sources.dataset import Dataset, as_matrix
 from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Interval, StrOptions, TreeExplainer
 from exclust.reference.summary import MixtureSummary
+from exclust.sources.dataset import Dataset, as_matrix
 
 __all__ = ["ConceptMMDT", "ConceptCART", "concept_summary", "ConceptActivationVectors", "fit_cavs"]
 
@@ -59,8 +60,8 @@ def _labels_vector(labels, n: int):
 
 def _fit_base_mixture(X, n_components, covariance_type, n_init, random_state):
     """(MixtureSummary of a Gaussian mixture fitted in the embedding, its labels, a description, the mixture)."""
-    from exclust.reference import GaussianMixture
     from exclust.dataplane.stats import cluster_statistics
+    from exclust.reference import GaussianMixture
 
     if n_components is None:
         raise InputError("give n_components (the number of clusters) or labels of a base clustering")
@@ -242,7 +243,7 @@ class ConceptMMDT(_ConceptTree):
         self.n_init = n_init
         self.random_state = random_state
 
-    def fit(self, X, labels=None) -> "ConceptMMDT":
+    def fit(self, X, labels=None) -> ConceptMMDT:
         """Fit (or summarize) the base clustering in the embedding X, project it onto the CAVs, grow MMDT."""
         from exclust.algorithms.mmdt.mmdt import MMDT
 
@@ -343,7 +344,7 @@ class ConceptCART(_ConceptTree):
         self.n_init = n_init
         self.random_state = random_state
 
-    def fit(self, X, labels=None) -> "ConceptCART":
+    def fit(self, X, labels=None) -> ConceptCART:
         """Project X onto the CAVs and fit CART to the base labels there."""
         from exclust.algorithms.cart import CART
 

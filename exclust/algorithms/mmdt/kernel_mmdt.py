@@ -29,12 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane import parts
 from exclust.algorithms.mmdt._kernel_moments import axis_similarity_moments, self_similarity, smallest_keys_per_cluster
-from exclust.errors import InputError
-from exclust.sources.dataset import Dataset, as_matrix
-from exclust.dataplane.parts import is_lazy
-from exclust.estimator import Integral, Interval, Real, StrOptions, TreeExplainer
 from exclust.algorithms.mmdt.similarity import (
     RandomFourierFeatures,
     check_bandwidth,
@@ -43,6 +38,11 @@ from exclust.algorithms.mmdt.similarity import (
     profile_inverse,
     rff_group_statistics,
 )
+from exclust.dataplane import parts
+from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
+from exclust.estimator import Integral, Interval, Real, StrOptions, TreeExplainer
+from exclust.sources.dataset import Dataset, as_matrix
 from exclust.tree import TreeBuilder
 
 PROTOTYPES = ("random", "best")
@@ -340,7 +340,7 @@ class KernelMMDT(TreeExplainer):
         return check_bandwidth(np.sqrt(X.shape[1]) * std, X.shape[1]), 1
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, labels: Any = None) -> "KernelMMDT":
+    def fit(self, X: Any, labels: Any = None) -> KernelMMDT:
         """Fit the base clustering (unless ``labels`` are given), sample per cluster, grow the tree, score it."""
         self._check_params()
         X = self._fit_input(X)

@@ -42,9 +42,9 @@ from exclust.algorithms.mmdt._threshold_search import (
     tied_gaps,
 )
 from exclust.errors import InputError
-from exclust.sources.dataset import check_spread
 from exclust.estimator import RANDOM_STATE, Interval, StrOptions, TreeExplainer
 from exclust.reference.summary import MixtureSummary
+from exclust.sources.dataset import check_spread
 from exclust.tree import TreeBuilder
 
 THRESHOLDS = ("midpoint", "gaussian", "chebyshev", "exact", "random")
@@ -262,7 +262,7 @@ class MMDT(TreeExplainer):
         self.n_clusters = n_clusters
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, summary: MixtureSummary, y: Any = None) -> "MMDT":
+    def fit(self, summary: MixtureSummary, y: Any = None) -> MMDT:
         """Grow the tree from a MixtureSummary (means, sigma, weights); no pass over any data.
 
         ``node_diagnostics_`` gets one dict per internal node: ``node``, ``components`` at the

@@ -16,13 +16,14 @@ a count, a sum of squares and a D-vector, accumulated on the chunks in one pass 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from exclust.algorithms.mmdt._kernel_moments import GAUSSIAN, LAPLACE, rff_group_sums
-from exclust.errors import InputError
 from exclust.dataplane.parts import map_reduce, map_rows
+from exclust.errors import InputError
 
 KERNELS = {"gaussian": GAUSSIAN, "laplace": LAPLACE}
 
@@ -98,7 +99,7 @@ class RandomFourierFeatures:
         self.n_components = n_components
         self.random_state = random_state
 
-    def fit(self, n_features: int) -> "RandomFourierFeatures":
+    def fit(self, n_features: int) -> RandomFourierFeatures:
         """Draw the frequencies for data with ``n_features`` columns."""
         code = kernel_code(self.kernel)
         h = check_bandwidth(self.bandwidth, n_features)

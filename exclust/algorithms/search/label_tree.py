@@ -48,11 +48,11 @@ import heapq
 
 import numpy as np
 
+from exclust.dataplane.parts import uniform_sample
 from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
-from exclust.sources.dataset import as_matrix
 from exclust.scoring.score_pass import prepare_labels
-from exclust.dataplane.parts import uniform_sample
+from exclust.sources.dataset import as_matrix
 from exclust.tree import LEAF
 
 MAX_FREE_CLUSTERS = 4  # clusters on both sides of a cut whose required leaf is tried on either side
@@ -368,7 +368,7 @@ class LabelTree(TreeExplainer):
         self.sample_rows = sample_rows
         self.random_state = random_state
 
-    def fit(self, X, labels) -> "LabelTree":
+    def fit(self, X, labels) -> LabelTree:
         """Search the tree for X against ``labels`` (numpy or Dask, row-aligned with X)."""
         from exclust.algorithms.cart import CART, cluster_ids
 

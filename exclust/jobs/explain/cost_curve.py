@@ -8,7 +8,8 @@ every tree and the reference cost in one pass, fused by the pipeline into scorin
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -14,18 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane import parts
-
-from exclust.jobs import registry
-
-from exclust.dataplane import residency
-from exclust.jobs.config import ExplainConfig
-from exclust.errors import InputError
-from exclust.sources.base import DataSource
-from exclust.sources.dataset import Dataset, load_dataset
+from exclust.dataplane import parts, residency
 from exclust.dataplane.parts import is_lazy
+from exclust.errors import InputError
+from exclust.jobs import registry
+from exclust.jobs.config import ExplainConfig
 from exclust.outputs.folders import json_text
 from exclust.outputs.staging import StagedOutput, staged_output
+from exclust.sources.base import DataSource
+from exclust.sources.dataset import Dataset, load_dataset
 from exclust.tree import ThresholdTree
 
 SAMPLE_ROWS = 4000  # rows drawn for the report's scatter plot
@@ -428,7 +425,8 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
         scatter_features=scatter,
         curve=curve,
         diagnostics=built.info.get("diagnostics"),
-        dataset_info={"source": str(source_name), "rows": data.n_rows, "features": names, "dropped_rows": data.n_dropped},
+        dataset_info={"source": str(source_name), "rows": data.n_rows, "features": names,
+                      "dropped_rows": data.n_dropped},
         titles=registry.titles(),
     )
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from exclust.jobs.explain import pipeline
-from exclust.jobs.config import ExplainConfig
 from exclust.dataplane.cluster import dask_cluster
 from exclust.dataplane.progress import Log, StepTimer
 from exclust.dataplane.run_context import RunContext
+from exclust.jobs.config import ExplainConfig
+from exclust.jobs.explain import pipeline
 
 
 @dataclass

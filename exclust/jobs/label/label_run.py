@@ -88,8 +88,8 @@ def run_label(
         outcomes = []
         with dask_cluster(scheduler):
             for day in days:
-                outcome = label_one(tree, str(input), str(out), day, cluster_column=cluster_column, leaf_column=leaf_column,
-                                    storage_options=options, **extra)
+                outcome = label_one(tree, str(input), str(out), day, cluster_column=cluster_column,
+                                    leaf_column=leaf_column, storage_options=options, **extra)
                 if on_night is not None:
                     on_night(outcome)
                 outcomes.append(outcome)

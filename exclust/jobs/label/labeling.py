@@ -16,20 +16,21 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from exclust.dataplane import parts
 from exclust.dataplane.tasks import run_tasks
-from exclust.scoring.drift import leaf_drift
 from exclust.errors import InputError
 from exclust.outputs.folders import check_output, json_text
+from exclust.outputs.staging import StagedOutput, StagingArea, staged_output
+from exclust.scoring.drift import leaf_drift
 from exclust.sources.base import Columns, open_source
 from exclust.sources.guards import Guard, file_folder_guard
-from exclust.outputs.staging import StagedOutput, StagingArea, staged_output
 from exclust.sources.storage import Source, SourceFile, filesystem
 from exclust.tree import ThresholdTree
 

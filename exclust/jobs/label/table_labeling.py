@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from datetime import date
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from exclust.errors import InputError
 from exclust.dataplane.tasks import run_tasks
+from exclust.errors import InputError
 from exclust.jobs.label.labeling import LabelResult, load_tree, read_and_label, tally
 from exclust.outputs.folders import json_text
 from exclust.outputs.lake_table import TABLE_FORMATS, open_night, table_format_of
