@@ -69,11 +69,9 @@ from exclust.tree import ThresholdTree
 logger = logging.getLogger("exclust")
 
 LOCAL_SEARCH_STARTS = 2
-# The sample's lookahead runs up to this many leaves; beyond, its effort (the shares of leaves
-# between the sides of every candidate, at every node) outgrows linear time in the leaves.
+# The sample's lookahead runs up to this many leaves; beyond, its effort outgrows linear time in the leaves.
 LOOKAHEAD_MAX_LEAVES = 12
-# The two runs of the search (see the module): name -> spread candidates and bottom-up local
-# search; the lookahead tree of each is a start named after it.
+# The search's two runs (see the module): name -> spread candidates and bottom-up local search.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
 
@@ -315,7 +313,6 @@ def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: in
     from exclust.algorithms.histogram.exgreedy import ExGreedy
     from exclust.algorithms.histogram.exkmc import ExKMC
     from exclust.algorithms.histogram.exshallow import ExShallow
-    from exclust.algorithms.histogram.imm import IMM
 
     k = centers.shape[0]
     labels = ((X[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
