@@ -249,9 +249,9 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
     """The kernel's bulk path (cells by difference) against its row-by-row path, on every slot of
     a grown level: same counts, same sums up to rounding, and the bulk path really taken."""
     from exclust.algorithms.histogram._shallow_cut import _bulk_codes, shallow_histograms
-    from exclust.algorithms.histogram.base import prepare_fit
     from exclust.algorithms.histogram.engine import CodeTree
-    from exclust.algorithms.histogram.exshallow import center_groups, groups_up_to
+    from exclust.algorithms.histogram.exshallow import center_groups
+    from exclust.algorithms.histogram.imm import prepare_fit
 
     X, centers = _sparse_mixture(6000, 6, 3)
     _, _, data = prepare_fit(X, 6, centers, 256, None, "kmeans", distances=True, between_extra=True)
@@ -259,16 +259,15 @@ def test_bulk_bin_cells_equal_the_row_by_row_sums():
     codes = data.mapper.transform(data.centers).astype(np.int64)
     tree = CodeTree()
     left, right = tree.split(0, 0, int(np.median(codes[:, 0])))
-    groups, n_groups, spans, upto = [], [], [], []
+    groups, n_groups, spans = [], [], []
     for members in (np.flatnonzero(codes[:, 0] <= tree.split_bin[0]), np.flatnonzero(codes[:, 0] > tree.split_bin[0])):
         g, n = center_groups(codes, members, 6)
         groups.append(g)
         n_groups.append(n)
         spans.append(np.stack([codes[members].min(0), codes[members].max(0)], axis=1))
-        upto.append(groups_up_to(codes, members, data.n_bins))
     slot = np.array([-1, 0, 1])
     args = (part["codes"], part["dots"], *tree.arrays(), np.zeros(X.shape[0], dtype=np.int32), False, slot, 2,
-            np.stack(groups), np.stack(n_groups), np.stack(spans), np.stack(upto), data.n_bins, 5, 2)
+            np.stack(groups), np.stack(n_groups), np.stack(spans), data.n_bins, 5, 2)
     plain_cells, plain_base = shallow_histograms(*args, 1 << 62)
     bulk_cells, bulk_base = shallow_histograms(*args, 1)
     order = np.argsort(tree.route(part["codes"]), kind="stable")

@@ -22,85 +22,33 @@ BULK_SAMPLE = 512  # rows per slot sampled to find each feature's bulk bin
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _walk_steps(flat, cell, groups, f, near, near_d, heap_d, heap_j, state, top, lim, hi, low, high):
-    """Add one row's steps along one feature at ``flat[cell]``: the left side for splits
-    ``low .. top - 1`` when ``lim`` starts at ``top``, the right side for splits ``0 .. high``
-    when ``hi`` starts at 0 (a side not needed starts finished).
+def _walk_steps(flat, cell, groups, f, near, near_d, n_near, top, lim, hi):
+    """Add one row's steps along one feature at ``flat[cell]``: the left side when ``lim`` starts
+    at ``top``, the right side when ``hi`` starts at 0 (a side not needed starts finished).
 
     Left of split q: the first center in a group <= q (channels [g, lim) get it); right of split
     q: the first center in a group > q (channels [hi, g) get it). One walk down the row's
     centers, nearest first, serves both sides and writes only where the nearest one changes.
-    It stops once both sides hold their nearest center for every split the row's bin is read
-    at (``low``, ``high``: see ``shallow_histograms``), pulling centers from the row's heap
-    (``_next_nearest``) only as far as that: a few centers for most rows, not all of the node's.
-    The left side's last value goes to channel ``low``; the right side writes no channel above
-    ``high`` (its running value stays on above it, as the full walk's does, and the cut score
-    reads those channels only through a difference that cancels them).
     """
     prev_left, prev_right = 0.0, 0.0
-    left_needed = lim > low
-    p = 0
-    while lim > low or hi <= high:
-        if p == state[0]:
-            if not _next_nearest(near, near_d, heap_d, heap_j, state):
-                break
+    for p in range(n_near):
         g = groups[f, near[p]]
         v = near_d[p]
-        p += 1
-        if g < lim and lim > low:
+        if g < lim:
             if lim < top:
                 flat[cell + 1 + 2 * lim] += prev_left - v
             prev_left = v
             lim = g
-        if g > hi and hi <= high:
+        if g > hi:
             if hi > 0:
                 flat[cell + 2 + 2 * hi] += v - prev_right
             else:
                 flat[cell + 2] += v
             prev_right = v
             hi = g
-    if left_needed:
-        flat[cell + 1 + 2 * low] += prev_left
-
-
-@numba.njit(cache=True, nogil=True)
-def _next_nearest(near, near_d, heap_d, heap_j, state):
-    """Move the nearest center left in the row's heap to the end of its sorted prefix
-    (``near``, ``near_d``; ``state``: prefix length, heap size); False when none is left.
-    Ties go to the lower center index, as a stable sort by distance orders them."""
-    size = state[1]
-    if size == 0:
-        return False
-    at = state[0]
-    near_d[at] = heap_d[0]
-    near[at] = heap_j[0]
-    state[0] = at + 1
-    size -= 1
-    state[1] = size
-    if size > 0:
-        _sift_down(heap_d, heap_j, heap_d[size], heap_j[size], 0, size)
-    return True
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_down(heap_d, heap_j, v, j, at, size):
-    """Place (v, j) at ``at`` of a min-heap of ``size`` entries keyed by (distance, index)."""
-    while True:
-        child = 2 * at + 1
-        if child >= size:
+        if lim == 0 and hi == top:
             break
-        other = child + 1
-        if other < size and (heap_d[other] < heap_d[child]
-                             or (heap_d[other] == heap_d[child] and heap_j[other] < heap_j[child])):
-            child = other
-        if heap_d[child] < v or (heap_d[child] == v and heap_j[child] < j):
-            heap_d[at] = heap_d[child]
-            heap_j[at] = heap_j[child]
-            at = child
-        else:
-            break
-    heap_d[at] = v
-    heap_j[at] = j
+    flat[cell + 1] += prev_left  # 0 when the left side is not needed
 
 
 @numba.njit(cache=True, nogil=True)
@@ -178,7 +126,7 @@ def _subset_sums(order_sums, n_members):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, remember, slot, n_slots, member_group,
-                       n_groups, center_span, groups_upto, n_bins, n_splits, nt, bulk_min_rows):
+                       n_groups, center_span, n_bins, n_splits, nt, bulk_min_rows):
     """Per (slot, feature, bin) one cell: the row count, then per center split q the *steps*
     of the distance to the nearest center on the left and on the right (summed over q they give
     the distance itself): cell ``[count, left_0, right_0, left_1, right_1, ...]``. Also, per slot,
@@ -187,17 +135,11 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
 
     ``member_group[s, f, j]`` is the group of center j along feature f at slot s (-1: center
     j is not at the node); ``n_groups[s, f]`` the number of groups; ``center_span[s, f]`` the
-    lowest and the highest bin code of the slot's centers; ``groups_upto[s, f, b]`` the number
-    of the slot's groups along f with a code <= b. A row at or below the lowest center
+    lowest and the highest bin code of the slot's centers. A row at or below the lowest center
     is left of every cut that parts the centers, one at or above the highest is right of all of
-    them: for those only one side is ever read, and only that side is written. More generally a
-    row in bin b is left of the cuts at bins >= b only, whose center splits are
-    ``groups_upto[b] - 1`` and up, and right of those at bins < b, splits up to
-    ``groups_upto[b - 1] - 1``: only those channels are needed. A row's node centers go into a
-    heap by distance; along each feature ``_walk_steps`` takes them nearest first until the
-    needed channels are known (a few centers for most rows) and writes the few splits where its
-    nearest center on a side changes: the work per row grows with the node's centers only
-    through the heap, not through a sort and a walk of all of them per feature. Rows are visited slot by slot in ``nt``
+    them: for those only one side is ever read, and only that side is written. A row's node
+    centers are sorted by distance once; along each feature ``_walk_steps`` writes the few
+    splits where its nearest center on a side changes. Rows are visited slot by slot in ``nt``
     blocks, each with a private histogram.
 
     Bulk bins (slots of at least ``bulk_min_rows`` rows): where one bin of a feature holds most
@@ -248,31 +190,26 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
     for t in numba.prange(nt):
         flat = parts[t].reshape(-1)  # one offset per (row, feature), not five strides per write
         other = others[t].reshape(-1)
-        near = np.empty(k, dtype=np.int64)  # the row's node centers taken so far, nearest first
+        near = np.empty(k, dtype=np.int64)  # the row's node centers, nearest first
         near_d = np.empty(k)
-        heap_j = np.empty(k, dtype=np.int64)  # the others, a min-heap by (distance, center)
-        heap_d = np.empty(k)
-        state = np.zeros(2, dtype=np.int64)  # (centers taken, heap size)
         rank = np.empty(k, dtype=np.int64)
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             s = row_slot[i]
             groups = member_group[s]
             n_near = 0
-            for j in range(k):
+            for j in range(k):  # insertion sort: k is small
                 if groups[0, j] < 0:
                     continue
-                heap_d[n_near] = dists[i, j]
-                heap_j[n_near] = j
+                v = dists[i, j]
+                p = n_near
+                while p > 0 and near_d[p - 1] > v:
+                    near_d[p] = near_d[p - 1]
+                    near[p] = near[p - 1]
+                    p -= 1
+                near_d[p] = v
+                near[p] = j
                 n_near += 1
-            for at in range(n_near // 2 - 1, -1, -1):
-                _sift_down(heap_d, heap_j, heap_d[at], heap_j[at], at, n_near)
-            state[0] = 0
-            state[1] = n_near
-            _next_nearest(near, near_d, heap_d, heap_j, state)
-            if uses_bulk[s]:  # the bulk sums need the row's whole order of centers
-                while _next_nearest(near, near_d, heap_d, heap_j, state):
-                    pass
             base[t, s] += near_d[0]
             if uses_bulk[s]:
                 # The nearest center of any subset is the subset's first in this row's order:
@@ -301,14 +238,12 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
                     continue
                 need_left = np.int64(code < center_span[s, f, 1])
                 need_right = np.int64(code > center_span[s, f, 0])
-                low, high = _needed_splits(groups_upto, s, f, code, top)
                 # Arithmetic, not a branch: which side a row needs is data, and mispredicted
                 # branches would cost more than the walk.
-                _walk_steps(flat, cell, groups, f, near, near_d, heap_d, heap_j, state, top, top * need_left,
-                            top * (1 - need_right), low, high)
+                _walk_steps(flat, cell, groups, f, near, near_d, n_near, top, top * need_left,
+                            top * (1 - need_right))
                 if bulk_code >= 0:
-                    _walk_steps(other, (s * d + f) * width, groups, f, near, near_d, heap_d, heap_j, state, top, top,
-                                0, 0, top - 1)
+                    _walk_steps(other, (s * d + f) * width, groups, f, near, near_d, n_near, top, top, 0)
     out = np.zeros((n_slots, d, n_bins, width), dtype=np.float64)
     out_base = np.zeros(n_slots, dtype=np.float64)
     order_total = np.zeros((n_slots, n_orders, max_members), dtype=np.float64)
@@ -347,24 +282,7 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
                     value = subset_total[msk]
                     out[s, f, b, 1 + 2 * q + side] = (value - prev) - other_total[s, f, 1 + 2 * q + side]
                     prev = value
-            # As the rows' own walks leave them: the left side's splits below ``low`` summed
-            # into ``low``, the right side's above ``high`` empty.
-            low, high = _needed_splits(groups_upto, s, f, b, top)
-            for q in range(low):
-                out[s, f, b, 1 + 2 * low] += out[s, f, b, 1 + 2 * q]
-                out[s, f, b, 1 + 2 * q] = 0.0
-            for q in range(high + 1, top):
-                out[s, f, b, 2 + 2 * q] = 0.0
     return out, out_base
-
-
-@numba.njit(cache=True, nogil=True)
-def _needed_splits(groups_upto, s, f, code, top):
-    """(low, high): a row in bin ``code`` is read on the left for center splits >= low (cuts
-    at bins >= code) and on the right for splits <= high (cuts at bins < code)."""
-    low = max(groups_upto[s, f, code] - 1, 0)
-    high = (groups_upto[s, f, code - 1] - 1) if code > 0 else -1
-    return low, min(high, top - 1)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -187,13 +187,13 @@ def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
     )
 
 
-def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, groups_upto, n_bins,
-                   n_splits, bulk_min_rows):
+def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
+                   bulk_min_rows):
     from exclust.algorithms.histogram._shallow_cut import shallow_histograms
 
     return shallow_histograms(
         part["codes"], part["dots"], *tree_arrays, *_resume_nodes(part, routing), slot, member_group.shape[0],
-        member_group, n_groups, center_span, groups_upto, n_bins, n_splits, kernel_threads(), bulk_min_rows,
+        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
     )
 
 
@@ -276,20 +276,18 @@ class EncodedData:
         return self._reduce(_block_surrogate, tree.arrays(), tree.routing(), slot, n_slots, self.n_bins)
 
     def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
-                           n_groups: np.ndarray, center_span: np.ndarray, groups_upto: np.ndarray, n_splits: int,
+                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int,
                            bulk_min_rows: int = 1 << 62):
         """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
         distances to the nearest center left / right of each center split, (d, n_bins) row
-        counts, and the summed distance to the nearest of the slot's centers. A bin's cell holds
-        the splits its rows are read at (``groups_upto``: per slot, feature and bin, the center
-        groups at or below it; see the kernel). A part's slots of at least ``bulk_min_rows``
+        counts, and the summed distance to the nearest of the slot's centers. A part's slots of at least ``bulk_min_rows``
         rows fill a feature's bulk bin by difference (see the kernel)."""
         if not self.holds_distances:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
         cells, base = self._reduce(
-            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, groups_upto,
-            self.n_bins, n_splits, bulk_min_rows,
+            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins,
+            n_splits, bulk_min_rows,
         )
         n_slots, d, n_bins, _ = cells.shape
         sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)

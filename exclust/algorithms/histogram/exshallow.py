@@ -91,14 +91,6 @@ def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tupl
     return group, n_groups
 
 
-def groups_up_to(center_codes: np.ndarray, members: np.ndarray, n_bins: int) -> np.ndarray:
-    """(d, n_bins): per feature and bin b, how many groups of the member centers (distinct bin
-    codes) lie at or below b; tells the kernel which center splits a row in bin b is read at."""
-    bins = np.arange(n_bins)
-    return np.stack([np.searchsorted(np.unique(center_codes[members, f]), bins, side="right")
-                     for f in range(center_codes.shape[1])]).astype(np.int64)
-
-
 def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, float]:
     """Grow ExShallow's tree level by level; returns (tree, mean leaf depth over the rows)."""
     k, d = data.k, data.d
@@ -125,14 +117,12 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
             member_group = np.full((len(batch), d, k), -1, dtype=np.int64)
             n_groups = np.zeros((len(batch), d), dtype=np.int64)
             span = np.zeros((len(batch), d, 2), dtype=np.int64)
-            upto = np.zeros((len(batch), d, data.n_bins), dtype=np.int64)
             for s, node in enumerate(batch):
                 slot[node] = s
                 member_group[s], n_groups[s] = center_groups(center_codes, members[node], k)
-                upto[s] = groups_up_to(center_codes, members[node], data.n_bins)
                 own = center_codes[members[node]]
                 span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
-            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, upto, n_splits,
+            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits,
                                                        BULK_MIN_ROWS)
             for s, node in enumerate(batch):
                 own = np.ascontiguousarray(center_codes[members[node]])
