@@ -280,8 +280,8 @@ class EncodedData:
                            bulk_min_rows: int = 1 << 62):
         """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
         distances to the nearest center left / right of each center split, (d, n_bins) row
-        counts, and the summed distance to the nearest of the slot's centers. A part's slots of at least ``bulk_min_rows``
-        rows fill a feature's bulk bin by difference (see the kernel)."""
+        counts, and the summed distance to the nearest of the slot's centers. A part's slots of
+        at least ``bulk_min_rows`` rows fill a feature's bulk bin by difference (see the kernel)."""
         if not self.holds_distances:
             raise ValueError("ExShallow histograms need distances: encode with a metric")
         self.n_passes += 1
