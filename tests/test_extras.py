@@ -67,6 +67,15 @@ def _message(result: subprocess.CompletedProcess) -> str:
     return lines[0].removeprefix("MESSAGE: ")
 
 
+def test_the_all_extra_is_every_feature_extra():
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    union = [req for name in ("flows", "lake", "s3", "dask-ml") for req in extras[name]]
+    assert sorted(extras["all"]) == sorted(union)
+
+
 def test_the_blocker_makes_a_package_missing(tmp_path):
     result = _python(tmp_path, ["deltalake"], "import deltalake")
     assert result.returncode == 1 and "ModuleNotFoundError" in result.stderr
