@@ -22,7 +22,7 @@ METADATA_KEY = "exclust"  # the commit's metadata key holding the night's figure
 
 
 class TableNight(Protocol):
-    """One night's write to a lake table (what ``jobs.table_labeling`` needs of a format)."""
+    """One night's write to a lake table (what ``jobs.label.table_labeling`` needs of a format)."""
 
     url: str
     run_id: str

@@ -318,7 +318,7 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
 
 
 def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None):
-    """The standing table's trees (``jobs.standing``) on the run's sample; a dict with the
+    """The standing table's trees (``jobs.explain.standing``) on the run's sample; a dict with the
     sentence the report shows when the run gets none; None when the run asks for none."""
     from exclust.jobs.explain import standing
 
