@@ -151,16 +151,23 @@ class ExKMC(CenterTreePredictor):
 
     Parameters
     ----------
-    n_clusters : number of reference clusters k.
-    max_leaves : leaves of the final tree (>= n_clusters when ``base_tree="imm"``); None (the
-        default): ``n_clusters``, the IMM tree itself, as the CLI's ``--leaves`` defaults. The tree
-        stops short when every leaf holds only points of its own center: it then reproduces
-        the reference clustering (Theorem 2) and more leaves cannot lower the cost.
-    base_tree : ``"imm"`` (IMM's k-leaf tree first, as in the paper's main results) or ``"none"``.
-    max_bins : bins per feature for the split search (2..65536).
-    random_state : seed of the reference k-means (when no centers are given) and the binning sample.
-    objective : "kmeans" (squared Euclidean surrogate) or "kmedians" (l1 surrogate; reference
-        centers from exclust.KMedians when none are given).
+    n_clusters : int
+        Number of reference clusters k, 2 or more.
+    max_leaves : int or None, default=None
+        Leaves of the final tree (at least ``n_clusters`` when ``base_tree="imm"``); None:
+        ``n_clusters``, the IMM tree itself, as the CLI's ``--leaves`` defaults. The tree stops
+        short when every leaf holds only points of its own center: it then reproduces the
+        reference clustering (Theorem 2) and more leaves cannot lower the cost.
+    base_tree : {"imm", "none"}, default="imm"
+        ``"imm"``: IMM's k-leaf tree first, as in the paper's main results.
+    max_bins : int, default=256
+        Bins per feature for the split search (2..65536); features with at most this many
+        distinct values are searched exactly (see ``exclust.algorithms.histogram.binning``).
+    random_state : None, int or numpy Generator, default=None
+        Seeds the reference k-means (when no centers are given) and the binning sample.
+    objective : {"kmeans", "kmedians"}, default="kmeans"
+        The surrogate cost: squared Euclidean, or l1 (reference centers from
+        ``exclust.KMedians`` when none are given).
 
     At ``max_leaves = n_clusters`` the tree is IMM's, whose price collapses at many clusters
     (see ``IMM``'s notes: 6.93 at k = 160 where ExShallow reaches 2.38); leaves beyond k

@@ -165,15 +165,19 @@ class ExShallow(CenterTreePredictor):
 
     Parameters
     ----------
-    n_clusters : number of reference clusters (and leaves).
-    depth_factor : weight of the projected mean leaf depth against the cost ratio (0.03, the
-        paper's and ShallowTree's default; 0 gives ExGreedy).
-    objective : "kmeans" (squared Euclidean distances) or "kmedians" (l1 distances; reference
-        centers from exclust.KMedians when none are given).
-    max_bins : bins per feature for the split search (2..65536); features with at most this
-        many distinct values are searched exactly (see exclust.algorithms.histogram.binning).
-    random_state : seed of the reference k-means (when no centers are given) and of the
-        binning sample.
+    n_clusters : int
+        Number of reference clusters (and leaves), 2 or more.
+    depth_factor : float, default=0.03
+        Weight of the projected mean leaf depth against the cost ratio (0.03 is the paper's and
+        ShallowTree's default; 0 gives ExGreedy).
+    objective : {"kmeans", "kmedians"}, default="kmeans"
+        Squared Euclidean or l1 distances (reference centers from ``exclust.KMedians`` when
+        none are given).
+    max_bins : int, default=256
+        Bins per feature for the split search (2..65536); features with at most this many
+        distinct values are searched exactly (see ``exclust.algorithms.histogram.binning``).
+    random_state : None, int or numpy Generator, default=None
+        Seeds the reference k-means (when no centers are given) and the binning sample.
 
     Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
     ``weighted_avg_depth_`` (mean over rows of their leaf's depth), ``n_passes_`` (passes over

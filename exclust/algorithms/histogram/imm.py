@@ -98,14 +98,18 @@ class IMM(CenterTreePredictor):
 
     Parameters
     ----------
-    n_clusters : number of reference clusters (and leaves).
-    max_bins : bins per feature for the split search (2..65536); features with at most this
-        many distinct values are searched exactly (see exclust.algorithms.histogram.binning).
-    objective : "kmeans" (points belong to their nearest center in Euclidean distance) or
-        "kmedians" (nearest in l1 distance; reference centers from exclust.KMedians when none
-        are given).
-    random_state : seed of the reference k-means (when no centers are given) and of the
-        binning sample. Ties between cuts go to the lowest feature, then the lowest threshold.
+    n_clusters : int
+        Number of reference clusters (and leaves), 2 or more.
+    max_bins : int, default=256
+        Bins per feature for the split search (2..65536); features with at most this many
+        distinct values are searched exactly (see ``exclust.algorithms.histogram.binning``).
+    objective : {"kmeans", "kmedians"}, default="kmeans"
+        ``"kmeans"``: points belong to their nearest center in Euclidean distance;
+        ``"kmedians"``: nearest in l1 distance (reference centers from ``exclust.KMedians``
+        when none are given).
+    random_state : None, int or numpy Generator, default=None
+        Seeds the reference k-means (when no centers are given) and the binning sample. Ties
+        between cuts go to the lowest feature, then the lowest threshold.
 
     Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
     ``n_passes_`` (passes over the rows, reference fit excluded), ``n_mistakes_``.

@@ -36,8 +36,16 @@ def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
 class KDTree(CenterTreePredictor):
     """KD-tree with ``max_leaves`` leaves, labelled by surrogate cost against reference centers.
 
-    ``max_leaves`` None: one leaf per cluster (``n_clusters``). ``n_clusters`` None: the number
-    of centers given to ``fit``; given, it must be that number.
+    Parameters
+    ----------
+    max_leaves : int or None, default=None
+        Leaves of the tree; None: one leaf per cluster (``n_clusters``).
+    max_bins : int, default=256
+        Bins per feature for the median search (2..65536).
+    random_state : None, int or numpy Generator, default=None
+        Seeds the sample the bin edges come from.
+    n_clusters : int or None, default=None
+        None: the number of centers given to ``fit``; given, it must be that number.
 
     Fitted attributes: ``tree_`` (ThresholdTree, leaf value = center index), ``centers_``,
     ``n_passes_`` (passes over the rows), ``split_order_`` (nodes in the order they were split)

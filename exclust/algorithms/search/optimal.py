@@ -30,9 +30,9 @@ import numpy as np
 
 from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
-from exclust.algorithms.search.optimal_bnb import BranchAndBound, count_leaves, pad_leaves, tree_cells
+from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
-from exclust.algorithms.search.optimal_tree import nested_to_tree
+from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
 from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
 from exclust.estimator import Interval, Real
 from exclust.sources.dataset import as_matrix

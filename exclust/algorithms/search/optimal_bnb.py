@@ -63,6 +63,7 @@ from exclust.algorithms.search._optimal_bounds import (
     tight_box,
     weighted_kmeans_1d,
 )
+from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
 
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
@@ -285,15 +286,8 @@ class BranchAndBound:
             fresh = [next_id, next_id + 1]
             next_id += 2
 
-        def build(i):
-            if i not in cuts:
-                return None
-            f, b, lo, hi = cuts[i]
-            sub_left = build(lo)
-            return (f, b, sub_left, count_leaves(sub_left), build(hi))
-
         total = float(sum(float(self.node(c).cost) for c in leaves.values()))
-        return total, build(0)
+        return total, nested_from_cuts(cuts)
 
     def coordinate_bound(self, squares: np.ndarray, m: int) -> float:
         """Bound 3 over all cells: per coordinate, within-cell scatter plus the weighted 1-D
@@ -307,8 +301,6 @@ class BranchAndBound:
         return total
 
 
-def count_leaves(tree) -> int:
-    return 1 if tree is None else count_leaves(tree[2]) + count_leaves(tree[4])
 
 
 def tree_cells(search: BranchAndBound, tree, cells: np.ndarray) -> list[np.ndarray]:

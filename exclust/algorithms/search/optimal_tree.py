@@ -102,6 +102,24 @@ def optimal_tree(X, n_leaves: int, feature_names=None) -> tuple[ThresholdTree, f
     return nested_to_tree(nested, X.shape[1], feature_names, n_leaves), cost
 
 
+def count_leaves(nested) -> int:
+    """Leaves of a nested tree ``(feature, threshold, left, left's leaves, right)``; None is a leaf."""
+    return 1 if nested is None else count_leaves(nested[2]) + count_leaves(nested[4])
+
+
+def nested_from_cuts(cuts: dict, root: int = 0):
+    """A nested tree from its cuts by node id, ``node -> (feature, threshold, left id, right id)``;
+    a node without a cut is a leaf."""
+    def build(node):
+        if node not in cuts:
+            return None
+        feature, threshold, low, high = cuts[node]
+        left = build(low)
+        return (feature, threshold, left, count_leaves(left), build(high))
+
+    return build(root)
+
+
 def nested_to_tree(nested, n_features: int, feature_names, n_leaves: int, meta=None) -> ThresholdTree:
     """A ThresholdTree from (feature, threshold, left, _, right) tuples (None: a leaf); leaves
     numbered left to right."""

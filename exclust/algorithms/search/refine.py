@@ -25,7 +25,8 @@ import time
 
 import numpy as np
 
-from exclust.algorithms.search.row_statistics import FlatTree, RowStatistics, count_leaves, own_cost
+from exclust.algorithms.search.optimal_tree import count_leaves
+from exclust.algorithms.search.row_statistics import FlatTree, RowStatistics, own_cost
 
 logger = logging.getLogger("exclust")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exclust.algorithms.search._leaf_statistics import leaf_binned_moments, trees_leaf_moments
+from exclust.algorithms.search.optimal_tree import count_leaves
 from exclust.dataplane.residency import keep_parts, reduce_kept
 from exclust.tree import LEAF
 
@@ -70,10 +71,6 @@ class FlatTree:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return self.feature, self.threshold, self.left, self.right
-
-
-def count_leaves(tree) -> int:
-    return 1 if tree is None else count_leaves(tree[2]) + count_leaves(tree[4])
 
 
 def tree_as_nested(tree):

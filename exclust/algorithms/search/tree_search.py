@@ -59,8 +59,8 @@ from exclust.algorithms.histogram.base import (
 from exclust.algorithms.histogram.imm import IMM
 from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
 from exclust.algorithms.search.all_rows import GREEDY_RULES, greedy_starts, search_all_rows
-from exclust.algorithms.search.optimal_tree import nested_to_tree
-from exclust.algorithms.search.row_statistics import RowStatistics, count_leaves, tree_as_nested
+from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts, nested_to_tree
+from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
 from exclust.dataplane.parts import is_lazy, uniform_sample
 from exclust.estimator import Integral, Interval, Real
 from exclust.sources.dataset import as_matrix
@@ -282,16 +282,7 @@ class _ApplySplits:
         self.splits = splits
 
     def nested(self):
-        children = {leaf: (f, t, lo, hi) for leaf, f, t, lo, hi in self.splits}
-
-        def build(node):
-            if node not in children:
-                return None
-            f, t, lo, hi = children[node]
-            left = build(lo)
-            return (f, t, left, count_leaves(left), build(hi))
-
-        return build(0)
+        return nested_from_cuts({leaf: (f, t, lo, hi) for leaf, f, t, lo, hi in self.splits})
 
 
 def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
