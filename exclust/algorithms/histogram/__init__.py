@@ -1,10 +1,10 @@
 """The histogram family: trees grown from binned histograms merged over parts (IMM, ExKMC,
-ExShallow, KDTree), on one split-search engine.
+ExShallow, ExGreedy, KDTree), on one split-search engine.
 
-Lives here: ``base.py`` (what the center trees share: ``CenterTreePredictor``, the
-constraints, the fit preamble ``prepare_fit``), ``binning.py`` (bin edges and codes), ``engine.py`` (encoded parts, histograms, prefix
-sums, routing memory), ``imm.py`` (paper 003 Sec. 2), ``exkmc.py`` (paper 003 Alg. 1-2),
-``exshallow.py`` (Laber, Murtinho and Oliveira 2023), ``exgreedy.py`` (Laber and Murtinho 2021,
-ExGreedy), ``kdtree.py`` (paper 003 App. B.1), and the
-numba kernels ``_bin_coding.py``, ``_code_histograms.py`` and ``_shallow_cut.py``.
+Lives here: ``base.py`` (what the center trees share: ``CenterTreePredictor``, the constraints,
+the fit preamble ``prepare_fit``), ``binning.py`` (bin edges and codes), ``engine.py`` (encoded
+parts, histograms, prefix sums, routing memory), ``imm.py`` (paper 003 Sec. 2), ``exkmc.py``
+(paper 003 Alg. 1-2), ``exshallow.py`` (Laber, Murtinho and Oliveira 2023), ``exgreedy.py``
+(Laber and Murtinho 2021, ExGreedy), ``kdtree.py`` (paper 003 App. B.1), and the numba kernels
+``_bin_coding.py``, ``_code_histograms.py`` and ``_shallow_cut.py``.
 """
