@@ -200,8 +200,8 @@ def test_e2e_explain_then_label_through_deployments(stack):
 
     t0 = time.monotonic()
     run, artifacts, deployment = _run_and_wait(stack["env"], "explain/explain", {"params": {
-        "input": str(data / "input"), "output": str(data / "explain"), "columns": "x0,x1",
-        "n_clusters": 4, "truth_column": "truth", "threshold": "gaussian",
+        "input": str(data / "input"), "output": str(data / "explain"), "features": "x0,x1",
+        "n_clusters": 4, "truth": "truth", "threshold": "gaussian",
         "scheduler_address": stack["scheduler"],
     }})
     timings["explain"] = time.monotonic() - t0
@@ -368,7 +368,7 @@ def test_e2e_a_run_cancelled_through_the_api_ends_cancelled_and_leaves_nothing(s
     before = sorted(os.listdir(data))
     with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
         run = run_deployment("explain/explain", timeout=0, parameters={"params": {
-            "input": str(data / "input"), "output": str(data / "out"), "columns": "x0,x1", "n_clusters": 2,
+            "input": str(data / "input"), "output": str(data / "out"), "features": "x0,x1", "n_clusters": 2,
             "scheduler_address": idle}})
         with get_client(sync_client=True) as client:
             only_run = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id]))

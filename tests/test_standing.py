@@ -28,7 +28,8 @@ def steps_until_scored(config: ExplainConfig):
     curve = pipeline.plan_cost_curve(data, ref, config, built)
     plan = pipeline.plan_standing(data, ref, built, config, curve)
     trees = {name: series.trees[0] for name, series in plan.plan.series.items()}
-    scores, _, standing = pipeline.score_and_curve(data, ref, built, config)
+    # The plan made here is the one scored: OptimalTree's tree in it is found within a time budget.
+    scores, _, standing = pipeline.score_and_curve(data, ref, built, config, planned_standing=plan)
     return data, ref, trees, scores, standing
 
 

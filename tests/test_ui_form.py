@@ -109,7 +109,7 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     options = [o.get_attribute("value") for o in fields["algorithm"].find_elements(By.TAG_NAME, "option")]
     assert {"mmdt", "imm", "exkmc", "kernel-mmdt"} <= set(options)
 
-    fields["columns"].find_element(By.TAG_NAME, "textarea").send_keys("x0, x1")
+    fields["features"].find_element(By.TAG_NAME, "textarea").send_keys("x0, x1")
     Select(fields["algorithm"].find_element(By.TAG_NAME, "select")).select_by_value("imm")
     n_clusters = fields["n_clusters"].find_element(By.TAG_NAME, "input")
     n_clusters.clear()
@@ -135,7 +135,7 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
             run_id = created[0].id
             run = _wait_for(lambda: (r := client.read_flow_run(run_id)).state.is_final() and r, 300, "a final state")
     assert run.state.is_completed(), f"{run.state.type}: {run.state.message}"
-    assert run.parameters["params"]["algorithm"] == "imm" and run.parameters["params"]["columns"] == "x0, x1"
+    assert run.parameters["params"]["algorithm"] == "imm" and run.parameters["params"]["features"] == "x0, x1"
     metrics = json.loads((data / "explain" / "metrics.json").read_text())
     assert metrics["algorithm"] == "imm" and metrics["k"] == 3 and metrics["features_used"]
 

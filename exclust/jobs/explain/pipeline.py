@@ -262,18 +262,21 @@ def needs_reference_step(config: ExplainConfig) -> bool:
 
 
 def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
-                    with_curve: bool | None = None) -> tuple[dict[str, Any], dict[str, Any] | None, dict | None]:
+                    with_curve: bool | None = None, planned_standing: Any = None,
+                    ) -> tuple[dict[str, Any], dict[str, Any] | None, dict | None]:
     """Scores, the cost curve and the standing table from ONE pass over the data (plus the
     k-medians passes when ``config.wants_kmedians_price``).
 
     The curve's and the standing table's trees are built on the run's sample first
     (``plan_cost_curve``, ``plan_standing``); their scoring rides on the scores' pass.
-    ``with_curve=None`` follows the config.
+    ``with_curve=None`` follows the config. ``planned_standing``: a standing plan the caller made
+    already (``plan_standing``), scored as it is: OptimalTree's tree in it is found within a time
+    budget, so planning again may give another tree.
     """
     from exclust.scoring.metrics import score_with
 
     plan = plan_cost_curve(data, ref, config, built) if with_curve is not False else None
-    standing = plan_standing(data, ref, built, config, plan)
+    standing = plan_standing(data, ref, built, config, plan) if planned_standing is None else planned_standing
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
