@@ -11,7 +11,7 @@ import numpy as np
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.engine import EncodedData
 from exclust.dataplane import parts
-from exclust.errors import InputError
+from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.sources.dataset import Dataset, as_matrix
 
@@ -124,10 +124,30 @@ def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmean
 
 
 
+def refuse_categories_and_missing(algorithm: str, data: EncodedData, feature_names) -> None:
+    """ParameterError (the encoded data released) when ``algorithm``'s cut search, which knows
+    numeric thresholds only, meets a category feature, a feature holding missing values, or
+    centers fitted in another space than the features (Z)."""
+    mapper = data.mapper
+    bad = np.flatnonzero(mapper.missing)
+    problem = ""
+    if bad.size:
+        f = int(bad[0])
+        name = feature_names[f] if feature_names and f < len(feature_names) else f"x{f}"
+        kind = "is a category column" if mapper.is_category[f] else "holds missing values"
+        problem = f"column {name!r} {kind}"
+    elif not data.centers_in_feature_space:
+        problem = "its centers live in another space than the features (Z, cluster_on)"
+    if problem:
+        data.release()
+        raise ParameterError(f"{algorithm} cuts numeric, complete features in the clustering's own space only: "
+                             f"{problem}; use IMM or ExKMC")
+
+
 class CenterTreePredictor(TreeExplainer):
     """The trees grown against reference centers (IMM, ExKMC, ExShallow, KDTree): a row's
     cluster is the center of the leaf it reaches."""
 
-    def fit_predict(self, X, centers=None):
-        """Fit, then return the cluster of every row of X."""
-        return self.fit(X, centers).predict(X)
+    def fit_predict(self, X, centers=None, **fit_params):
+        """Fit (``fit_params``: e.g. ``Z``), then return the cluster of every row of X."""
+        return self.fit(X, centers, **fit_params).predict(X)

@@ -26,7 +26,7 @@ from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_
 from exclust.algorithms.histogram._code_histograms import mistake_histograms, surrogate_histograms
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.code_tree import CodeTree
-from exclust.algorithms.histogram.cut_search import best_mistake_cut, best_surrogate_cut, side_costs
+from exclust.algorithms.histogram.cut_search import side_costs
 from exclust.dataplane.parts import align, is_lazy, kernel_threads, label_dtype
 from exclust.dataplane.residency import keep_parts, reduce_kept
 from exclust.errors import InputError
@@ -160,6 +160,7 @@ class EncodedData:
         self.metric = metric
         self.mapper = mapper
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
+        self.centers_in_feature_space = Z is None  # else the centers are points of Z's space
         self.k = int(self.centers.shape[0])
         self.d = int(mapper.n_features)
         self.n_bins = int(mapper.max_n_bins)
@@ -256,27 +257,6 @@ class EncodedData:
 
 
 # --------------------------------------------------------------------------- scoring
-def _numeric_layout(n_bins: np.ndarray) -> BinMapper:
-    """Bins of numeric features without missing bins, ``n_bins`` value bins each (the layout
-    the threshold-only callers below describe)."""
-    return BinMapper([np.zeros(int(b) - 1) for b in n_bins], np.zeros(len(n_bins), dtype=bool))
-
-
-def best_mistake_split(hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, n_bins: np.ndarray):
-    """IMM at one node on numeric features: (feature, bin, mistakes) of ``cut_search.best_mistake_cut``,
-    or None when no cut separates the centers."""
-    cut = best_mistake_cut(hist, center_codes, members, _numeric_layout(n_bins))
-    return None if cut is None else (cut.feature, cut.split_bin, int(cut.score))
-
-
-def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray | None, n_bins: np.ndarray,
-                         tol: float = 0.0):
-    """ExKMC at one leaf on numeric features: (feature, bin, split cost, left center, right
-    center) of ``cut_search.best_surrogate_cut``, or None when no cut leaves rows on both sides."""
-    cut = best_surrogate_cut(hist, labels, center_sq, _numeric_layout(n_bins), tol)
-    return None if cut is None else (cut.feature, cut.split_bin, cut.score, cut.left_center, cut.right_center)
-
-
 def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray | None, center: int) -> float:
     """Surrogate cost (less sum ||x||^2 with dot products) of a whole leaf with a given center,
     from feature 0's bins."""

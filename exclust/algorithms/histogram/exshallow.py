@@ -67,7 +67,12 @@ from __future__ import annotations
 import numpy as np
 
 from exclust.algorithms.histogram._shallow_cut import best_shallow_cut
-from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, prepare_fit
+from exclust.algorithms.histogram.base import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    prepare_fit,
+    refuse_categories_and_missing,
+)
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.estimator import Interval, Real
 
@@ -195,20 +200,25 @@ class ExShallow(CenterTreePredictor):
         self.max_bins = max_bins
         self.random_state = random_state
 
-    def fit(self, X, centers=None) -> ExShallow:
-        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
+    def fit(self, X, centers=None, Z=None) -> ExShallow:
+        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None).
+
+        ``Z`` (a clustering space other than X), category features and missing values are
+        refused (ParameterError): this cut search knows numeric thresholds only; IMM and ExKMC
+        take them."""
         self._check_params()
-        return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow")
+        return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow", Z)
 
 
-def fit_shallow(est, X, centers, depth_factor: float, algorithm: str):
+def fit_shallow(est, X, centers, depth_factor: float, algorithm: str, Z=None):
     """Fit ExShallow's tree with ``depth_factor`` onto ``est`` (an ExShallow or ExGreedy whose
     parameters are checked): ``tree_``, ``centers_``, ``weighted_avg_depth_``, ``n_passes_``."""
     X = est._fit_input(X)
     ds, centers, data = prepare_fit(
         X, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
-        distances=True, between_extra=True,
+        distances=True, between_extra=True, Z=Z,
     )
+    refuse_categories_and_missing("ExGreedy" if algorithm == "exgreedy" else "ExShallow", data, ds.feature_names)
     tree, weighted_depth = grow_shallow(data, depth_factor)
     est.centers_ = centers
     est.weighted_avg_depth_ = float(weighted_depth)

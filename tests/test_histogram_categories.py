@@ -1,0 +1,92 @@
+"""Issue 28 through the histogram family: IMM and ExKMC on features holding NaN and categories,
+against centers of another space Z, in memory and on a LocalCluster; ExShallow refuses them."""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from exclust.algorithms.histogram.base import encode_for_trees
+from exclust.algorithms.histogram.exkmc import ExKMC
+from exclust.algorithms.histogram.exshallow import ExShallow
+from exclust.algorithms.histogram.imm import grow_imm
+from exclust.errors import ParameterError
+from exclust.sources.dataset import Dataset
+
+
+def _customers(rng, n: int = 3000):
+    """Clusters in a 2-D space Z; the explanation features: a noisy copy of z0 holding NaN, and a
+    category whose value follows the cluster (codes 0..4, two categories per cluster, some NaN)."""
+    centers = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]])
+    cluster = rng.integers(0, 3, n)
+    Z = centers[cluster] + rng.normal(size=(n, 2)) * 0.6
+    x0 = Z[:, 0] + rng.normal(size=n) * 0.3
+    x0[rng.random(n) < 0.1] = np.nan
+    category = np.array([[0, 3], [1, 4], [2, 2]])[cluster, rng.integers(0, 2, n)].astype(float)
+    category[rng.random(n) < 0.05] = np.nan
+    return np.stack([x0, category], 1), Z, centers
+
+
+def _dataset(X, categories=None) -> Dataset:
+    ds = Dataset(X, ["x0", "segment"])
+    ds.categories = categories or {}  # type: ignore[attr-defined]  # Dataset.categories (issue 28, sources)
+    return ds
+
+
+def _surrogate_cost(ex: ExKMC, X: np.ndarray, Z: np.ndarray, centers: np.ndarray) -> float:
+    leaf = ex.code_tree_.route(ex.mapper_.transform(X), ex.mapper_)
+    value = np.asarray(ex.code_tree_.value)[leaf]
+    return float(((Z - centers[value]) ** 2).sum())
+
+
+def test_imm_cuts_a_category_set_and_counts_its_mistakes(rng):
+    X, Z, centers = _customers(rng)
+    data = encode_for_trees(_dataset(X, {1: ["a", "b", "c", "d", "e"]}), centers, 64, random_state=0, Z=Z)
+    tree, mistakes = grow_imm(data)
+    assert any(tree.left_codes), "the category follows the clusters: IMM cuts a set of its codes"
+    leaf = tree.route(data.mapper.transform(X), data.mapper)
+    labels = np.argmin(((Z[:, None, :] - centers[None]) ** 2).sum(2), axis=1)
+    # Every row separated from its center is counted once, at the cut that separated it.
+    assert mistakes == int((np.asarray(tree.value)[leaf] != labels).sum())
+    assert sorted(np.asarray(tree.value)[tree.leaves()].tolist()) == [0, 1, 2]
+    data.release()
+
+
+@pytest.mark.parametrize("on_dask", [False, True])
+def test_exkmc_cost_in_z_equals_numpy_recomputation(rng, on_dask, request):
+    X, Z, centers = _customers(rng)
+    X = X[:, :1]  # the numeric feature with its NaN: the tree's thresholds learn where missing rows go
+    if on_dask:
+        request.getfixturevalue("dask_client")
+        data_X, data_Z = da.from_array(X, chunks=(700, 1)), da.from_array(Z, chunks=(700, 2))
+    else:
+        data_X, data_Z = X, Z
+    ds = Dataset(data_X, ["x0"])
+    ex = ExKMC(3, max_leaves=6, random_state=0).fit(ds, centers, Z=data_Z)
+    expected = _surrogate_cost(ex, X, Z, centers)
+    np.testing.assert_allclose(ex.surrogate_costs_[-1], expected, rtol=1e-5 if on_dask else 1e-9)
+    missing_sides = [ex.code_tree_.missing_side[node] for node in range(ex.code_tree_.n_nodes)
+                     if ex.code_tree_.feature[node] >= 0]
+    assert missing_sides and all(side in (0, 1) for side in missing_sides)
+
+
+def test_exkmc_with_a_category_and_z_prices_its_set_cuts_in_z(rng):
+    X, Z, centers = _customers(rng)
+    data = encode_for_trees(_dataset(X, {1: 5}), centers, 64, random_state=0, Z=Z)
+    from exclust.algorithms.histogram.exkmc import expand_by_surrogate
+
+    tree, _ = grow_imm(data)
+    history = expand_by_surrogate(data, tree, 5)
+    leaf = tree.route(data.mapper.transform(X), data.mapper)
+    cost = float(((Z - centers[np.asarray(tree.value)[leaf]]) ** 2).sum())
+    np.testing.assert_allclose(history["surrogate_costs"][-1], cost, rtol=1e-9)
+    data.release()
+
+
+def test_exshallow_refuses_missing_values_and_categories(rng):
+    X, Z, centers = _customers(rng, 500)
+    with pytest.raises(ParameterError, match="ExShallow.*'x0'.*missing"):
+        ExShallow(3).fit(_dataset(X), centers, Z=Z)
+    X[:, 0] = np.nan_to_num(X[:, 0])
+    with pytest.raises(ParameterError, match="ExShallow.*'segment'.*category"):
+        ExShallow(3).fit(_dataset(X, {1: 5}), centers, Z=Z)
