@@ -90,3 +90,14 @@ def test_exshallow_refuses_missing_values_and_categories(rng):
     X[:, 0] = np.nan_to_num(X[:, 0])
     with pytest.raises(ParameterError, match="ExShallow.*'segment'.*category"):
         ExShallow(3).fit(_dataset(X, {1: 5}), centers, Z=Z)
+
+
+def test_kdtree_refuses_missing_values_and_categories(rng):
+    from exclust.algorithms.histogram.kdtree import KDTree
+
+    X, _, centers = _customers(rng, 500)
+    with pytest.raises(ParameterError, match="KDTree.*'x0'.*missing"):
+        KDTree(3).fit(_dataset(X), centers)
+    X[:, 0] = np.nan_to_num(X[:, 0])
+    with pytest.raises(ParameterError, match="KDTree.*'segment'.*category"):
+        KDTree(3).fit(_dataset(X, {1: 5}), centers)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
+from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, BinMapper, edges_from_sample
 from exclust.algorithms.histogram.engine import EncodedData
 from exclust.dataplane import parts
 from exclust.errors import InputError, ParameterError
@@ -78,7 +78,8 @@ def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None
     ds = data if isinstance(data, Dataset) else as_matrix(data)
     sample, passes = binning_sample(ds, random_state)
     mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers if Z is None else None,
-                               between_extra=between_extra, categories=dataset_categories(ds))
+                               between_extra=between_extra, categories=dataset_categories(ds),
+                               missing=known_missing(ds))
     del sample
     return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric, Z=Z)
 
@@ -88,14 +89,20 @@ def dataset_categories(ds: Dataset) -> dict:
     return dict(getattr(ds, "categories", None) or {})
 
 
+def known_missing(ds: Dataset) -> np.ndarray:
+    """Per feature, whether the validation pass found missing values in it (``Dataset.missing``,
+    by column name), so that its missing bin is there before the sample is read."""
+    counts = dict(getattr(ds, "missing", None) or {})
+    return np.array([counts.get(name, 0) > 0 for name in ds.feature_names], dtype=bool)
+
+
 def clustering_space(Z, ds: Dataset) -> Dataset | None:
     """The rows the reference centers live in: ``Z`` validated (complete numeric rows, one per
-    row of ``ds``), else the dataset's own clustering columns (``Dataset.cluster_X``), else None
-    (the features themselves)."""
-    if Z is None:
-        Z = getattr(ds, "cluster_X", None)
-        if Z is None:
-            return None
+    row of ``ds``), else the dataset's own clustering columns (``Dataset.cluster_X``, validated
+    when loaded), else None (the features themselves)."""
+    own = getattr(ds, "cluster_X", None)
+    if Z is None or (own is not None and Z is own):
+        return None if own is None else ds.clustering()  # type: ignore[attr-defined]
     space = as_matrix(Z)
     if space.n_rows != ds.n_rows:
         raise InputError(f"Z has {space.n_rows} rows for {ds.n_rows} rows of X; pass the clustering columns of the "
@@ -124,11 +131,11 @@ def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmean
 
 
 
-def refuse_categories_and_missing(algorithm: str, data: EncodedData, feature_names) -> None:
-    """ParameterError (the encoded data released) when ``algorithm``'s cut search, which knows
-    numeric thresholds only, meets a category feature, a feature holding missing values, or
-    centers fitted in another space than the features (Z)."""
-    mapper = data.mapper
+def refuse_categories_and_missing(algorithm: str, mapper: BinMapper, feature_names,
+                                  centers_in_feature_space: bool = True) -> None:
+    """ParameterError when ``algorithm``'s cut search, which knows numeric thresholds only,
+    meets a category feature, a feature holding missing values (a missing bin), or centers
+    fitted in another space than the features (Z)."""
     bad = np.flatnonzero(mapper.missing)
     problem = ""
     if bad.size:
@@ -136,10 +143,9 @@ def refuse_categories_and_missing(algorithm: str, data: EncodedData, feature_nam
         name = feature_names[f] if feature_names and f < len(feature_names) else f"x{f}"
         kind = "is a category column" if mapper.is_category[f] else "holds missing values"
         problem = f"column {name!r} {kind}"
-    elif not data.centers_in_feature_space:
+    elif not centers_in_feature_space:
         problem = "its centers live in another space than the features (Z, cluster_on)"
     if problem:
-        data.release()
         raise ParameterError(f"{algorithm} cuts numeric, complete features in the clustering's own space only: "
                              f"{problem}; use IMM or ExKMC")
 

@@ -74,6 +74,7 @@ from exclust.algorithms.histogram.base import (
     refuse_categories_and_missing,
 )
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
+from exclust.errors import ParameterError
 from exclust.estimator import Interval, Real
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
@@ -218,7 +219,12 @@ def fit_shallow(est, X, centers, depth_factor: float, algorithm: str, Z=None):
         X, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
         distances=True, between_extra=True, Z=Z,
     )
-    refuse_categories_and_missing("ExGreedy" if algorithm == "exgreedy" else "ExShallow", data, ds.feature_names)
+    try:
+        refuse_categories_and_missing("ExGreedy" if algorithm == "exgreedy" else "ExShallow", data.mapper,
+                                      ds.feature_names, data.centers_in_feature_space)
+    except ParameterError:
+        data.release()
+        raise
     tree, weighted_depth = grow_shallow(data, depth_factor)
     est.centers_ = centers
     est.weighted_avg_depth_ = float(weighted_depth)

@@ -18,7 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from exclust.algorithms.histogram._code_histograms import box_statistics
-from exclust.algorithms.histogram.base import CenterTreePredictor, check_centers
+from exclust.algorithms.histogram.base import (
+    CenterTreePredictor,
+    check_centers,
+    dataset_categories,
+    refuse_categories_and_missing,
+)
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.engine import CodeTree
 from exclust.dataplane.parts import map_reduce, uniform_sample
@@ -83,8 +88,10 @@ class KDTree(CenterTreePredictor):
         m = int(self.max_leaves if self.max_leaves is not None else centers.shape[0])
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         passes = int(ds.distributed)  # the sample is a pass on Dask, none in memory
-        mapper = edges_from_sample(sample, max_bins=max_bins)
+        mapper = edges_from_sample(sample, max_bins=max_bins, categories=dataset_categories(ds))
         del sample
+        # Its leaves are labelled from sums of the raw values: numbers, complete rows.
+        refuse_categories_and_missing("KDTree", mapper, ds.feature_names)
         n_bins = mapper.max_n_bins
         center_sq = np.einsum("ij,ij->i", centers, centers)
         tree = CodeTree()
