@@ -190,3 +190,34 @@ def test_the_constructor_refuses_broken_sets_and_sides(change, fault):
     with pytest.raises(TreeFormatError, match=fault):
         ThresholdTree([CATEGORY_SET, 0, 0], [0, -1, -1], [np.nan] * 3, [1, -1, -1], [2, -1, -1], [-1, 0, 1],
                       n_features=2, **args)
+
+
+def test_drawings_show_sets_shortened_and_missing_sides_and_the_scatter_draws_no_line_for_a_set(rng):
+    from exclust.report.plots import scatter_svg
+    from exclust.tree.drawing import draw_tree
+
+    tree = customer_tree()
+    for orientation in ("top-down", "left-right", "outline"):
+        svg = draw_tree(tree, orientation=orientation).svg
+        assert "country in {at, de, fr}" in svg or "in {at, de, fr}" in svg, orientation
+        assert 'class="node internal category-set"' in svg
+        assert "no, or missing" in svg and "yes, or missing" in svg  # node 0 sends missing right, node 1 left
+    many = [f"v{i}" for i in range(20)]
+    b = TreeBuilder(n_features=2)
+    left, right = b.split_categories(b.add_node(), 1, range(10), MISSING_LEFT)
+    low, high = b.split(right, 0, 0.5, missing_side=MISSING_RIGHT)
+    b.make_leaf(left, 0)
+    b.make_leaf(low, 1)
+    b.make_leaf(high, 2)
+    wide = b.build(feature_names=["x", "kind"], categories={1: many})
+    svg = draw_tree(wide, orientation="top-down").svg
+    assert "in {v0, v1, v2, v3, v4, v5, … (+4)}" in svg
+    assert "kind in {" + ", ".join(many[:10]) + "} (missing: left)" in svg  # the node's title: every value
+    X = np.column_stack([rng.normal(size=300), rng.integers(0, 20, 300).astype(float)])
+    X[:20, 0] = np.nan
+    picture = scatter_svg(X, tree=wide, features=(0, 1))
+    assert 'id="cut-node-2"' in picture and 'id="cut-node-0"' not in picture  # the numeric cut only
+    assert ">v19<" not in picture  # 20 values: the axis shows codes
+    ages = random_rows(rng, 400)
+    picture = scatter_svg(ages, tree=tree, features=(0, 1))
+    assert ">fr<" in picture and ">nl<" in picture  # 8 values: the axis names them
