@@ -221,3 +221,24 @@ def test_drawings_show_sets_shortened_and_missing_sides_and_the_scatter_draws_no
     ages = random_rows(rng, 400)
     picture = scatter_svg(ages, tree=tree, features=(0, 1))
     assert ">fr<" in picture and ">nl<" in picture  # 8 values: the axis names them
+
+
+def test_a_tree_with_set_cuts_is_scored_by_its_own_routing(rng):
+    """The scoring kernels route through set cuts as predict does: the tree's k-means and k-medians costs equal
+    a numpy recomputation over predict's clusters."""
+    import exclust
+
+    b = TreeBuilder(n_features=2)
+    left, right = b.split_categories(b.add_node(), 1, [0, 2], MISSING_RIGHT)
+    low, high = b.split(right, 0, 0.3, missing_side=MISSING_LEFT)
+    for leaf, cluster in ((left, 0), (low, 1), (high, 2)):
+        b.make_leaf(leaf, cluster)
+    tree = b.build(feature_names=["x", "kind"], categories={1: ["a", "b", "c", "d"]})
+    X = np.column_stack([rng.normal(size=600), rng.integers(0, 4, 600)]).astype(np.float64)
+    labels = tree.predict(X)
+    assert set(labels.tolist()) == {0, 1, 2}
+    scores = exclust.score(tree, X, centers=np.array([[0.0, 1.0], [-1.0, 2.0], [1.0, 2.0]]))
+    kmeans = sum(((X[labels == c] - X[labels == c].mean(axis=0)) ** 2).sum() for c in range(3))
+    kmedians = sum(np.abs(X[labels == c] - np.median(X[labels == c], axis=0)).sum() for c in range(3))
+    assert scores["kmeans_cost_tree"] == pytest.approx(kmeans, rel=1e-9)
+    assert scores["kmedians_cost_tree"] == pytest.approx(kmedians, rel=1e-6)

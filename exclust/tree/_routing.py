@@ -3,8 +3,9 @@
 Every kernel takes and returns plain numpy arrays (no Python objects), so it runs on Dask
 workers with the GIL released; kernels of other ideas live beside the code they serve.
 
-``leaf_of`` follows numeric cuts of finite values only (the scoring kernels, which see complete
-rows of numeric trees); ``routed_leaf_of`` also follows missing values (NaN to the node's missing
+``leaf_of`` follows numeric cuts of finite values only (``dataplane._center_distances.trial_costs``, whose
+random-cut trial trees are numeric and whose rows are complete); ``routed_leaf_of``, which the tree's predict
+and the scoring kernels use, also follows missing values (NaN to the node's missing
 side) and category-set cuts (a code in the node's bitset goes left; NaN or ``UNSEEN_CATEGORY`` to
 the missing side), and answers -1 where a missing value meets a node with ``MISSING_NONE``.
 """
