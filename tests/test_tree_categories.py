@@ -97,7 +97,18 @@ def test_a_tree_without_missing_sides_keeps_giving_minus_one_to_nan_rows():
     b.make_leaf(right, 1)
     tree = b.build()
     X = np.array([[-1.0, np.nan], [np.nan, 0.0], [1.0, 0.0], [np.inf, 0.0], [-np.inf, np.nan]])
-    assert tree.predict(X).tolist() == [0, -1, 1, -1, -1]  # a NaN in a feature the path never reads still routes
+    assert not tree.routes_missing
+    assert tree.predict(X).tolist() == [-1, -1, 1, -1, -1]  # any NaN: -1, as before issue 28
+    b = TreeBuilder(n_features=2)
+    left, right = b.split(b.add_node(), feature=0, threshold=0.0, missing_side=MISSING_RIGHT)
+    b.make_leaf(left, 0)
+    low, high = b.split(right, feature=1, threshold=0.0)  # learned no side
+    b.make_leaf(low, 1)
+    b.make_leaf(high, 2)
+    mixed = b.build()
+    assert mixed.routes_missing
+    X = np.array([[-1.0, np.nan], [np.nan, 1.0], [np.nan, np.nan], [1.0, np.inf]])
+    assert mixed.predict(X).tolist() == [0, 2, -1, -1]  # a NaN the path never reads, or at a cut with a side
 
 
 def test_codes_outside_the_set_go_right_and_the_bitset_spans_many_words():
@@ -173,7 +184,7 @@ def test_a_schema_1_file_written_before_issue_28_still_loads():
     assert (tree.missing_side == MISSING_NONE).all() and tree.categories == {}
     assert tree.meta["leaf_shares"] == {"2": 0.25, "3": 0.25, "5": 0.3, "6": 0.2}
     X = np.array([[30.0, 0.0, 0.0], [50.0, 0.0, -2.0], [np.nan, 0.0, 0.0], [50.0, np.nan, 0.0]])
-    assert tree.predict(X).tolist() == [0, 2, -1, 0]  # missing values at a cut without a side: -1, as before
+    assert tree.predict(X).tolist() == [0, 2, -1, -1]  # any missing value: -1, as before
     assert json.loads(tree.to_json())["schema_version"] == 2  # written again in the new version
 
 

@@ -251,7 +251,7 @@ class ThresholdTree:
             if X.ndim == 1:
                 X = X.reshape(1, -1)
         self._check_width(X)
-        return parts.label_rows(self._route_block, X, to_leaves, route_nan=True)
+        return parts.label_rows(self._route_block, X, to_leaves, route_nan=self.routes_missing)
 
     def _route_block(self, X: np.ndarray, to_leaves: bool) -> np.ndarray:
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -266,13 +266,20 @@ class ThresholdTree:
 
         A NaN (a missing value) goes to each cut's missing side, and so does a category code the tree never saw
         (``UNSEEN_CATEGORY``, -1.0) at a set cut. A row gets -1 when it holds +-inf (``parts.label_rows``) or when
-        a missing value meets a cut that learned no side (``MISSING_NONE``: trees written before issue 28)."""
+        a missing value meets a cut that learned no side (``MISSING_NONE``); in a tree where no cut learned one
+        (``routes_missing`` False: written before issue 28), every row holding a NaN gets -1, as before."""
         return self._route(X, to_leaves=False)
 
     def apply(self, X):
         """Leaf node id of every row, routed as ``predict`` routes it (-1 for a row with +-inf, or a missing value
         at a cut with no missing side): numpy in, numpy out; dask in, dask out."""
         return self._route(X, to_leaves=True)
+
+    @property
+    def routes_missing(self) -> bool:
+        """Whether some cut learned a side for missing values; a tree where none did (written before issue 28, or
+        by a builder that learns none) labels every row holding a NaN -1, as trees always did."""
+        return bool((self.missing_side[self.kind != LEAF] != MISSING_NONE).any())
 
     def category_values(self, node: int) -> list[Any]:
         """The category values a CATEGORY_SET node sends left, in code order."""
