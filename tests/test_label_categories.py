@@ -126,3 +126,15 @@ def test_label_parquet_from_an_older_tree_keeps_minus_one_for_missing_values(tmp
                    folder / "part-0.parquet")
     result = label_parquet(fixture, folder, tmp_path / "out")
     assert result.counts == {0: 1, -1: 1, 2: 1} and result.unseen_categories == {}
+
+
+def test_a_category_read_from_a_hive_key_is_encoded_with_the_tree_vocabulary(tmp_path):
+    tree = category_tree()
+    for country in ("fr", "pt"):
+        folder = tmp_path / "in" / f"country={country}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"age": [30.0, 50.0, None], "member": [True, False, None]}), folder / "p.parquet")
+    result = label_parquet(tree, tmp_path / "in", tmp_path / "out")
+    # fr: in the set (age 30 -> 0, 50 -> 1, missing age -> left: 0); pt: unseen -> right (member 2, other 3, null -1)
+    assert result.counts == {0: 2, 1: 1, 2: 1, 3: 1, -1: 1}
+    assert result.unseen_categories == {"country": 3, "member": 0}

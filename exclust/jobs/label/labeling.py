@@ -170,7 +170,7 @@ def check_label_inputs(tree: ThresholdTree, source: Source, cluster_column: str 
         except InputError as exc:
             raise InputError(f"{source.display(file)}: {exc}") from None
         for key, value in file.partitions:
-            if key in from_path:
+            if key in from_path and key not in category_columns(tree):
                 _partition_number(file, key, value)  # names the file itself
 
 
@@ -202,17 +202,34 @@ def tree_columns(tree: ThresholdTree) -> list[str]:
     return list(tree.feature_names)
 
 
-def _with_partition_columns(table, file: SourceFile, needed: Sequence[str]):
-    """``table`` plus the hive keys the tree reads that the file does not hold (as numbers), and their names."""
+def _with_partition_columns(table, file: SourceFile, needed: Sequence[str],
+                            vocabularies: Mapping[str, Sequence[Any]]):
+    """``table`` plus the hive keys the tree reads that the file does not hold (as numbers; a category key as its
+    value, read as the vocabulary's kind), and their names."""
     import pyarrow as pa
 
     added = []
     for key, value in file.partitions:
         if key in needed and key not in table.column_names:
-            number = _partition_number(file, key, value)
-            table = table.append_column(key, pa.array(np.full(table.num_rows, number)))
+            if key in vocabularies:
+                table = table.append_column(key, pa.array([_as_vocabulary_kind(value, vocabularies[key])]
+                                                          * table.num_rows))
+            else:
+                number = _partition_number(file, key, value)
+                table = table.append_column(key, pa.array(np.full(table.num_rows, number)))
             added.append(key)
     return table, added
+
+
+def _as_vocabulary_kind(text: str, vocabulary: Sequence[Any]) -> Any:
+    """A hive key's text as a value of the vocabulary's kind: a whole number or a boolean where the vocabulary
+    holds those (else the text, which then is a category the tree never saw)."""
+    kind = type(vocabulary[0])
+    if kind is bool and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if kind is int and text.lstrip("-").isdigit():
+        return int(text)
+    return text
 
 
 def read_and_label(tree: ThresholdTree, fs: Any, file: SourceFile, cluster_column: str, leaf_column: str,
@@ -226,7 +243,7 @@ def read_and_label(tree: ThresholdTree, fs: Any, file: SourceFile, cluster_colum
             table = pq.read_table(f)
     except Exception as exc:  # pyarrow raises several types for damaged files
         raise InputError(f"cannot read Parquet file {file.path}: {exc}; replace or remove that file") from exc
-    table, added = _with_partition_columns(table, file, tree_columns(tree))
+    table, added = _with_partition_columns(table, file, tree_columns(tree), category_columns(tree))
     try:
         out = label_table(tree, table, cluster_column, leaf_column, unseen)
     except InputError as exc:
