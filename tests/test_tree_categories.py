@@ -253,3 +253,18 @@ def test_a_tree_with_set_cuts_is_scored_by_its_own_routing(rng):
     kmedians = sum(np.abs(X[labels == c] - np.median(X[labels == c], axis=0)).sum() for c in range(3))
     assert scores["kmeans_cost_tree"] == pytest.approx(kmeans, rel=1e-9)
     assert scores["kmedians_cost_tree"] == pytest.approx(kmedians, rel=1e-6)
+
+
+def test_label_rows_routing_nan_leaves_only_infinite_rows_unlabelled():
+    from exclust.dataplane import parts
+
+    X = np.array([[1.0, np.nan], [np.nan, np.nan], [-1.0, np.inf], [1e308, 1e308], [-np.inf, 0.0], [-2.0, 0.0]])
+    seen_nan = []
+
+    def first_positive(block):
+        seen_nan.append(int(np.isnan(block).any(axis=1).sum()))
+        return (block[:, 0] > 0).astype(np.int64)
+
+    assert parts.label_rows(first_positive, X, route_nan=True).tolist() == [1, 0, -1, 1, -1, 0]
+    assert seen_nan == [2]  # the NaN rows reached the labeller; the infinite ones did not
+    assert parts.label_rows(first_positive, X).tolist() == [-1, -1, -1, 1, -1, 0]  # the reference policy
