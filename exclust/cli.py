@@ -123,7 +123,10 @@ def cmd_label(args) -> int:
                        live=sys.stderr.isatty() and not args.quiet)[0].result
     print(f"labelled {result.n_rows} rows in {result.n_files} file(s) into {result.out}")
     for c, n in sorted(result.counts.items()):
-        print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (missing features): {n} rows")
+        print(f"  cluster {c}: {n} rows" if c >= 0 else f"  not labelled (an infinite value, or a missing one at a "
+                                                        f"cut with no missing side): {n} rows")
+    for name, n in sorted(result.unseen_categories.items()):
+        print(f"  unseen categories in '{name}': {n} rows (sent to each cut's missing side)")
     print(f"  {drift_text(result.drift)}")
     return _drift_status(args, [(args.input, result.drift)])
 

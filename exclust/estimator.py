@@ -13,9 +13,10 @@ Input follows scikit-learn's ``validate_data``: ``fit`` calls ``self._fit_input(
 from a table); ``predict`` and ``score`` call ``self._predict_input(X)``, which refuses, with
 one line, a 1-D row (with the reshape hint), complex, object and string data, sparse matrices,
 the wrong width, and a DataFrame whose columns differ from fit's in name or order. A dask array
-is checked from its metadata (no pass). Rows holding NaN or inf are not refused: predict labels
-them -1 (``exclust.dataplane.parts.label_rows``, the policy ``exclust label`` shares); ``fit`` and
-``score`` refuse them.
+is checked from its metadata (no pass). Rows holding NaN or inf are not refused: predict labels a
+row with inf -1 and routes a NaN to each cut's missing side (-1 at a cut that learned none;
+``exclust.dataplane.parts.label_rows``, the policy ``exclust label`` shares); ``fit`` and ``score``
+refuse them.
 
 Build state (the arrays and random generator a fit works with) lives in a builder object that
 ``fit`` creates and drops; only the fitted attributes (names ending in ``_``) stay on the
@@ -182,8 +183,9 @@ class TreeExplainer(ExclustEstimator):
         return X
 
     def predict(self, X: Any):
-        """The tree's cluster of every row, -1 for a row holding NaN or inf: numpy in, numpy out;
-        dask array in, dask array out."""
+        """The tree's cluster of every row (``ThresholdTree.predict``: a NaN goes to each cut's missing side; -1
+        for a row holding inf, or a NaN at a cut with no missing side): numpy in, numpy out; dask array in, dask
+        array out."""
         rows = self._tree_input(self._predict_input(X))  # NotFittedError before tree_ is read
         return self.tree_.predict(rows)
 

@@ -57,9 +57,11 @@ def publish_counts(outcome: NightOutcome) -> None:
     result = outcome.result
     rows = [{"cluster": k, "rows": v} for k, v in sorted(result.counts.items())]
     rows.append({"cluster": "total", "rows": result.n_rows})
+    unseen = "".join(f"; {n} row(s) with a category of '{name}' the tree never saw (sent to each cut's missing "
+                     f"side)" for name, n in sorted(result.unseen_categories.items()))
     create_table_artifact(rows, key="label-counts",
-                          description=f"exclust label {outcome.name}: rows per cluster (-1: rows with missing "
-                                      "features)")
+                          description=f"exclust label {outcome.name}: rows per cluster (-1: not labelled, an "
+                                      f"infinite value or a missing one at a cut with no missing side){unseen}")
 
 
 def drift_markdown(name: str, drift: dict, tree: ThresholdTree) -> str:

@@ -55,7 +55,7 @@ def test_json_round_trip_is_exact(tmp_path):
     assert loaded == tree
     X = np.random.default_rng(1).normal(2, 2, size=(500, 2))
     assert (loaded.predict(X) == tree.predict(X)).all()
-    assert json.loads(path.read_text())["schema_version"] == 1
+    assert json.loads(path.read_text())["schema_version"] == 2  # issue 28: category sets, missing sides
 
 
 @pytest.mark.parametrize(

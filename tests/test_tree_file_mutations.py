@@ -195,3 +195,63 @@ def test_a_nan_threshold_a_csv_and_parquet_bytes_given_as_tree_are_refused(tmp_p
         assert code == 2 and "\n" not in err and err.startswith(f"exclust label: error: tree file {path}: "), err
         assert fault in err, err
     assert not (tmp_path / "out").exists()
+
+
+def category_tree() -> ThresholdTree:
+    """Issue 28's fields: a set cut on 'c' (vocabulary x, y, z; missing right) over a cut on 'a' (missing left)."""
+    from exclust.tree import MISSING_LEFT, MISSING_RIGHT
+
+    b = TreeBuilder(n_features=3)
+    left, right = b.split_categories(b.add_node(), feature=2, left_codes=[0, 2], missing_side=MISSING_RIGHT)
+    low, high = b.split(left, feature=0, threshold=0.5, missing_side=MISSING_LEFT)
+    b.make_leaf(low, 0)
+    b.make_leaf(high, 1)
+    b.make_leaf(right, 2)
+    return b.build(feature_names=["a", "b", "c"], categories={2: ["x", "y", "z"]})
+
+
+CATEGORY_MUTATIONS = {
+    "a code outside the vocabulary": (lambda d: d["nodes"]["left_categories"].__setitem__(0, [0, 3]),
+                                      "left categories [0, 3] are not distinct codes"),
+    "a negative code": (lambda d: d["nodes"]["left_categories"].__setitem__(0, [-1]), "nodes.left_categories[0]"),
+    "a code given as text": (lambda d: d["nodes"]["left_categories"].__setitem__(0, ["x"]),
+                             "nodes.left_categories[0]"),
+    "codes that are not a list": (lambda d: d["nodes"]["left_categories"].__setitem__(0, "x,z"),
+                                  "nodes.left_categories[0]"),
+    "a repeated code": (lambda d: d["nodes"]["left_categories"].__setitem__(0, [2, 2]), "are not distinct codes"),
+    "an unknown missing side": (lambda d: d["nodes"]["missing"].__setitem__(1, "up"), "nodes.missing[1] is 'up'"),
+    "a missing side as a number": (lambda d: d["nodes"]["missing"].__setitem__(0, 0), "nodes.missing[0] is 0"),
+    "a short missing list": (lambda d: d["nodes"]["missing"].pop(), "nodes.missing must be a list"),
+    "a set cut on a numeric feature": (lambda d: d["nodes"]["feature"].__setitem__(0, 1), "that feature is numeric"),
+    "sets on a numeric cut": (lambda d: d["nodes"]["left_categories"].__setitem__(1, [0]), "lists left categories"),
+    "categories of an unknown feature": (lambda d: d["categories"].update(q=["a"]), "categories names 'q'"),
+    "categories of mixed kinds": (lambda d: d["categories"].update(c=["x", 1, True]), "categories['c'] must be"),
+    "repeated categories": (lambda d: d["categories"].update(c=["x", "x", "z"]), "categories['c'] must be"),
+    "no categories": (lambda d: d.pop("categories"), "that feature is numeric"),
+    "categories not an object": (lambda d: d.update(categories=["c"]), "categories is list"),
+    "an unknown node kind": (lambda d: d["nodes"]["kind"].__setitem__(0, "category_subset"), "nodes.kind[0]"),
+    "a version-1 file with a set cut": (lambda d: d.update(schema_version=1), "that feature is numeric"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATEGORY_MUTATIONS))
+def test_broken_category_sets_and_missing_sides_are_refused_in_one_line_naming_the_file(tmp_path, name):
+    change, fault = CATEGORY_MUTATIONS[name]
+    doc = category_tree().to_dict()
+    change(doc)
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TreeFormatError) as caught:
+        ThresholdTree.from_file_bytes(path.read_bytes(), str(path))
+    message = str(caught.value)
+    assert message.startswith(f"tree file {path}: ") and "\n" not in message, message
+    assert any(part in message for part in fault.split("|")), message
+
+
+def test_a_valid_category_tree_file_labels_its_rows(tmp_path):
+    tree = category_tree()
+    path = tmp_path / "tree.json"
+    tree.to_json(path)
+    loaded = ThresholdTree.from_file_bytes(path.read_bytes(), str(path))
+    X = np.array([[0.0, 0.0, 0.0], [np.nan, 0.0, 2.0], [1.0, 0.0, 1.0], [1.0, 0.0, np.nan], [1.0, 0.0, -1.0]])
+    assert loaded.predict(X).tolist() == [0, 0, 2, 2, 2]

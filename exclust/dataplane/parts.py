@@ -431,29 +431,29 @@ def map_rows(func: Callable[..., np.ndarray], X, *args: Any, dtype=np.float64, w
     return X.map_blocks(_map_block, func, args, width, dtype=dtype, chunks=(X.chunks[0], (width,)))
 
 
-def _finite_rows_labelled(block, func, args):
+def _finite_rows_labelled(block, func, args, route_nan=False):
     block = np.asarray(block, dtype=np.float64)
     # A row's sum is finite only if every value is; a non-finite sum (a NaN, an inf, or an
     # overflow) is checked value by value. One float a row of scratch, not one bool a value.
     with np.errstate(over="ignore", invalid="ignore"):
         suspect = ~np.isfinite(block.sum(axis=1))
-    if not suspect.any():
-        return np.asarray(func(block, *args), dtype=np.int64)
-    finite = np.ones(block.shape[0], dtype=bool)
-    finite[suspect] = np.isfinite(block[suspect]).all(axis=1)
-    if finite.all():
+    labelled = np.ones(block.shape[0], dtype=bool)
+    if suspect.any():
+        labelled[suspect] = ~(np.isinf(block[suspect]) if route_nan else ~np.isfinite(block[suspect])).any(axis=1)
+    if labelled.all():
         return np.asarray(func(block, *args), dtype=np.int64)
     out = np.full(block.shape[0], UNLABELLED, dtype=np.int64)
-    if finite.any():
-        out[finite] = func(np.ascontiguousarray(block[finite]), *args)
+    if labelled.any():
+        out[labelled] = func(np.ascontiguousarray(block[labelled]), *args)
     return out
 
 
-def label_rows(func: Callable[..., np.ndarray], X, *args: Any):
+def label_rows(func: Callable[..., np.ndarray], X, *args: Any, route_nan: bool = False):
     """``map_rows`` for labels: ``func(block, *args)`` labels the finite rows, and a row holding NaN
-    or inf gets ``UNLABELLED`` (-1). The one place of that policy; lazy for dask input, where
-    the check runs inside the pass that labels the rows."""
-    return map_rows(_finite_rows_labelled, X, func, args, dtype=np.int64)
+    or inf gets ``UNLABELLED`` (-1); with ``route_nan`` (a tree, which routes missing values) only a row
+    holding +-inf does, and ``func`` sees the rows with NaN. The one place of that policy; lazy for dask
+    input, where the check runs inside the pass that labels the rows."""
+    return map_rows(_finite_rows_labelled, X, func, args, route_nan, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- per-row randomness

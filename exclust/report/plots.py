@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
+from exclust.tree import CATEGORY_SET, LEAF, ONE_SIDED, ThresholdTree
 from exclust.tree.drawing import tree_layout
-from exclust.tree.style import FONT_STACK, esc, fmt_num, palette_for, scoped_css
+from exclust.tree.style import FONT_STACK, category_text, esc, fmt_num, palette_for, scoped_css
 
 
 # ---------------------------------------------------------------------------- scatter with cuts
@@ -63,7 +63,8 @@ def cut_regions(tree: ThresholdTree, features: tuple[int, int], limits: Box) -> 
 
     A cut on a feature that is not plotted leaves both children the parent's region (the plane
     is a projection). An interval cut's *outside* branch is the band's complement, which is up to
-    two boxes; that is why a region is a list of boxes and not one box.
+    two boxes; that is why a region is a list of boxes and not one box. A category-set cut is drawn as no line
+    (its sides are sets of codes, not a half-plane): both children keep the parent's region.
     """
     fx, fy = features
     regions: dict[int, list[Box]] = {0: [limits]}
@@ -77,7 +78,7 @@ def cut_regions(tree: ThresholdTree, features: tuple[int, int], limits: Box) -> 
         axes = [a for a, fa in ((0, fx), (1, fy)) if fa == f]
         if fx == fy:
             axes = [0]
-        if not axes:
+        if not axes or tree.kind[node] == CATEGORY_SET:
             regions[left], regions[right] = list(regions[node]), list(regions[node])
         elif tree.kind[node] == ONE_SIDED:
             a = axes[0]
@@ -184,7 +185,7 @@ def scatter_svg(
     def cut_positions(feat: int) -> list[float]:
         out: list[float] = []
         for n in internal:
-            if int(tree.feature[n]) != feat:
+            if int(tree.feature[n]) != feat or tree.kind[n] == CATEGORY_SET:
                 continue
             if tree.kind[n] == ONE_SIDED:
                 out.append(float(tree.threshold[n]))
@@ -213,7 +214,7 @@ def scatter_svg(
 
     for n in internal:
         f = int(tree.feature[n])
-        if f not in (fx, fy):
+        if f not in (fx, fy) or tree.kind[n] == CATEGORY_SET:  # a set of categories is no line
             continue
         axis = 0 if f == fx else 1
         lw = 2.4 - 1.4 * depths[int(n)] / max_depth  # the root's cut is the boldest
@@ -265,6 +266,7 @@ def scatter_svg(
         ax.set_ylabel("(spread out to show density)")
     else:
         ax.set_ylabel(names[fy])
+    _category_ticks(ax, tree, fx, fy, one_d)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.tick_params(colors="#444444", labelsize=9)
@@ -281,6 +283,14 @@ def scatter_svg(
     label = (f"Scatter of {X.shape[0]:,} sample points on {names[fx]}" + ("" if one_d else f" and {names[fy]}")
              + " with the tree's cuts")
     return _svg_from_figure(fig, salt, "scatter-svg", label)
+
+
+def _category_ticks(ax, tree: ThresholdTree, fx: int, fy: int, one_d: bool, most: int = 12) -> None:
+    """A category feature's axis ticks at its codes, labelled with its values (up to ``most`` values)."""
+    for f, axis in ((fx, ax.xaxis), (fy, None if one_d else ax.yaxis)):
+        values = tree.categories.get(f)
+        if axis is not None and values and len(values) <= most:
+            axis.set_ticks(range(len(values)), labels=[category_text(v) for v in values])
 
 
 # ---------------------------------------------------------------------------- cost curve

@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from exclust.dataplane._center_distances import reference_label_of
-from exclust.tree._routing import leaf_of
+from exclust.tree._routing import routed_leaf_of
 
 
 @numba.njit(cache=True, nogil=True)
@@ -44,7 +44,7 @@ def _add_to_hist(hist, edges, scale, g, j, x, n_bins):
 
 
 @numba.njit(cache=True, nogil=True)
-def median_hist_block(X, kind, feature, threshold, center, left, right, value,
+def median_hist_block(X, kind, feature, threshold, center, left, right, missing, bits, value,
                       ref, ref_mode, centers, n_tree, lo, hi, n_bins):
     """Histogram of the points inside each (group, feature) interval [lo, hi).
 
@@ -69,9 +69,9 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, value,
             if w > 0.0:
                 scale[g, j] = n_bins / w
     for i in range(n):
-        leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
+        leaf = routed_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits)
         r = reference_label_of(X, i, ref, ref_mode, centers)
-        if ref_mode != 0 and r < 0:
+        if leaf < 0 or (ref_mode != 0 and r < 0):
             continue
         c = value[leaf]
         for j in range(d):

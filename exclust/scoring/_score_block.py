@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from exclust.dataplane._center_distances import label_value, reference_label_of
-from exclust.tree._routing import leaf_of
+from exclust.tree._routing import routed_leaf_of
 
 
 @numba.njit(cache=True, nogil=True)
@@ -35,13 +35,14 @@ def label_span(labels):
 
 
 @numba.njit(cache=True, nogil=True)
-def score_block(X, kind, feature, threshold, center, left, right,
+def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
                 ref, ref_mode, n_ref, truth, has_truth, n_truth, centers, shift, track_range):
     """Per-leaf and per-reference-cluster statistics and contingency tables of one chunk.
 
     Rows whose reference label is missing (noise) are left out of the leaf statistics too, so
     both sides of every price are computed over the same points; ground-truth tables use every
-    row with a truth label. Sums and squares are of ``x - shift``.
+    row with a truth label. Sums and squares are of ``x - shift``. A row the tree does not route (a
+    missing value at a cut with no missing side) is left out.
     """
     n, d = X.shape
     m = kind.shape[0]
@@ -58,7 +59,9 @@ def score_block(X, kind, feature, threshold, center, left, right,
     leaf_truth = np.zeros((m, n_truth), np.int64)
     ref_truth = np.zeros((n_ref, n_truth), np.int64)
     for i in range(n):
-        leaf = leaf_of(X, i, kind, feature, threshold, center, left, right)
+        leaf = routed_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits)
+        if leaf < 0:
+            continue
         r = reference_label_of(X, i, ref, ref_mode, centers)
         if has_truth:
             t = label_value(truth[i])

@@ -75,8 +75,9 @@ def squared_distances_to_centers(mom: dict, centers: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- chunk functions
 def tree_arrays(tree: ThresholdTree) -> tuple[np.ndarray, ...]:
-    """The node arrays the numba kernels route rows with."""
-    return (tree.kind, tree.feature, tree.threshold, tree.center, tree.left, tree.right)
+    """The node arrays the numba kernels route rows with (``exclust.tree._routing.routed_leaf_of``'s)."""
+    return (tree.kind, tree.feature, tree.threshold, tree.center, tree.left, tree.right, tree.missing_side,
+            tree.category_bits)
 
 
 _NO_LABELS = np.empty(0, dtype=np.float64)

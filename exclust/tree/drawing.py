@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
+from exclust.tree.node_kinds import CATEGORY_SET, INTERVAL, LEAF, MISSING_LEFT, MISSING_RIGHT, ONE_SIDED
 from exclust.tree.style import (
     FONT_STACK,
+    category_set_text,
     esc,
     fmt_num,
     fmt_value,
@@ -54,11 +55,23 @@ def tree_layout(tree: ThresholdTree) -> tuple[dict[int, float], dict[int, int], 
     return slot, depth, order
 
 
+SET_HEAD = 6  # a set cut's drawing shows at most this many values, then "… (+N)"
+
+
+def _edge_word(tree: ThresholdTree, node: int, word: str) -> str:
+    """An edge's label: yes / no, with ", or missing" on the side the node sends missing values."""
+    side = MISSING_LEFT if word == "yes" else MISSING_RIGHT
+    return f"{word}, or missing" if tree.missing_side[node] == side else word
+
+
 def _node_lines(tree: ThresholdTree, node: int, two_lines: bool) -> list[str]:
     name = short(tree.feature_names[int(tree.feature[node])])
     if tree.kind[node] == ONE_SIDED:
         t = fmt_num(float(tree.threshold[node]))
         return [name, f"≤ {t}"] if two_lines else [f"{name} ≤ {t}"]
+    if tree.kind[node] == CATEGORY_SET:  # a long set shows its first values and how many more
+        values = category_set_text(tree.category_values(node), head=SET_HEAD)
+        return [name, f"in {values}"] if two_lines else [f"{name} in {values}"]
     # an interval cut |x - c| <= t is drawn as the interval it keeps (yes: inside)
     c, half = float(tree.center[node]), float(tree.threshold[node])
     low, high = fmt_num(c - half), fmt_num(c + half)
@@ -217,7 +230,7 @@ def draw_tree(
                 edges.append(f'<path class="edge edge-{word}" d="{d}"/>')
                 edge_labels.append(
                     f'<text class="edge-label edge-label-{word}" x="{(x1 + x2) / 2 + 2:.1f}" y="{y2 + 3.5:.1f}" '
-                    f'text-anchor="middle">{word}</text>'
+                    f'text-anchor="middle">{esc(_edge_word(tree, n, word))}</text>'
                 )
                 continue
             if top_down:
@@ -232,7 +245,7 @@ def draw_tree(
             lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
             edge_labels.append(
                 f'<text class="edge-label edge-label-{word}" x="{lx:.1f}" y="{ly + 4:.1f}" '
-                f'text-anchor="middle">{word}</text>'
+                f'text-anchor="middle">{esc(_edge_word(tree, n, word))}</text>'
             )
     for n in order:
         cx, cy, w, h, lines = boxes[n]
@@ -262,7 +275,7 @@ def draw_tree(
                 + "".join(texts) + "</g>"
             )
         else:
-            kind = "interval" if tree.kind[n] == INTERVAL else "one-sided"
+            kind = {INTERVAL: "interval", CATEGORY_SET: "category-set"}.get(int(tree.kind[n]), "one-sided")
             texts = []
             if len(lines) == 2:
                 texts.append(f'<text x="{cx:.1f}" y="{cy - 3:.1f}" class="test-feature">{esc(lines[0])}</text>')

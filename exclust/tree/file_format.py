@@ -5,6 +5,11 @@ into the ThresholdTree constructor's arguments, checking every entry (a whole nu
 index belongs, a finite number where a threshold does) so that a damaged or hand-edited file
 fails with a message naming the entry, and loading never runs code. ``ThresholdTree.to_json``,
 ``from_json`` and friends are thin delegates to this module.
+
+Schema version 2 (issue 28) adds ``categories`` (category feature name -> its values in code order), the node
+kind ``category_set`` with ``nodes.left_categories`` (per node, the codes that go left; ``[]`` elsewhere) and
+``nodes.missing`` (per node, ``"left"``, ``"right"`` or null: where missing values go). Files of version 1 still
+load: their nodes send missing values nowhere (``MISSING_NONE``).
 """
 from __future__ import annotations
 
@@ -16,11 +21,14 @@ from typing import Any
 import numpy as np
 
 from exclust.errors import TreeFormatError
-from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
+from exclust.tree.node_kinds import CATEGORY_SET, INTERVAL, LEAF, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT, ONE_SIDED
 
 SCHEMA_NAME = "exclust.ThresholdTree"
-SCHEMA_VERSION = 1
-KIND_NAMES = {LEAF: "leaf", ONE_SIDED: "one_sided", INTERVAL: "interval"}
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: before category sets and missing sides (issue 28)
+KIND_NAMES = {LEAF: "leaf", ONE_SIDED: "one_sided", INTERVAL: "interval", CATEGORY_SET: "category_set"}
+MISSING_NAMES = {MISSING_LEFT: "left", MISSING_RIGHT: "right", MISSING_NONE: None}
+_MISSING_CODES = {name: code for code, name in MISSING_NAMES.items()}
 _KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
 
 
@@ -59,6 +67,8 @@ def tree_to_document(tree) -> dict[str, Any]:
         "n_features": tree.n_features,
         "feature_names": list(tree.feature_names),
         "n_clusters": tree.n_clusters,
+        "categories": {tree.feature_names[f]: [_json_default(v) if isinstance(v, np.generic) else v for v in values]
+                       for f, values in sorted(tree.categories.items())},
         "nodes": {
             "kind": [KIND_NAMES[int(k)] for k in tree.kind],
             "feature": tree.feature.tolist(),
@@ -67,6 +77,8 @@ def tree_to_document(tree) -> dict[str, Any]:
             "left": tree.left.tolist(),
             "right": tree.right.tolist(),
             "value": tree.value.tolist(),
+            "missing": [MISSING_NAMES[int(side)] for side in tree.missing_side],
+            "left_categories": [list(codes) for codes in tree.left_categories],
         },
         "meta": tree.meta,
     }
@@ -89,10 +101,9 @@ def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     if not isinstance(doc, dict) or doc.get("format") != SCHEMA_NAME:
         raise TreeFormatError(f"not an exclust tree (expected format '{SCHEMA_NAME}')")
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise TreeFormatError(
-            f"tree schema version {version!r} is not supported (this exclust reads {SCHEMA_VERSION})"
-        )
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise TreeFormatError(f"tree schema version {version!r} is not supported (this exclust reads "
+                              f"{', '.join(map(str, READABLE_VERSIONS))})")
     n_features = _whole(doc.get("n_features"), "n_features", 1, _MAX_INDEX)
     n_clusters = _whole(doc.get("n_clusters"), "n_clusters", 1, _MAX_INDEX)
     names = doc.get("feature_names")
@@ -111,6 +122,8 @@ def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         if len(nodes[name]) != m:
             raise TreeFormatError(f"tree.json: nodes.{name} has {len(nodes[name])} entries but nodes.kind has {m}; "
                                   f"every node array needs one entry per node; {_FIX}")
+    categories = _categories(doc.get("categories") if version >= 2 else None, names)
+    missing_side, left_categories = _missing_and_sets(nodes if version >= 2 else {}, m)
     kinds, feature, threshold, center, left, right, value = [], [], [], [], [], [], []
     for i in range(m):
         kind = nodes["kind"][i]
@@ -123,7 +136,7 @@ def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         where = f"nodes.%s[{i}]"
         feature.append(_whole(nodes["feature"][i], where % "feature", 0, n_features) if internal
                        else _whole(nodes["feature"][i], where % "feature", -1, _MAX_INDEX))
-        threshold.append(_real(nodes["threshold"][i], where % "threshold", optional=not internal))
+        threshold.append(_real(nodes["threshold"][i], where % "threshold", optional=code in (LEAF, CATEGORY_SET)))
         center.append(_real(nodes["center"][i], where % "center", optional=code != INTERVAL))
         left.append(_whole(nodes["left"][i], where % "left", 1, m) if internal
                     else _whole(nodes["left"][i], where % "left", -1, _MAX_INDEX))
@@ -133,7 +146,49 @@ def tree_arguments(doc: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
                      else _whole(nodes["value"][i], where % "value", -1, _MAX_INDEX))
     check_meta(meta, n_features, set(range(m)))
     return (kinds, feature, threshold, left, right, value), dict(
-        center=center, n_features=n_features, feature_names=names, n_clusters=n_clusters, meta=dict(meta))
+        center=center, n_features=n_features, feature_names=names, n_clusters=n_clusters, meta=dict(meta),
+        missing_side=missing_side, left_categories=left_categories, categories=categories)
+
+
+def _categories(entry: Any, names: list[str]) -> dict[int, list[Any]]:
+    """``categories`` (feature name -> values in code order) as feature index -> values, each list checked: values
+    of one kind (text, booleans or whole numbers), distinct, at least one."""
+    if entry is None:
+        return {}
+    if not isinstance(entry, dict):
+        raise TreeFormatError(f"tree.json: categories is {type(entry).__name__}, not an object; {_FIX}")
+    out = {}
+    for name, values in entry.items():
+        if name not in names:
+            raise TreeFormatError(f"tree.json: categories names {name!r}, not a feature of the tree; {_FIX}")
+        kinds = {type(v) for v in values} if isinstance(values, list) else set()
+        if not values or len(kinds) != 1 or not kinds <= {str, bool, int} or len(set(values)) != len(values):
+            raise TreeFormatError(f"tree.json: categories[{name!r}] must be a list of distinct values of one kind "
+                                  f"(text, booleans or whole numbers), at least one; {_FIX}")
+        out[names.index(name)] = list(values)
+    return out
+
+
+def _missing_and_sets(nodes: dict[str, Any], m: int) -> tuple[list[int], list[list[int]]]:
+    """``nodes.missing`` ("left", "right" or null per node; absent: null everywhere) and ``nodes.left_categories``
+    (per node a list of codes; absent: empty everywhere), each entry checked."""
+    sides, sets = nodes.get("missing", [None] * m), nodes.get("left_categories", [[]] * m)
+    for name, entries in (("missing", sides), ("left_categories", sets)):
+        if not isinstance(entries, list) or len(entries) != m:
+            raise TreeFormatError(f"tree.json: nodes.{name} must be a list of one entry per node ({m}); {_FIX}")
+    missing_side = []
+    for i, side in enumerate(sides):
+        if not (side is None or isinstance(side, str)) or side not in _MISSING_CODES:
+            raise TreeFormatError(f"tree.json: nodes.missing[{i}] is {side!r}; it must be \"left\", \"right\" or "
+                                  f"null (where missing values go); {_FIX}")
+        missing_side.append(_MISSING_CODES[side])
+    left_categories = []
+    for i, codes in enumerate(sets):
+        if not isinstance(codes, list):
+            raise TreeFormatError(f"tree.json: nodes.left_categories[{i}] is {codes!r}, not a list of category "
+                                  f"codes; {_FIX}")
+        left_categories.append([_whole(c, f"nodes.left_categories[{i}]", 0, _MAX_INDEX) for c in codes])
+    return missing_side, left_categories
 
 
 def read_document(text_or_path: str | Path) -> dict[str, Any]:

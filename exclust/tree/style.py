@@ -154,3 +154,17 @@ def list_text(values: Sequence[Any], integer_like: bool = False, head: int = 8) 
         return f"{len(values)} × {len(values[0])} table"
     shown = ", ".join(fmt_value(v, integer_like=integer_like) for v in values[:head])
     return shown if len(values) <= head else f"{shown}, … ({len(values)} values)"
+
+
+def category_text(value: Any) -> str:
+    """One category value as rules and drawings write it: text bare, booleans and integers as Python writes them."""
+    return str(value.item() if isinstance(value, np.generic) else value)
+
+
+def category_set_text(values: Sequence[Any], head: int | None = None) -> str:
+    """A set of category values, ``{de, fr, at}``; with ``head``, at most that many then ``… (+N)`` (drawings;
+    rules write every value)."""
+    words = [category_text(v) for v in values]
+    if head is not None and len(words) > head:
+        words = words[:head] + [f"… (+{len(words) - head})"]
+    return "{" + ", ".join(words) + "}"

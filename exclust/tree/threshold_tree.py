@@ -5,7 +5,11 @@ The tree is stored as flat arrays, one entry per node, node 0 being the root:
 - ``kind``: LEAF, ONE_SIDED (go left when ``x[f] <= t``) or INTERVAL (go left when
   ``|x[f] - c| <= t``, the two-sided cut of kernel MMDT; left is *inside* the band),
 - ``feature``, ``threshold``, ``center`` (INTERVAL only), ``left``, ``right``,
-- ``value``: the cluster a leaf stands for (several leaves may share a cluster, as in ExKMC).
+- ``value``: the cluster a leaf stands for (several leaves may share a cluster, as in ExKMC),
+- ``missing_side``: where a missing value goes at an internal node (``MISSING_LEFT``, ``MISSING_RIGHT``, or
+  ``MISSING_NONE``: not learned, such a row is not routed),
+- ``left_categories``: a CATEGORY_SET node's codes that go left (a sorted tuple; empty on other nodes), over
+  ``categories``, the vocabulary of each category feature (code c of feature f is ``categories[f][c]``).
 
 A tree is saved as JSON with a schema version (the format lives in ``exclust.tree.file_format``); loading
 validates the arrays and never runs code.
@@ -13,7 +17,7 @@ validates the arrays and never runs code.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from exclust.tree import rules as rules_module
 from exclust.tree._routing import route_to_clusters, route_to_leaves
 from exclust.tree.file_format import (
     KIND_NAMES,
@@ -31,52 +36,18 @@ from exclust.tree.file_format import (
     tree_arguments,
     tree_to_document,
 )
-from exclust.tree.node_kinds import INTERVAL, LEAF, ONE_SIDED
+from exclust.tree.node_kinds import CATEGORY_SET, INTERVAL, LEAF, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT, ONE_SIDED
 
 
-def _format_number(v: float) -> str:
-    return f"{v:.6g}"
-
-
-@dataclass(frozen=True)
-class _Span:
-    """An interval of one feature's values, each end open or closed (infinite ends open)."""
-
-    low: float
-    low_closed: bool
-    high: float
-    high_closed: bool
-
-    @property
-    def empty(self) -> bool:
-        return self.low > self.high or (self.low == self.high and not (self.low_closed and self.high_closed))
-
-    def text(self, name: str) -> str:
-        """``a < name <= b``, ``name > a``, ``name = a``; empty for the whole line."""
-        lo, hi = _format_number(self.low), _format_number(self.high)
-        below, above = ("<=" if self.low_closed else "<"), ("<=" if self.high_closed else "<")
-        if self.low == self.high:
-            return f"{name} = {lo}"
-        if math.isinf(self.low) and math.isinf(self.high):
-            return ""
-        if math.isinf(self.low):
-            return f"{name} {above} {hi}"
-        if math.isinf(self.high):
-            return f"{name} {'>=' if self.low_closed else '>'} {lo}"
-        return f"{lo} {below} {name} {above} {hi}"
-
-
-def _intersect(spans: Sequence[_Span], cut: Sequence[_Span]) -> list[_Span]:
-    """The values in both sets of disjoint spans, in increasing order."""
-    out = []
-    for a in spans:
-        for b in cut:
-            low, low_closed = max((a.low, not a.low_closed), (b.low, not b.low_closed))
-            high, high_closed = min((a.high, a.high_closed), (b.high, b.high_closed))
-            span = _Span(low, not low_closed, high, high_closed)
-            if not span.empty:
-                out.append(span)
-    return sorted(out, key=lambda s: (s.low, not s.low_closed))
+def _category_bitset(left_categories: Sequence[tuple[int, ...]], categories: Mapping[int, Sequence[Any]]) -> np.ndarray:
+    """The set cuts as the routing kernels read them: one row of 64-bit words per node, bit c set when code c goes
+    left (at least one word, so that a tree without set cuts passes an array of the same type)."""
+    longest = max((len(v) for v in categories.values()), default=0)
+    bits = np.zeros((len(left_categories), max(1, -(-longest // 64))), dtype=np.uint64)
+    for node, codes in enumerate(left_categories):
+        for c in codes:
+            bits[node, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+    return bits
 
 
 class ThresholdTree:
@@ -96,6 +67,9 @@ class ThresholdTree:
         feature_names: Sequence[str] | None = None,
         n_clusters: int | None = None,
         meta: dict[str, Any] | None = None,
+        missing_side: ArrayLike | None = None,
+        left_categories: Sequence[Sequence[int]] | None = None,
+        categories: Mapping[int, Sequence[Any]] | None = None,
     ) -> None:
         self.kind = np.asarray(kind, dtype=np.int8)
         m = self.kind.shape[0]
@@ -116,7 +90,14 @@ class ThresholdTree:
         leaf_values = self.value[self.kind == LEAF] if m else np.empty(0, np.int64)
         self.n_clusters = int(n_clusters) if n_clusters is not None else int(leaf_values.max(initial=-1) + 1)
         self.meta = dict(meta or {})
+        self.missing_side = (np.full(m, MISSING_NONE, dtype=np.int8) if missing_side is None
+                             else np.asarray(missing_side, dtype=np.int8))
+        self.left_categories: list[tuple[int, ...]] = (
+            [()] * m if left_categories is None else [tuple(sorted(int(c) for c in s)) for s in left_categories])
+        self.categories: dict[int, list[Any]] = {int(f): list(v) for f, v in (categories or {}).items()}
         self._validate()
+        self._validate_categories()
+        self.category_bits = _category_bitset(self.left_categories, self.categories)
 
     # ------------------------------------------------------------------ validation
     def _validate(self) -> None:
@@ -136,7 +117,8 @@ class ThresholdTree:
         leaf = ~internal
         if (self.feature[internal] < 0).any() or (self.feature[internal] >= self.n_features).any():
             raise TreeFormatError("an internal node splits on a feature outside [0, n_features)")
-        if not np.isfinite(self.threshold[internal]).all():
+        numeric = internal & (self.kind != CATEGORY_SET)
+        if not np.isfinite(self.threshold[numeric]).all():
             raise TreeFormatError("an internal node has a non-finite threshold")
         interval = self.kind == INTERVAL
         if not np.isfinite(self.center[interval]).all() or (self.threshold[interval] < 0).any():
@@ -159,6 +141,35 @@ class ThresholdTree:
                 stack.extend((int(self.left[node]), int(self.right[node])))
         if not seen.all():
             raise TreeFormatError("some nodes are not reachable from the root")
+
+    def _validate_categories(self) -> None:
+        """The missing sides, the set cuts and the vocabularies: a set cut's feature is a category feature and its
+        codes lie within that feature's vocabulary."""
+        m = self.node_count
+        if self.missing_side.shape != (m,) or len(self.left_categories) != m:
+            raise TreeFormatError(f"missing_side and left_categories need one entry per node ({m})")
+        if not np.isin(self.missing_side, (MISSING_LEFT, MISSING_RIGHT, MISSING_NONE)).all():
+            raise TreeFormatError(f"unknown missing side in {sorted(set(self.missing_side.tolist()))}; "
+                                  f"expected {MISSING_LEFT} (left), {MISSING_RIGHT} (right) or {MISSING_NONE} (none)")
+        for f, vocabulary in self.categories.items():
+            if not 0 <= f < self.n_features:
+                raise TreeFormatError(f"categories name feature {f}, outside [0, {self.n_features})")
+            if not vocabulary or len(set(map(repr, vocabulary))) != len(vocabulary):
+                raise TreeFormatError(f"the categories of feature '{self.feature_names[f]}' must be distinct values, "
+                                      f"at least one")
+        for node in range(m):
+            codes = self.left_categories[node]
+            if self.kind[node] != CATEGORY_SET:
+                if codes:
+                    raise TreeFormatError(f"node {node} is not a category set cut but lists left categories")
+                continue
+            f = int(self.feature[node])
+            if f not in self.categories:
+                raise TreeFormatError(f"node {node} cuts feature '{self.feature_names[f]}' by a set of categories, "
+                                      f"but that feature is numeric (it has no categories)")
+            if len(set(codes)) != len(codes) or any(not 0 <= c < len(self.categories[f]) for c in codes):
+                raise TreeFormatError(f"node {node}'s left categories {list(codes)} are not distinct codes of "
+                                      f"feature '{self.feature_names[f]}' (0..{len(self.categories[f]) - 1})")
 
     # ------------------------------------------------------------------ shape
     @property
@@ -200,7 +211,8 @@ class ThresholdTree:
 
         A greedy tree grown split by split holds every smaller tree as a prefix: pass the nodes
         split first (ExKMC, KDTree, CART's best-first order). Nodes are numbered afresh, depth
-        first with the left child first; feature names, ``n_clusters`` and ``meta`` are kept.
+        first with the left child first; feature names, ``n_clusters``, ``meta``, the categories and every
+        kept node's missing side and set are kept.
         """
         keep = {int(i) for i in expanded}
         b = TreeBuilder(n_features=self.n_features)
@@ -210,14 +222,17 @@ class ThresholdTree:
             if self.kind[node] == LEAF or node not in keep:
                 b.make_leaf(new, int(node_values[node]))
                 continue
-            f, t = int(self.feature[node]), float(self.threshold[node])
+            f, t, side = int(self.feature[node]), float(self.threshold[node]), int(self.missing_side[node])
             if self.kind[node] == INTERVAL:
-                left, right = b.split_interval(new, f, float(self.center[node]), t)
+                left, right = b.split_interval(new, f, float(self.center[node]), t, missing_side=side)
+            elif self.kind[node] == CATEGORY_SET:
+                left, right = b.split_categories(new, f, self.left_categories[node], side)
             else:
-                left, right = b.split(new, f, t)
+                left, right = b.split(new, f, t, missing_side=side)
             stack.append((int(self.right[node]), right))
             stack.append((int(self.left[node]), left))
-        return b.build(feature_names=self.feature_names, n_clusters=self.n_clusters, meta=dict(self.meta))
+        return b.build(feature_names=self.feature_names, n_clusters=self.n_clusters, meta=dict(self.meta),
+                       categories=self.categories)
 
     # ------------------------------------------------------------------ prediction
     def _check_width(self, X) -> None:
@@ -236,35 +251,46 @@ class ThresholdTree:
             if X.ndim == 1:
                 X = X.reshape(1, -1)
         self._check_width(X)
-        return parts.label_rows(self._route_block, X, to_leaves)
+        return parts.label_rows(self._route_block, X, to_leaves, route_nan=self.routes_missing)
 
     def _route_block(self, X: np.ndarray, to_leaves: bool) -> np.ndarray:
         X = np.ascontiguousarray(X, dtype=np.float64)
-        args = (X, self.kind, self.feature, self.threshold, self.center, self.left, self.right)
+        args = (X, self.kind, self.feature, self.threshold, self.center, self.left, self.right, self.missing_side,
+                self.category_bits)
         if to_leaves:
             return route_to_leaves(*args)
         return route_to_clusters(*args, self.value)
 
     def predict(self, X):
-        """Cluster of every row, -1 for a row holding NaN or inf (``parts.label_rows``): numpy in,
-        numpy out; dask array in, dask array out."""
+        """Cluster of every row: numpy in, numpy out; dask array in, dask array out.
+
+        A NaN (a missing value) goes to each cut's missing side, and so does a category code the tree never saw
+        (``UNSEEN_CATEGORY``, -1.0) at a set cut. A row gets -1 when it holds +-inf (``parts.label_rows``) or when
+        a missing value meets a cut that learned no side (``MISSING_NONE``); in a tree where no cut learned one
+        (``routes_missing`` False: written before issue 28), every row holding a NaN gets -1, as before."""
         return self._route(X, to_leaves=False)
 
     def apply(self, X):
-        """Leaf node id of every row, -1 for a row holding NaN or inf: numpy in, numpy out; dask in, dask out."""
+        """Leaf node id of every row, routed as ``predict`` routes it (-1 for a row with +-inf, or a missing value
+        at a cut with no missing side): numpy in, numpy out; dask in, dask out."""
         return self._route(X, to_leaves=True)
 
-    # ------------------------------------------------------------------ words
+    @property
+    def routes_missing(self) -> bool:
+        """Whether some cut learned a side for missing values; a tree where none did (written before issue 28, or
+        by a builder that learns none) labels every row holding a NaN -1, as trees always did."""
+        return bool((self.missing_side[self.kind != LEAF] != MISSING_NONE).any())
+
+    def category_values(self, node: int) -> list[Any]:
+        """The category values a CATEGORY_SET node sends left, in code order."""
+        vocabulary = self.categories[int(self.feature[node])]
+        return [vocabulary[c] for c in self.left_categories[node]]
+
+    # ------------------------------------------------------------------ words (exclust.tree.rules)
     def describe_node(self, node: int) -> str:
-        """The test of an internal node in words, e.g. ``petal_width <= 1.3``."""
-        name = self.feature_names[self.feature[node]]
-        t = self.threshold[node]
-        if self.kind[node] == ONE_SIDED:
-            return f"{name} <= {_format_number(t)}"
-        if self.kind[node] == INTERVAL:  # |x - c| <= t, written as the interval it is
-            c = self.center[node]
-            return f"{_format_number(c - t)} <= {name} <= {_format_number(c + t)}"
-        return f"cluster {self.value[node]}"
+        """The test of an internal node in words, e.g. ``petal_width <= 1.3`` or ``country in {de, fr}``, with
+        ``(missing: left)`` where the node sends missing values."""
+        return rules_module.describe_node(self, node)
 
     def leaf_paths(self) -> dict[int, list[tuple[int, bool]]]:
         """For every leaf, the (node, went_left) steps from the root."""
@@ -280,53 +306,18 @@ class ThresholdTree:
         return paths
 
     def leaf_rule(self, path: list[tuple[int, bool]]) -> str:
-        """One leaf's conditions, merged per feature into the set of values that reach the leaf:
-        ``1.5 <= x <= 2.5``, or a union such as ``(1.3 < x < 1.5 or x > 2.5)`` after an interval
-        cut's outside branch."""
-        allowed: dict[int, list[_Span]] = {}  # feature -> disjoint spans of the values reaching the leaf
-        for node, went_left in path:
-            f, t = int(self.feature[node]), float(self.threshold[node])
-            if self.kind[node] == ONE_SIDED:
-                cut = [_Span(-math.inf, False, t, True)] if went_left else [_Span(t, False, math.inf, False)]
-            else:
-                a, b = float(self.center[node]) - t, float(self.center[node]) + t
-                cut = ([_Span(a, True, b, True)] if went_left
-                       else [_Span(-math.inf, False, a, False), _Span(b, False, math.inf, False)])
-            allowed[f] = _intersect(allowed.get(f, [_Span(-math.inf, False, math.inf, False)]), cut)
-        parts = []
-        for f in sorted(allowed):
-            words = [span.text(self.feature_names[f]) for span in allowed[f]]
-            words = [w for w in words if w]
-            if len(allowed[f]) == 0:
-                parts.append(f"{self.feature_names[f]} in no interval (no point reaches this leaf)")
-            elif len(words) == 1:
-                parts.append(words[0])
-            elif words:
-                parts.append("(" + " or ".join(words) + ")")
-        return " and ".join(parts) if parts else "all points"
+        """One leaf's conditions, merged per feature into the values that reach the leaf: ``1.5 <= x <= 2.5``,
+        ``(1.3 < x < 1.5 or x > 2.5)`` after an interval cut's outside branch, ``country in {de, fr}`` or
+        ``country not in {de, fr}``, each with ``(or missing)`` where missing values reach the leaf."""
+        return rules_module.leaf_rule(self, path)
 
     def rules(self) -> dict[int, str]:
         """For every cluster, the condition in words under which a point is assigned to it."""
-        by_cluster: dict[int, list[str]] = {c: [] for c in range(self.n_clusters)}
-        for leaf, path in sorted(self.leaf_paths().items()):
-            by_cluster[int(self.value[leaf])].append(self.leaf_rule(path))
-        out = {}
-        for c, conds in by_cluster.items():
-            if not conds:
-                out[c] = "no leaf"
-            elif len(conds) == 1:
-                out[c] = conds[0]
-            else:
-                out[c] = " or ".join(f"({s})" for s in conds)
-        return out
+        return rules_module.rules(self)
 
     def rules_text(self, cluster_names: Sequence[str] | None = None) -> str:
         """All rules, one line per cluster: ``cluster 2: 1.3 < petal_width <= 4.1``."""
-        lines = []
-        for c, rule in self.rules().items():
-            label = cluster_names[c] if cluster_names is not None else f"cluster {c}"
-            lines.append(f"{label}: {rule}")
-        return "\n".join(lines) + "\n"
+        return rules_module.rules_text(self, cluster_names)
 
     # ------------------------------------------------------------------ JSON (exclust.tree.file_format)
     def to_dict(self) -> dict[str, Any]:
@@ -394,6 +385,8 @@ class TreeBuilder:
     left: list[int] = field(default_factory=list)
     right: list[int] = field(default_factory=list)
     value: list[int] = field(default_factory=list)
+    missing_side: list[int] = field(default_factory=list)
+    left_categories: list[tuple[int, ...]] = field(default_factory=list)
 
     def add_node(self) -> int:
         """A new, still undecided node (a leaf of cluster -1 until made a leaf or split)."""
@@ -404,24 +397,54 @@ class TreeBuilder:
         self.left.append(-1)
         self.right.append(-1)
         self.value.append(-1)
+        self.missing_side.append(MISSING_NONE)
+        self.left_categories.append(())
         return len(self.kind) - 1
 
-    def split(self, node: int, feature: int, threshold: float) -> tuple[int, int]:
-        """Make ``node`` the one-sided cut ``x[feature] <= threshold``; returns (left, right)."""
-        self.kind[node] = ONE_SIDED
+    def _children(self, node: int, kind: int, feature: int, missing_side: int) -> tuple[int, int]:
+        self.kind[node] = kind
         self.feature[node] = int(feature)
-        self.threshold[node] = float(threshold)
+        self.missing_side[node] = int(missing_side)
         self.left[node], self.right[node] = self.add_node(), self.add_node()
         return self.left[node], self.right[node]
 
-    def split_interval(self, node: int, feature: int, center: float, half_width: float) -> tuple[int, int]:
+    def split(self, node: int, feature: int, threshold: float, missing_side: int = MISSING_NONE) -> tuple[int, int]:
+        """Make ``node`` the one-sided cut ``x[feature] <= threshold``; returns (left, right).
+
+        Parameters
+        ----------
+        node, feature : int
+            The node to split and the feature it cuts.
+        threshold : float
+            Rows with ``x[feature] <= threshold`` go left.
+        missing_side : int, default MISSING_NONE
+            Where a missing value (NaN) goes: ``MISSING_LEFT``, ``MISSING_RIGHT``, or ``MISSING_NONE`` (not routed).
+        """
+        self.threshold[node] = float(threshold)
+        return self._children(node, ONE_SIDED, feature, missing_side)
+
+    def split_interval(self, node: int, feature: int, center: float, half_width: float,
+                       missing_side: int = MISSING_NONE) -> tuple[int, int]:
         """Make ``node`` the interval cut ``|x[feature] - center| <= half_width``; (inside, outside)."""
-        self.kind[node] = INTERVAL
-        self.feature[node] = int(feature)
         self.center[node] = float(center)
         self.threshold[node] = float(half_width)
-        self.left[node], self.right[node] = self.add_node(), self.add_node()
-        return self.left[node], self.right[node]
+        return self._children(node, INTERVAL, feature, missing_side)
+
+    def split_categories(self, node: int, feature: int, left_codes: Sequence[int],
+                         missing_side: int = MISSING_NONE) -> tuple[int, int]:
+        """Make ``node`` the set cut ``x[feature] in left_codes``; returns (left, right).
+
+        Parameters
+        ----------
+        node, feature : int
+            The node to split and the category feature it cuts (give its vocabulary to ``build``).
+        left_codes : sequence of int
+            The category codes that go left; every other code goes right.
+        missing_side : int, default MISSING_NONE
+            Where a missing value (NaN) and a category the tree never saw (``UNSEEN_CATEGORY``) go.
+        """
+        self.left_categories[node] = tuple(sorted(int(c) for c in left_codes))
+        return self._children(node, CATEGORY_SET, feature, missing_side)
 
     def make_leaf(self, node: int, cluster: int) -> None:
         self.kind[node] = LEAF
@@ -432,7 +455,10 @@ class TreeBuilder:
         feature_names: Sequence[str] | None = None,
         n_clusters: int | None = None,
         meta: dict[str, Any] | None = None,
+        categories: Mapping[int, Sequence[Any]] | None = None,
     ) -> ThresholdTree:
+        """The tree grown so far; ``categories`` gives each category feature's vocabulary (feature -> values in
+        code order), needed by every set cut."""
         return ThresholdTree(
             self.kind,
             self.feature,
@@ -445,4 +471,7 @@ class TreeBuilder:
             feature_names=feature_names,
             n_clusters=n_clusters,
             meta=meta,
+            missing_side=self.missing_side,
+            left_categories=self.left_categories,
+            categories=categories,
         )

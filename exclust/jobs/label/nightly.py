@@ -124,7 +124,9 @@ class NightOutcome:
         from exclust.scoring.drift import drift_text
 
         r = self.result
-        return f"{self.name}: labelled {r.n_rows} rows in {r.n_files} file(s) into {r.out}; {drift_text(r.drift)}"
+        unseen = "".join(f"; {n} unseen categories in '{name}'" for name, n in sorted(r.unseen_categories.items()))
+        return (f"{self.name}: labelled {r.n_rows} rows in {r.n_files} file(s) into {r.out}{unseen}; "
+                f"{drift_text(r.drift)}")
 
     @property
     def drifted(self) -> bool:

@@ -38,7 +38,8 @@ def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out
 
     from exclust.jobs.label.labeling import _value_counts
 
-    out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column)
+    unseen: dict[str, int] = {}
+    out = read_and_label(ThresholdTree.from_dict(tree_doc), fs, file, cluster_column, leaf_column, unseen)
     if date_column in out.column_names:
         raise InputError(f"the labelled data already has a column '{date_column}'; name the table's date "
                          "column otherwise with --date-column")
@@ -50,7 +51,8 @@ def _label_file_into(tree_doc: dict, fs: Any, file: SourceFile, out_fs: Any, out
         pq.write_table(out, f)
     return {"relpath": relpath, "rows": out.num_rows, "size": out_fs.size(out_path),
             "stats": None if stats_of is None else stats_of(out), "schema": out.schema,
-            "clusters": _value_counts(out.column(cluster_column)), "leaves": _value_counts(out.column(leaf_column))}
+            "clusters": _value_counts(out.column(cluster_column)), "leaves": _value_counts(out.column(leaf_column)),
+            "unseen": unseen}
 
 
 def output_table_format(out: str | os.PathLike, requested: str | None,
