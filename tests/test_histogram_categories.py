@@ -68,6 +68,30 @@ def test_exkmc_cost_in_z_equals_numpy_recomputation(rng, on_dask, request):
     missing_sides = [ex.code_tree_.missing_side[node] for node in range(ex.code_tree_.n_nodes)
                      if ex.code_tree_.feature[node] >= 0]
     assert missing_sides and all(side in (0, 1) for side in missing_sides)
+    # The real-valued tree routes the raw rows, NaN included, as the engine routed their codes.
+    np.testing.assert_array_equal(ex.full_tree_.missing_side, ex.code_tree_.missing_side)
+    np.testing.assert_array_equal(ex.full_tree_.apply(X), ex.code_tree_.route(ex.mapper_.transform(X), ex.mapper_))
+    assert np.isnan(X).any() and (ex.predict(X) >= 0).all()
+
+
+def test_imm_tree_keeps_set_cuts_vocabulary_and_routes_unseen_categories_as_missing(rng):
+    from exclust.algorithms.histogram.imm import IMM
+    from exclust.tree import CATEGORY_SET
+
+    X, Z, centers = _customers(rng)
+    vocabulary = ["at", "de", "fr", "nl", "pl"]
+    imm = IMM(3, max_bins=64, random_state=0).fit(_dataset(X, {1: vocabulary}), centers, Z=Z)
+    tree = imm.tree_
+    assert (tree.kind == CATEGORY_SET).any() and tree.categories == {1: vocabulary}
+    assert "segment in {" in tree.rules_text()
+    data = encode_for_trees(_dataset(X, {1: vocabulary}), centers, 64, random_state=0, Z=Z)
+    code_tree, mistakes = grow_imm(data)
+    np.testing.assert_array_equal(tree.apply(X), code_tree.route(data.mapper.transform(X), data.mapper))
+    assert mistakes == imm.n_mistakes_
+    data.release()
+    unseen = X.copy()
+    unseen[np.isnan(X[:, 1]), 1] = -1.0  # a category the tree never saw goes where missing values go
+    np.testing.assert_array_equal(tree.predict(unseen), tree.predict(X))
 
 
 def test_exkmc_with_a_category_and_z_prices_its_set_cuts_in_z(rng):

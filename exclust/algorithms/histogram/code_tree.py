@@ -15,6 +15,7 @@ codes go left at each node (``cut_table``), which holds every kind of cut.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +23,8 @@ import numpy as np
 
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
+from exclust.tree.node_kinds import CATEGORY_SET, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT
 
-# The values of ``tree.node_kinds``' MISSING_* (issue 28's contract).
-MISSING_NONE = -1
-MISSING_LEFT = 0
-MISSING_RIGHT = 1
 MISSING_SIDES = (MISSING_NONE, MISSING_LEFT, MISSING_RIGHT)
 
 
@@ -163,18 +161,27 @@ class CodeTree:
         n_clusters: int,
         feature_names=None,
         meta: dict[str, Any] | None = None,
+        categories: Mapping[int, Sequence[Any]] | None = None,
     ) -> ThresholdTree:
-        """The same tree with real-valued thresholds (bin edges); node ids are kept, so a greedy
-        algorithm's split order names nodes of both trees (``ThresholdTree.prune`` gives its prefixes)."""
-        if self.has_sets:
-            raise NotImplementedError("set cuts need the tree's CATEGORY_SET nodes (issue 28, tree layer)")
-        feature, split_bin, left, right = self.arrays()
+        """The same tree with real-valued thresholds (bin edges), set cuts as ``CATEGORY_SET``
+        nodes and every cut's missing side; node ids are kept, so a greedy algorithm's split
+        order names nodes of both trees (``ThresholdTree.prune`` gives its prefixes).
+
+        ``categories``: each category feature's vocabulary in code order (``Dataset.categories``);
+        a category feature without one is named by its codes (0 .. C-1)."""
+        feature = np.asarray(self.feature, dtype=np.int64)
         split = feature >= 0
-        threshold = [mapper.threshold(f, b) if f >= 0 else np.nan for f,
-                     b in zip(feature.tolist(), split_bin.tolist(), strict=True)]
+        is_set = np.array([bool(codes) for codes in self.left_codes])
+        threshold = [mapper.threshold(f, b) if f >= 0 and b >= 0 else np.nan
+                     for f, b in zip(self.feature, self.split_bin, strict=True)]
+        vocabulary = {f: list(range(int(mapper.n_bins[f]))) for f in np.flatnonzero(mapper.is_category).tolist()}
+        vocabulary.update({int(f): list(v) for f, v in (categories or {}).items()})
         return ThresholdTree(
-            np.where(split, ONE_SIDED, LEAF), np.where(split, feature, -1), threshold,
-            np.where(split, left, -1), np.where(split, right, -1),
+            np.where(is_set, CATEGORY_SET, np.where(split, ONE_SIDED, LEAF)), np.where(split, feature, -1), threshold,
+            np.where(split, np.asarray(self.left, dtype=np.int64), -1),
+            np.where(split, np.asarray(self.right, dtype=np.int64), -1),
             np.where(split, -1, np.asarray(self.value, dtype=np.int64)),  # a leaf's center; -1 on cuts
             n_features=mapper.n_features, feature_names=feature_names, n_clusters=n_clusters, meta=meta,
+            missing_side=np.where(split, np.asarray(self.missing_side), MISSING_NONE),
+            left_categories=self.left_codes, categories=vocabulary,
         )

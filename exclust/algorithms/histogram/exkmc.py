@@ -27,7 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, prepare_fit
+from exclust.algorithms.histogram.base import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    dataset_categories,
+    prepare_fit,
+)
 from exclust.algorithms.histogram.cut_search import best_surrogate_cut
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData, cheapest_center, leaf_surrogate_cost
 from exclust.algorithms.histogram.imm import grow_imm
@@ -228,7 +233,8 @@ class ExKMC(CenterTreePredictor):
         self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))
         meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
                 "objective": self.objective}
-        self.full_tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
+        self.full_tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta,
+                                                 categories=dataset_categories(ds))
         self.tree_ = self.tree_at(self.leaf_counts_[-1])
         data.release()
         return self

@@ -20,6 +20,7 @@ import numpy as np
 from exclust.algorithms.histogram.base import (
     CENTER_TREE_CONSTRAINTS,
     CenterTreePredictor,
+    dataset_categories,
     prepare_fit,
 )
 from exclust.algorithms.histogram.cut_search import best_mistake_cut, center_codes
@@ -164,6 +165,7 @@ class IMM(CenterTreePredictor):
         self.tree_ = tree.to_threshold_tree(
             data.mapper, len(centers), ds.feature_names,
             meta={"algorithm": "imm", "max_bins": self.max_bins, "objective": self.objective},
+            categories=dataset_categories(ds),
         )
         data.release()
         return self
