@@ -125,3 +125,5 @@ def test_kdtree_refuses_missing_values_and_categories(rng):
     X[:, 0] = np.nan_to_num(X[:, 0])
     with pytest.raises(ParameterError, match="KDTree.*'segment'.*category"):
         KDTree(3).fit(_dataset(X, {1: 5}), centers)
+    with pytest.raises(ParameterError, match="KDTree.*another space"):
+        KDTree(3).fit(_dataset(X[:, :1]), centers, Z=np.zeros((X.shape[0], 2)))

@@ -27,7 +27,7 @@ from exclust.algorithms.histogram.base import (
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.engine import CodeTree
 from exclust.dataplane.parts import map_reduce, uniform_sample
-from exclust.errors import InputError
+from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Integral, Interval
 from exclust.scoring.curves import CurveSeries
 from exclust.sources.dataset import as_matrix
@@ -71,9 +71,15 @@ class KDTree(CenterTreePredictor):
         self.random_state = random_state
         self.n_clusters = n_clusters
 
-    def fit(self, X, centers) -> KDTree:
-        """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
+    def fit(self, X, centers, Z=None) -> KDTree:
+        """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``.
+
+        Category features, missing values and ``Z`` (centers of another space) are refused
+        (ParameterError): the leaves are labelled from sums of the features' raw values."""
         self._check_params()
+        if Z is not None:
+            raise ParameterError("KDTree labels its leaves in the features' own space, not in another space (Z, "
+                                 "cluster_on); use IMM or ExKMC")
         max_bins = int(self.max_bins)
         ds = as_matrix(self._fit_input(X))
         centers = np.asarray(centers, dtype=np.float64)
