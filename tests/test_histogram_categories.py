@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from exclust.algorithms.histogram.base import encode_for_trees
+from exclust.algorithms.histogram.exgreedy import ExGreedy
 from exclust.algorithms.histogram.exkmc import ExKMC
 from exclust.algorithms.histogram.exshallow import ExShallow
 from exclust.algorithms.histogram.imm import grow_imm
@@ -108,12 +109,16 @@ def test_exkmc_with_a_category_and_z_prices_its_set_cuts_in_z(rng):
 
 
 def test_exshallow_refuses_missing_values_and_categories(rng):
-    X, Z, centers = _customers(rng, 500)
+    X, _, centers = _customers(rng, 500)
     with pytest.raises(ParameterError, match="ExShallow.*'x0'.*missing"):
-        ExShallow(3).fit(_dataset(X), centers, Z=Z)
+        ExShallow(3).fit(_dataset(X), centers)  # found by the binning sample
+    counted = _dataset(X)
+    counted.missing = {"x0": int(np.isnan(X[:, 0]).sum())}  # type: ignore[attr-defined]  # Dataset.missing
+    with pytest.raises(ParameterError, match="ExGreedy.*'x0'.*missing"):
+        ExGreedy(3).fit(counted, centers)  # counted by loading: refused before any pass
     X[:, 0] = np.nan_to_num(X[:, 0])
     with pytest.raises(ParameterError, match="ExShallow.*'segment'.*category"):
-        ExShallow(3).fit(_dataset(X, {1: 5}), centers, Z=Z)
+        ExShallow(3).fit(_dataset(X, {1: 5}), centers)
 
 
 def test_kdtree_refuses_missing_values_and_categories(rng):
@@ -125,5 +130,3 @@ def test_kdtree_refuses_missing_values_and_categories(rng):
     X[:, 0] = np.nan_to_num(X[:, 0])
     with pytest.raises(ParameterError, match="KDTree.*'segment'.*category"):
         KDTree(3).fit(_dataset(X, {1: 5}), centers)
-    with pytest.raises(ParameterError, match="KDTree.*another space"):
-        KDTree(3).fit(_dataset(X[:, :1]), centers, Z=np.zeros((X.shape[0], 2)))

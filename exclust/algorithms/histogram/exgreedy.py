@@ -57,8 +57,8 @@ class ExGreedy(CenterTreePredictor):
         self.max_bins = max_bins
         self.random_state = random_state
 
-    def fit(self, X, centers=None, Z=None) -> ExGreedy:
+    def fit(self, X, centers=None) -> ExGreedy:
         """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None);
-        ``Z``, category features and missing values refused as ``ExShallow.fit`` says."""
+        category features and missing values refused as ``ExShallow.fit`` says."""
         self._check_params()
-        return fit_shallow(self, X, centers, 0.0, "exgreedy", Z)
+        return fit_shallow(self, X, centers, 0.0, "exgreedy")

@@ -22,12 +22,13 @@ from exclust.algorithms.histogram.base import (
     CenterTreePredictor,
     check_centers,
     dataset_categories,
+    known_missing,
     refuse_categories_and_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.engine import CodeTree
 from exclust.dataplane.parts import map_reduce, uniform_sample
-from exclust.errors import InputError, ParameterError
+from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval
 from exclust.scoring.curves import CurveSeries
 from exclust.sources.dataset import as_matrix
@@ -71,15 +72,12 @@ class KDTree(CenterTreePredictor):
         self.random_state = random_state
         self.n_clusters = n_clusters
 
-    def fit(self, X, centers, Z=None) -> KDTree:
+    def fit(self, X, centers) -> KDTree:
         """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``.
 
-        Category features, missing values and ``Z`` (centers of another space) are refused
-        (ParameterError): the leaves are labelled from sums of the features' raw values."""
+        Category features and missing values are refused (ParameterError naming the column):
+        the leaves are labelled from sums of the features' raw values."""
         self._check_params()
-        if Z is not None:
-            raise ParameterError("KDTree labels its leaves in the features' own space, not in another space (Z, "
-                                 "cluster_on); use IMM or ExKMC")
         max_bins = int(self.max_bins)
         ds = as_matrix(self._fit_input(X))
         centers = np.asarray(centers, dtype=np.float64)
@@ -94,10 +92,11 @@ class KDTree(CenterTreePredictor):
         m = int(self.max_leaves if self.max_leaves is not None else centers.shape[0])
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         passes = int(ds.distributed)  # the sample is a pass on Dask, none in memory
-        mapper = edges_from_sample(sample, max_bins=max_bins, categories=dataset_categories(ds))
+        mapper = edges_from_sample(sample, max_bins=max_bins, categories=dataset_categories(ds),
+                                   missing=known_missing(ds))
         del sample
         # Its leaves are labelled from sums of the raw values: numbers, complete rows.
-        refuse_categories_and_missing("KDTree", mapper, ds.feature_names)
+        refuse_categories_and_missing("KDTree", ds.feature_names, mapper.is_category, mapper.missing)
         n_bins = mapper.max_n_bins
         center_sq = np.einsum("ij,ij->i", centers, centers)
         tree = CodeTree()
