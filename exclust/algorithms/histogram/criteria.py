@@ -32,6 +32,7 @@ pass is ``parts.map_reduce(MedianCut.block, X, ...)``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -72,11 +73,9 @@ class Criterion:
     """A split criterion of the engine (see the module docstring for the contract)."""
 
     holds_distances: bool | None = None  # what EncodedData must keep: None, either
-
-    @staticmethod
-    def block(part: dict, tree_arrays: tuple, routing: tuple[int, bool, int], *args: Any) -> Any:
-        """Accumulate this criterion's histograms on one kept part (runs where the part lives)."""
-        raise NotImplementedError
+    # ``block(part, tree_arrays, routing, *pass_args)``: accumulates this criterion's histograms
+    # on one kept part, where the part lives; a module-level function, so a Dask task can name it.
+    block: Callable[..., Any]
 
     def pass_args(self, data, slot: np.ndarray, *request: Any) -> tuple:
         """The arguments of ``block`` after (part, tree_arrays, routing) for one pass."""
