@@ -3,7 +3,8 @@ ExShallow, ExGreedy, KDTree), on one split-search engine.
 
 Lives here: ``base.py`` (what the center trees share: ``CenterTreePredictor``, the constraints,
 the fit preamble ``prepare_fit``), ``binning.py`` (bin edges and codes), ``engine.py`` (encoded
-parts, histograms, prefix sums, routing memory), ``imm.py`` (paper 003 Sec. 2), ``exkmc.py``
+parts, the one histogram pass, routing memory), ``criteria.py`` (split criteria as objects the engine
+takes: what a pass sums and how cuts are scored), ``imm.py`` (paper 003 Sec. 2), ``exkmc.py``
 (paper 003 Alg. 1-2), ``exshallow.py`` (Laber, Murtinho and Oliveira 2023), ``exgreedy.py``
 (Laber and Murtinho 2021, ExGreedy), ``kdtree.py`` (paper 003 App. B.1), and the numba kernels
 ``_bin_coding.py``, ``_code_histograms.py`` and ``_shallow_cut.py``.

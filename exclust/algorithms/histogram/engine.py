@@ -1,4 +1,4 @@
-"""The split-search engine of IMM, ExKMC and ExShallow: encoded partitions, histograms, prefix-sum scoring.
+"""The split-search engine of IMM, ExKMC and ExShallow: encoded partitions, the tree on codes, histogram passes.
 
 Data flow (the design's "How data flows", ../shared/DESIGN.md outside the repository):
 
@@ -8,11 +8,12 @@ Data flow (the design's "How data flows", ../shared/DESIGN.md outside the reposi
    every center: squared Euclidean for ExShallow, l1 for the k-medians objective); the result
    stays where it was computed (in this process for numpy input, persisted on the workers for
    Dask input),
-3. per round, one pass that routes every row through the current tree *by its codes* and sums,
-   per requested leaf, a histogram over (feature, bin); partitions' histograms are added in a
-   tree reduction, so only histograms reach the driver.
+3. per round, one pass (``EncodedData.histograms``) that routes every row through the current
+   tree *by its codes* and sums, per requested leaf, a split criterion's histogram over
+   (feature, bin) (criteria.py: what is summed and how cuts are scored); partitions'
+   histograms are added in a tree reduction, so only histograms reach the driver.
 
-Prefix sums over the bins then score every candidate threshold of every feature at once, and
+The criterion's prefix sums over the bins then score every candidate threshold of every feature at once, and
 (IMM, ExKMC) a sibling's histogram is its parent's minus the one computed (see the algorithms).
 ExShallow's histograms (``_shallow_cut.py``) depend on each node's own centers, so every
 node that splits is computed.
@@ -27,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_and_project
-from exclust.algorithms.histogram._code_histograms import mistake_histograms, surrogate_histograms
 from exclust.algorithms.histogram.binning import BinMapper
-from exclust.dataplane.parts import kernel_threads, label_dtype
+from exclust.algorithms.histogram.criteria import Criterion
+from exclust.dataplane.parts import label_dtype
 from exclust.dataplane.residency import keep_parts, reduce_kept
 from exclust.sources.dataset import Dataset
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
@@ -46,7 +47,7 @@ class CodeTree:
     right: list[int] = field(default_factory=lambda: [-1])
     value: list[int] = field(default_factory=lambda: [-1])  # reference center of a leaf
     # Identity of this growing tree, under which kept parts remember each row's leaf between
-    # passes (see ``_resume_nodes``); ``remember`` False for a trial copy, which only reads it.
+    # passes (see ``criteria.resume_nodes``); ``remember`` False for a trial copy, which only reads it.
     lineage: int = field(default_factory=lambda: int.from_bytes(os.urandom(8), "little") >> 1)
     remember: bool = True
     lineage_nodes: int | None = None  # a trial copy: how many nodes its lineage had when copied
@@ -83,7 +84,7 @@ class CodeTree:
 
     def routing(self) -> tuple[int, bool, int]:
         """(lineage, remember, nodes of the lineage this tree knows): how the kernels resume
-        and record each row's routing (``_resume_nodes``)."""
+        and record each row's routing (``criteria.resume_nodes``)."""
         known = self.n_nodes if self.lineage_nodes is None else self.lineage_nodes
         return self.lineage, self.remember, known
 
@@ -145,58 +146,6 @@ def _encode_block(X: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dt
     return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n}
 
 
-def _resume_nodes(part: dict, routing: tuple[int, bool, int]) -> tuple[np.ndarray, bool]:
-    """Where each row of a kept part starts its routing through a tree of lineage
-    ``routing[0]``, and whether the pass may write the reached leaves back (``routing[1]``).
-
-    The part remembers, per row, the leaf its last routing through one lineage reached. A
-    lineage only ever grows (``CodeTree.split`` turns leaves into cuts), so that leaf is still
-    on the row's path and routing resumes there. A trial tree (``CodeTree.trial_copy``) reads
-    its lineage's memory but never writes it: its extra nodes are not the lineage's. Memory of
-    another lineage is discarded (or, for a trial, not used). A copy of a part made earlier
-    (a Dask transfer or spill) carries older, still valid, leaves.
-    """
-    lineage, remember, known_nodes = routing
-    # Usable when written by this lineage while it had no more nodes than the caller knows
-    # (a trial copy taken before its lineage grew further must not read the newer leaves).
-    if part.get("route_lineage") == lineage and part["route_size"] <= known_nodes:
-        if remember:
-            part["route_size"] = known_nodes
-        return part["route_nodes"], remember
-    n = part["codes"].shape[0]
-    if not remember:
-        return np.zeros(n, dtype=np.int32), False
-    part.pop("route_lineage", None)
-    part["route_nodes"] = np.zeros(n, dtype=np.int32)
-    part["route_size"] = known_nodes
-    part["route_lineage"] = lineage
-    return part["route_nodes"], True
-
-
-def _block_mistakes(part, tree_arrays, routing, slot, member_pos, offset, n_bins):
-    return mistake_histograms(
-        part["codes"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, member_pos, offset, n_bins,
-        kernel_threads(),
-    )
-
-
-def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
-    return surrogate_histograms(
-        part["codes"], part["dots"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, n_slots,
-        n_bins, kernel_threads(),
-    )
-
-
-def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
-                   bulk_min_rows):
-    from exclust.algorithms.histogram._shallow_cut import shallow_histograms
-
-    return shallow_histograms(
-        part["codes"], part["dots"], *tree_arrays, *_resume_nodes(part, routing), slot, member_group.shape[0],
-        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
-    )
-
-
 def _block_summary(part, k):
     """(sum of ||x||^2, rows per reference cluster) of one encoded partition."""
     return np.asarray([part["sq"]]), np.bincount(part["labels"], minlength=k).astype(np.int64)
@@ -253,140 +202,16 @@ class EncodedData:
         """What the scored costs leave out: the sum of ||x||^2 with dot products, nothing with distances."""
         return 0.0 if self.holds_distances else self.sum_sq
 
-    def _reduce(self, fn, *args):
-        return reduce_kept(self._kept, fn, *args)
-
-    def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> list[np.ndarray]:
-        """IMM histograms: per slot s, (d, n_bins, m_s) counts of counted rows per reference
-        cluster, one column per cluster counted there (``center_ok[s]``), in cluster order."""
+    def histograms(self, criterion: Criterion, tree: CodeTree, slot: np.ndarray, *request: Any) -> Any:
+        """One pass: ``criterion``'s histograms of the rows routed through ``tree``, per slot
+        (``slot[node]``, -1 for none), summed over the parts; ``request`` is the criterion's own
+        (see ``criteria.Criterion.pass_args``)."""
+        criterion.check(self)
         self.n_passes += 1
-        center_ok = np.asarray(center_ok, dtype=np.bool_)
-        n_slots = int(center_ok.shape[0])
-        widths = center_ok.sum(axis=1).astype(np.int64)
-        member_pos = np.where(center_ok, np.cumsum(center_ok, axis=1) - 1, -1).astype(np.int64)
-        offset = np.zeros(n_slots + 1, dtype=np.int64)
-        np.cumsum(widths * (self.d * self.n_bins), out=offset[1:])
-        flat = self._reduce(_block_mistakes, tree.arrays(), tree.routing(), slot, member_pos, offset, self.n_bins)
-        return [flat[offset[s]:offset[s + 1]].reshape(self.d, self.n_bins, int(widths[s])) for s in range(n_slots)]
-
-    def surrogate_histograms(self, tree: CodeTree, slot: np.ndarray, n_slots: int):
-        """ExKMC histograms: (n_slots, d, n_bins, k + 1) count and sums of <x, mu_j>, and
-        (n_slots, d, n_bins, k) rows per reference cluster."""
-        self.n_passes += 1
-        return self._reduce(_block_surrogate, tree.arrays(), tree.routing(), slot, n_slots, self.n_bins)
-
-    def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
-                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int,
-                           bulk_min_rows: int = 1 << 62):
-        """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
-        distances to the nearest center left / right of each center split, (d, n_bins) row
-        counts, and the summed distance to the nearest of the slot's centers. A part's slots of
-        at least ``bulk_min_rows`` rows fill a feature's bulk bin by difference (see the kernel)."""
-        if not self.holds_distances:
-            raise ValueError("ExShallow histograms need distances: encode with a metric")
-        self.n_passes += 1
-        cells, base = self._reduce(
-            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins,
-            n_splits, bulk_min_rows,
-        )
-        n_slots, d, n_bins, _ = cells.shape
-        sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)
-        return sums, np.rint(cells[..., 0]).astype(np.int64), base
+        args = criterion.pass_args(self, slot, *request)
+        reduced = reduce_kept(self._kept, criterion.block, tree.arrays(), tree.routing(), *args)
+        return criterion.unpack(self, reduced, args)
 
     def release(self) -> None:
         """Forget the per-row state (frees worker memory once the tree is built)."""
         self._kept.release()
-
-
-# --------------------------------------------------------------------------- scoring
-def best_mistake_split(hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, n_bins: np.ndarray):
-    """IMM at one node: the (feature, bin, mistakes) of fewest mistakes among cuts that split its centers.
-
-    ``hist`` (d, B, m) counts the node's alive rows per member center (column c: center
-    ``members[c]``), ``center_codes`` (k, d) are the centers' own bin codes, ``members`` the
-    node's centers in increasing order. A row is a mistake when it falls on the other side from
-    its center. Ties go to the lowest feature, then the lowest bin (the order of a sorting
-    implementation scanning features then thresholds).
-    Returns None when no cut separates the centers (identical centers).
-    """
-    d, B, _ = hist.shape
-    h = hist.astype(np.int64)  # (d, B, m)
-    left = np.cumsum(h, axis=1)  # rows of each cluster at or below each bin
-    total = left[:, -1:, :]
-    cc = center_codes[members].T  # (d, m)
-    bins = np.arange(B)
-    center_left = cc[:, None, :] <= bins[None, :, None]  # (d, B, m): center goes left at cut b
-    mistakes = np.where(center_left, total - left, left).sum(axis=2)  # (d, B)
-    lo, hi = cc.min(axis=1), cc.max(axis=1)
-    valid = (bins[None, :] >= lo[:, None]) & (bins[None, :] < hi[:, None])
-    valid &= bins[None, :] < (n_bins[:, None] - 1)
-    if not valid.any():
-        return None
-    mistakes = np.where(valid, mistakes, np.iinfo(np.int64).max)
-    flat = int(np.argmin(mistakes))
-    f, b = divmod(flat, B)
-    return f, b, int(mistakes[f, b])
-
-
-def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray | None) -> np.ndarray:
-    """Surrogate cost of a set of rows with each center: from sums of dot products, less the
-    shared sum of ||x||^2; or, when ``center_sq`` is None, the sums are distances already."""
-    if center_sq is None:
-        return dots
-    return n[..., None] * center_sq - 2.0 * dots
-
-
-def best_surrogate_split(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray | None, n_bins: np.ndarray,
-                         tol: float = 0.0):
-    """ExKMC at one leaf: (feature, bin, split cost, left center, right center), costs less sum ||x||^2.
-
-    Both sides of every threshold come from prefix sums of the (d, B, k + 1) histogram; each
-    side takes its cheapest center. Only cuts with rows on both sides count. Cuts within
-    ``tol`` of the cheapest are equally good; among them the one that leaves the fewest rows on
-    a side other than their own center's wins, then the one that carves off the largest side
-    holding only its own center's rows (so a zero-gain cut still isolates the points that a
-    later cut can fix), then the lowest feature and bin. ``labels`` (d, B, k) counts rows per
-    reference cluster. Returns None when no cut leaves rows on both sides.
-    """
-    d, B, _ = hist.shape
-    pref = np.cumsum(hist, axis=1)
-    tot = pref[:, -1:, :]
-    nl, dl = pref[..., 0], pref[..., 1:]
-    nr, dr = tot[..., 0] - nl, tot[..., 1:] - dl
-    cl = side_costs(nl, dl, center_sq)
-    cr = side_costs(nr, dr, center_sq)
-    jl, jr = cl.argmin(axis=2), cr.argmin(axis=2)
-    cost = np.take_along_axis(cl, jl[..., None], 2)[..., 0] + np.take_along_axis(cr, jr[..., None], 2)[..., 0]
-    bins = np.arange(B)
-    # A cut must leave rows on both sides; of several edges giving the same partition (empty
-    # bins between two values, e.g. an edge at a center coordinate) only the last one counts.
-    next_bin_rows = np.concatenate([hist[:, 1:, 0], np.zeros((d, 1))], axis=1)
-    valid = (nl > 0.5) & (nr > 0.5) & (bins[None, :] < (n_bins[:, None] - 1)) & (next_bin_rows > 0.5)
-    if not valid.any():
-        return None
-    cost = np.where(valid, cost, np.inf)
-    near = cost <= cost.min() + tol
-    lab_l = np.cumsum(labels, axis=1)
-    lab_r = lab_l[:, -1:, :] - lab_l
-    own_l = np.take_along_axis(lab_l, jl[..., None], 2)[..., 0]
-    own_r = np.take_along_axis(lab_r, jr[..., None], 2)[..., 0]
-    wrong = (nl - own_l) + (nr - own_r)
-    pure = np.maximum(np.where(own_l == nl, nl, 0.0), np.where(own_r == nr, nr, 0.0))
-    wrong = np.where(near, wrong, np.inf)
-    pure = np.where(near & (wrong <= wrong.min()), pure, -1.0)
-    flat = int(np.argmax(pure))
-    f, b = divmod(flat, B)
-    return f, b, float(cost[f, b]), int(jl[f, b]), int(jr[f, b])
-
-
-def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray | None, center: int) -> float:
-    """Surrogate cost (less sum ||x||^2 with dot products) of a whole leaf with a given center,
-    from feature 0's bins."""
-    tot = hist[0].sum(axis=0)
-    return float(side_costs(np.asarray(tot[0]), tot[1:], center_sq)[center])
-
-
-def cheapest_center(hist: np.ndarray, center_sq: np.ndarray | None) -> int:
-    """The reference center of lowest surrogate cost for a leaf's rows."""
-    tot = hist[0].sum(axis=0)
-    return int(np.argmin(side_costs(np.asarray(tot[0]), tot[1:], center_sq)))

@@ -22,13 +22,15 @@ from exclust.algorithms.histogram.base import (
     CenterTreePredictor,
     prepare_fit,
 )
-from exclust.algorithms.histogram.engine import CodeTree, EncodedData, best_mistake_split
+from exclust.algorithms.histogram.criteria import Mistakes
+from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
 # --------------------------------------------------------------------------- IMM on histograms
 def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     """Grow IMM's tree on the encoded data; returns (tree, total mistakes of its cuts)."""
     k = data.k
+    criterion = Mistakes()
     tree = CodeTree()
     n_bins = data.mapper.n_bins
     center_codes = data.mapper.transform(data.centers).astype(np.int64)
@@ -43,14 +45,14 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     ok = np.ones((1, k), dtype=np.bool_)
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     slot[0] = 0
-    hists = {0: data.mistake_histograms(tree, slot, ok)[0]}
+    hists = {0: data.histograms(criterion, tree, slot, ok)[0]}
 
     while hists:
         # Split every node of this level; collect the children that need a histogram.
         # (child to compute, its centers, parent hist, sibling or -1, the child's columns of the parent's)
         requests: list[tuple[int, np.ndarray, np.ndarray | None, int, np.ndarray | None]] = []
         for node, hist in sorted(hists.items()):
-            cut = best_mistake_split(hist, center_codes, members[node], n_bins)
+            cut = criterion.best_split(hist, center_codes, members[node], n_bins)
             if cut is None:  # the node's centers coincide on every feature
                 tree.value[node] = int(members[node][0])
                 continue
@@ -79,7 +81,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
         for s, (child, mask_members, _, _, _) in enumerate(requests):
             slot[child] = s
             ok[s, mask_members] = True
-        computed = data.mistake_histograms(tree, slot, ok)
+        computed = data.histograms(criterion, tree, slot, ok)
         for s, (child, _, parent_hist, sibling, child_cols) in enumerate(requests):
             h = computed[s]
             if sibling >= 0:

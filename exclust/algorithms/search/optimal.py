@@ -33,7 +33,7 @@ from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from
 from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
-from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
+from exclust.dataplane.parts import map_reduce, uniform_sample
 from exclust.estimator import Interval, Real
 from exclust.sources.dataset import as_matrix
 
@@ -102,7 +102,7 @@ class OptimalTree(CenterTreePredictor):
         self._check_params()
         k = int(self.n_clusters)
         ds = as_matrix(self._fit_input(X), n_clusters=k)
-        lazy = is_lazy(ds.X)
+        lazy = ds.distributed
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         sample = np.asarray(sample, dtype=np.float64)
         mapper = edges_from_sample(sample, int(self.max_bins))
