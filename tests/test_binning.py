@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from exclust.algorithms.histogram.binning import check_max_bins, edges_from_sample
+from exclust.algorithms.histogram.criteria import Mistakes, SurrogateCost
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
@@ -202,7 +203,7 @@ def test_histograms_match_direct_counting_and_sibling_subtraction(rng):
     leaf_of_row = tree.route(codes)
     slot = np.full(tree.n_nodes, -1)
     slot[[ll, lr, right]] = [0, 1, 2]
-    hist, label_counts = data.surrogate_histograms(tree, slot, 3)
+    hist, label_counts = data.histograms(SurrogateCost(), tree, slot, 3)
     expect = _direct_histograms(codes, labels, dots, leaf_of_row, [ll, lr, right], m.max_n_bins)
     np.testing.assert_allclose(hist, expect, rtol=1e-12, atol=1e-9)
     for s, leaf in enumerate([ll, lr, right]):
@@ -212,7 +213,7 @@ def test_histograms_match_direct_counting_and_sibling_subtraction(rng):
     whole = CodeTree()
     whole.split(0, 1, 7)
     slot_parent[1] = 0
-    parent, _ = data.surrogate_histograms(whole, slot_parent[:3], 1)
+    parent, _ = data.histograms(SurrogateCost(), whole, slot_parent[:3], 1)
     np.testing.assert_allclose(parent[0] - hist[0], hist[1], atol=1e-8)
     assert data.n_passes == 3
     assert data.label_counts.sum() == 4000 and np.isclose(data.sum_sq, (X**2).sum())
@@ -226,8 +227,21 @@ def test_mistake_histograms_drop_rows_of_absent_centers(rng):
     tree = CodeTree()
     slot = np.array([0])
     ok = np.array([[True, False, True]])
-    hist = data.mistake_histograms(tree, slot, ok)[0]
+    hist = data.histograms(Mistakes(), tree, slot, ok)[0]
     labels = data._kept.parts[0]["labels"]
     assert hist.shape == (2, data.n_bins, 2)  # one column per counted center: 0 and 2
     assert hist[0, :, 0].sum() == (labels == 0).sum() and hist[1, :, 1].sum() == (labels == 2).sum()
     assert hist[0].sum() == (labels != 1).sum()  # rows of the absent center 1 are left out
+
+
+def test_a_criterion_refuses_encoded_data_it_cannot_read(rng):
+    from exclust.algorithms.histogram.criteria import ShallowCost
+
+    X = rng.normal(size=(200, 2))
+    centers = np.array([[-1.0, 0.0], [1.0, 0.0]])
+    m = edges_from_sample(X, max_bins=16, extra_edges=centers)
+    data = EncodedData(X, m, centers)  # dot products, not distances
+    with pytest.raises(ValueError, match="distances"):
+        data.histograms(ShallowCost(), CodeTree(), np.array([0]), np.full((1, 2, 2), -1), np.ones((1, 2), np.int64),
+                        np.zeros((1, 2, 2), np.int64), 1)
+    assert data.n_passes == 1  # refused before the pass: only the encoding counted

@@ -9,6 +9,7 @@ import pytest
 
 from exclust.algorithms.histogram.binning import BinMapper, edges_from_sample
 from exclust.algorithms.histogram.code_tree import MISSING_LEFT, MISSING_RIGHT, CodeTree
+from exclust.algorithms.histogram.criteria import SurrogateCost
 from exclust.algorithms.histogram.cut_search import (
     best_mistake_cut,
     best_surrogate_cut,
@@ -241,7 +242,7 @@ def test_encoded_data_bins_nan_of_x_and_measures_in_z(rng):
     dots = Z @ centers.T
     np.testing.assert_array_equal(data.label_counts, np.bincount(
         np.argmin((centers**2).sum(1) - 2 * dots, axis=1), minlength=2))
-    hist, _ = data.surrogate_histograms(CodeTree(), np.array([0]), 1)
+    hist, _ = data.histograms(SurrogateCost(), CodeTree(), np.array([0]), 1)
     miss0, miss1 = data.mapper.missing_bin
     assert hist[0, 0, miss0, 0] == np.isnan(X[:, 0]).sum() and hist[0, 1, miss1, 0] == np.isnan(X[:, 1]).sum()
     np.testing.assert_allclose(hist[0, 0, miss0, 1:], dots[np.isnan(X[:, 0])].sum(0))

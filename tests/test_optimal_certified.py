@@ -120,6 +120,20 @@ def test_bound_is_below_every_greedy_tree_and_a_stopped_search_is_honest():
     assert sorted(np.unique(full.predict(X))) == [0, 1, 2, 3]  # leaves name the centers one-to-one
 
 
+def test_the_same_node_budget_gives_the_same_tree_and_bound():
+    """The budget counts branch-and-bound nodes, not seconds: a search stopped by it is repeatable."""
+    rng = np.random.default_rng(11)
+    X = np.concatenate([c + rng.normal(size=(40, 3)) for c in rng.uniform(-5, 5, size=(6, 3))])
+    fits = [OptimalTree(5, max_nodes=12, max_bins=64).fit(X) for _ in range(2)]
+    assert fits[0].timed_out_ and not fits[0].proven_optimal_  # the budget, not the proof, ended it
+    assert fits[0].nodes_searched_ >= 12
+    assert fits[0].tree_ == fits[1].tree_
+    assert (fits[0].cost_, fits[0].lower_bound_, fits[0].bounds_, fits[0].nodes_searched_, fits[0].sweeps_) == (
+        fits[1].cost_, fits[1].lower_bound_, fits[1].bounds_, fits[1].nodes_searched_, fits[1].sweeps_)
+    more = OptimalTree(5, max_nodes=400, max_bins=64).fit(X)
+    assert fits[0].lower_bound_ <= more.cost_ + 1e-9  # a stopped search's bound stays valid
+
+
 def test_numpy_and_dask_parquet_give_the_same_tree_and_bound(dask_client, tmp_path):
     import dask.dataframe as dd
     import pandas as pd

@@ -1,4 +1,4 @@
-"""Kept parts remember each row's leaf between passes of one growing tree (``_resume_nodes``):
+"""Kept parts remember each row's leaf between passes of one growing tree (``criteria.resume_nodes``):
 every histogram must equal the one computed by routing from the root, whatever sequence of
 trees, trial copies and lineages came before."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from exclust.algorithms.histogram.binning import edges_from_sample
+from exclust.algorithms.histogram.criteria import SurrogateCost
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
@@ -15,7 +16,7 @@ def _fresh_surrogate(X, mapper, centers, tree, slot, n_slots):
     """The same pass on freshly encoded in-process data: every row routed from the root. (Not
     on Dask: the same chunks and arguments give the same task keys, hence the same kept parts,
     memory included.)"""
-    return EncodedData(np.asarray(X), mapper, centers).surrogate_histograms(tree, slot, n_slots)
+    return EncodedData(np.asarray(X), mapper, centers).histograms(SurrogateCost(), tree, slot, n_slots)
 
 
 def _slots(tree: CodeTree) -> tuple[np.ndarray, int]:
@@ -33,7 +34,7 @@ def _sequence(X, mapper, centers, data, rtol=1e-12):
     def check(tree):
         nonlocal checked
         slot, n_slots = _slots(tree)
-        got, got_counts = data.surrogate_histograms(tree, slot, n_slots)
+        got, got_counts = data.histograms(SurrogateCost(), tree, slot, n_slots)
         want, want_counts = _fresh_surrogate(X, mapper, centers, tree, slot, n_slots)
         np.testing.assert_array_equal(got[..., 0], want[..., 0])
         np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-9 if rtol < 1e-9 else 1e-4)
@@ -75,16 +76,16 @@ def test_a_trial_copy_reads_the_memory_but_never_writes_it(rng):
     data = EncodedData(X, mapper, centers)
     tree = CodeTree()
     left, _ = tree.split(0, 0, 7)
-    data.surrogate_histograms(tree, *_slots(tree))
+    data.histograms(SurrogateCost(), tree, *_slots(tree))
     part = data._kept.parts[0]
     remembered = part["route_nodes"].copy()
     assert part["route_lineage"] == tree.lineage and set(np.unique(remembered)) == {1, 2}
     trial = tree.trial_copy()
     trial.split(left, 1, 3)
-    data.surrogate_histograms(trial, *_slots(trial))
+    data.histograms(SurrogateCost(), trial, *_slots(trial))
     np.testing.assert_array_equal(part["route_nodes"], remembered)
     tree.split(left, 1, 3)  # now the real tree grows the same cut: its pass remembers the new leaves
-    data.surrogate_histograms(tree, *_slots(tree))
+    data.histograms(SurrogateCost(), tree, *_slots(tree))
     assert set(np.unique(part["route_nodes"])) == {2, 3, 4}
 
 

@@ -1,8 +1,9 @@
 """The data plane: rows held as parts on Dask workers and every pass over them.
 
 Lives here: ``parts.py`` (parts with global row offsets; ``map_reduce``, ``run_reductions``; the
-pass counter; laziness, ``is_lazy``; threads), ``residency.py`` (rows held on the workers or
-streamed; per-part state kept where a pass made it), ``stats.py`` (per-cluster sufficient
+pass counter; laziness, ``is_lazy``; threads), ``arrays.py`` (where an array lives, decided once
+as it enters, and the few operations that differ between numpy and Dask), ``residency.py`` (rows
+held on the workers or streamed; per-part state kept where a pass made it), ``stats.py`` (per-cluster sufficient
 statistics that merge across parts), ``cluster.py`` (the Dask client), ``progress.py`` (one log
 line per step), ``run_context.py`` (one run's own state: its opened input, pass counter and step
 timer), ``tasks.py`` (a run's independent tasks, one Dask task each, cancelled whole),

@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane import residency
-from exclust.dataplane.parts import is_lazy
+from exclust.dataplane import arrays, residency
 from exclust.errors import InputError
 from exclust.estimator import Integral, Interval, Real
 from exclust.sources.dataset import Dataset, as_matrix
@@ -42,10 +41,8 @@ def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
             X = Dataset(residency.hold(X.X)[0][0], X.feature_names, X.extra, X.source, X.n_dropped)
         return X, source, 0
     source, persisted = X, False
-    if is_lazy(X):
-        X = X.astype(np.float64)
-        if X.ndim == 2 and X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
+    X, distributed = arrays.entering(X)
+    if distributed:
         source = X
         if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
             X, persisted = residency.hold(X)[0][0], True

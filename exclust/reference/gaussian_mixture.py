@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from exclust.dataplane import parts
-from exclust.dataplane.parts import is_lazy, map_reduce
+from exclust.dataplane.parts import map_reduce
 from exclust.dataplane.stats import cluster_statistics
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
@@ -124,7 +124,7 @@ class GaussianMixture(ExclustEstimator):
         best: dict[str, Any] | None = None
         fit_start = time.perf_counter()
         for init in range(self.n_init):
-            params, p = self._initialize(X, rs, diag)
+            params, p = self._initialize(X, rs, diag, data.distributed)
             passes += p
             lower_bound = -np.inf
             converged = False
@@ -170,11 +170,11 @@ class GaussianMixture(ExclustEstimator):
                     self.n_components, self.covariance_type, self.lower_bound_, passes, time.perf_counter() - fit_start)
         return self
 
-    def _initialize(self, X, rs, diag: bool):
+    def _initialize(self, X, rs, diag: bool, distributed: bool):
         """Parameters from hard k-means responsibilities, as scikit-learn's init_params='kmeans'; (params, passes)."""
         k = self.n_components
-        if is_lazy(X):
-            km = KMeans(k, n_init=1, random_state=base.draw_seed(rs), backend="lloyd")._fit_matrix(X)
+        if distributed:
+            km = KMeans(k, n_init=1, random_state=base.draw_seed(rs), backend="lloyd")._fit_matrix(X, distributed=True)
             labels, passes = km.labels_, km.n_passes_
         else:
             from sklearn.cluster import KMeans as SKKMeans

@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from exclust.dataplane import parts
-from exclust.dataplane.parts import is_lazy, map_reduce
+from exclust.dataplane import arrays, parts
+from exclust.dataplane.parts import map_reduce
 from exclust.dataplane.residency import keep_parts
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
@@ -169,18 +169,17 @@ class KMeans(ExclustEstimator):
         """
         self._check_params()
         data, source, passes = base.prepare(self._fit_input(X), int(self.n_clusters))
-        self._fit_matrix(data.X, sample)
+        self._fit_matrix(data.X, sample, distributed=data.distributed)
         self.n_passes_ += passes
-        if is_lazy(source) and self.backend_ == "sklearn":
+        if data.distributed and self.backend_ == "sklearn":
             self.labels_ = self.predict(source)
         return self
 
-    def _fit_matrix(self, X, sample: np.ndarray | None = None) -> KMeans:
-        """Fit on a validated matrix (numpy, or dask with one column chunk)."""
+    def _fit_matrix(self, X, sample: np.ndarray | None = None, *, distributed: bool) -> KMeans:
+        """Fit on a validated matrix (numpy, or dask with one column chunk: ``distributed``)."""
         self._check_params()
         k, max_iter, tol, backend = int(self.n_clusters), int(self.max_iter), float(self.tol), self.backend
         n_init = 1 if self.n_init == "auto" else int(self.n_init)
-        distributed = is_lazy(X)
         if backend == "auto":
             backend = "lloyd" if distributed else "sklearn"
         if backend == "sklearn" and distributed:
@@ -192,9 +191,9 @@ class KMeans(ExclustEstimator):
         if backend == "sklearn":
             self._fit_sklearn(X, k, n_init, max_iter, tol, rs)
         elif backend == "dask-ml":
-            self._fit_dask_ml(X, k, n_init, max_iter, tol, rs)
+            self._fit_dask_ml(X, k, n_init, max_iter, tol, rs, distributed)
         else:
-            self._fit_lloyd(X, k, n_init, max_iter, tol, rs, sample)
+            self._fit_lloyd(X, k, n_init, max_iter, tol, rs, sample, distributed)
         base.report(self.verbose, "k-means (%s): k=%d, inertia %.6g, %d iterations, %d passes, %.2fs",
                     backend, k, self.inertia_, self.n_iter_, self.n_passes_, time.perf_counter() - start)
         return self
@@ -209,12 +208,10 @@ class KMeans(ExclustEstimator):
         self.n_iter_ = int(km.n_iter_)
         self.n_passes_ = int(km.n_iter_) + 1
 
-    def _fit_dask_ml(self, X, k, n_init, max_iter, tol, rs) -> None:
-        import dask.array as da
-
+    def _fit_dask_ml(self, X, k, n_init, max_iter, tol, rs, distributed: bool) -> None:
         DMKMeans = require_extra("dask_ml.cluster", "KMeans(backend='dask-ml')", "dask-ml").KMeans
 
-        Xd = X if is_lazy(X) else da.from_array(X, chunks=(max(1, X.shape[0] // 8), X.shape[1]))
+        Xd = arrays.as_lazy(X, (max(1, X.shape[0] // 8), X.shape[1])) if not distributed else X
         best = None
         for _ in range(n_init):
             km = DMKMeans(n_clusters=k, init="k-means||", init_max_iter=self.init_rounds, max_iter=max_iter, tol=tol,
@@ -225,13 +222,13 @@ class KMeans(ExclustEstimator):
         assert best is not None  # n_init >= 1 fits
         self.cluster_centers_ = np.asarray(best.cluster_centers_)
         labels = best.labels_.astype(np.int64)
-        self.labels_ = labels if is_lazy(X) else np.asarray(labels.compute() if is_lazy(labels) else labels)
+        self.labels_ = labels if distributed else arrays.to_memory(labels)
         # dask-ml's inertia_ is not the sum of squared distances; score its centers like the others.
         self.n_iter_ = int(best.n_iter_)
         self.inertia_ = float(map_reduce(lloyd_block, X, args=(self.cluster_centers_,))[1])
         self.n_passes_ = int(best.n_iter_) + 1
 
-    def _initial_centers(self, X, k, rs, sample) -> tuple[np.ndarray, int]:
+    def _initial_centers(self, X, k, rs, sample, distributed: bool) -> tuple[np.ndarray, int]:
         """(centers, passes): k-means|| (on numpy too: its passes run on threads), or
         scikit-learn's k-means with 10 restarts on a uniform sample of ``sample_rows`` rows."""
         if self.init == "k-means||":
@@ -241,7 +238,7 @@ class KMeans(ExclustEstimator):
         passes = 0
         if sample is None:
             (sample,) = parts.uniform_sample(X, size=int(self.sample_rows), random_state=base.draw_seed(rs))
-            passes = int(is_lazy(X))
+            passes = int(distributed)
         sample = np.asarray(sample, dtype=np.float64)
         if sample.shape[0] > self.sample_rows:  # a uniform subsample of a uniform sample is uniform
             order = np.random.default_rng(base.draw_seed(rs)).permutation(sample.shape[0])
@@ -252,7 +249,7 @@ class KMeans(ExclustEstimator):
         km = SKKMeans(k, n_init=_RECLUSTER_N_INIT, random_state=base.draw_seed(rs)).fit(sample)
         return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64), passes
 
-    def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs, sample) -> None:
+    def _fit_lloyd(self, X, k, n_init, max_iter, tol, rs, sample, distributed: bool) -> None:
         """Lloyd passes: each measures the current centers (counts, sums, inertia) and moves
         them to the means, except the last one (``max_iter`` reached, or a move of at most the
         tolerance), whose centers are kept with their statistics: no extra pass to measure the
@@ -264,7 +261,7 @@ class KMeans(ExclustEstimator):
         best: tuple | None = None
         passes = 0
         for init in range(n_init):
-            centers, p = self._initial_centers(X, k, rs, sample)
+            centers, p = self._initial_centers(X, k, rs, sample, distributed)
             passes += p
             tol_abs = None
             for n_iter in range(1, max_iter + 1):

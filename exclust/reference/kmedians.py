@@ -30,7 +30,7 @@ import numpy as np
 
 from exclust.dataplane import _center_distances as K
 from exclust.dataplane import parts
-from exclust.dataplane.parts import is_lazy, map_reduce
+from exclust.dataplane.parts import map_reduce
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, ExclustEstimator, StrOptions
 from exclust.reference import base
@@ -154,7 +154,7 @@ class KMedians(ExclustEstimator):
         self._check_params()
         k, max_iter, tol = int(self.n_clusters), int(self.max_iter), float(self.tol)
         data, source, passes = base.prepare(self._fit_input(X), k)
-        X = data.X
+        X, distributed = data.X, data.distributed
         rs = base.random_stream(self.random_state)
         start = time.perf_counter()
         if isinstance(self.init, str):
@@ -167,7 +167,7 @@ class KMedians(ExclustEstimator):
         tol_abs, shift, costs, n_iter = None, np.inf, None, 0
         for n_iter in range(1, max_iter + 1):
             labels = _labels(X, centers)
-            passes += 0 if is_lazy(X) else 1  # numpy labels are a pass of their own
+            passes += 0 if distributed else 1  # numpy labels are a pass of their own
             found = cluster_medians(X, labels, k)
             passes += found["passes"]
             new = np.where(found["counts"][:, None] > 0, found["medians"], centers)
@@ -190,7 +190,7 @@ class KMedians(ExclustEstimator):
         self.n_iter_ = n_iter
         self.n_passes_ = passes
         # The rows fit validated (the caller's own names were checked there): labelled as predict labels.
-        self.labels_ = parts.label_rows(nearest_l1_block, source if is_lazy(source) else X, centers)
+        self.labels_ = parts.label_rows(nearest_l1_block, source if distributed else X, centers)
         base.report(self.verbose, "k-medians: k=%d, l1 cost %.6g, %d iterations, %d passes, %.2fs",
                     k, self.inertia_, n_iter, passes, time.perf_counter() - start)
         return self

@@ -17,8 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from exclust.dataplane import parts
-from exclust.dataplane.parts import is_lazy
+from exclust.dataplane import arrays, parts
 from exclust.errors import InputError
 from exclust.reference.base import draw_seed, random_stream
 from exclust.reference.passes import NEAREST, concat_draws, seeding_count_block, seeding_draw_block
@@ -55,7 +54,7 @@ def parallel_seeding(
     n = X.shape[0]
     first = int(rs.randint(n))
     row = X[first : first + 1]
-    candidates = np.ascontiguousarray(row.compute() if is_lazy(row) else row, dtype=np.float64)
+    candidates = np.ascontiguousarray(arrays.to_memory(row), dtype=np.float64)
     seed = draw_seed(rs)
     ell = oversampling * n_clusters
     scale, passes = 0.0, 0

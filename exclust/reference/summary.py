@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from exclust.dataplane.parts import is_lazy
+from exclust.dataplane import arrays
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
 
@@ -200,11 +200,12 @@ class MixtureSummary:
                 raise InputError(f"labels {labels!r} name no extra column of the data; pass the labels themselves")
             labels = X.extra[labels]
         X, names = _summary_input(X, feature_names)
-        if is_lazy(labels):
+        labels, distributed_labels = arrays.entering_array(labels)
+        if distributed_labels:
             if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
                 raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
             return cls._from_statistics(X, labels, None, names, full_covariance, "labels")
-        labels = np.asarray(labels).reshape(-1) if np.ndim(labels) else np.asarray(labels)
+        labels = labels.reshape(-1) if labels.ndim else labels
         if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
             raise InputError(f"labels must be one value per row of X ({X.shape[0]}), got shape {labels.shape}")
         noise = labels == -1 if labels.dtype.kind in "iuf" else np.zeros(labels.shape, dtype=bool)
@@ -267,11 +268,8 @@ def _summary_input(X: Any, feature_names: Sequence[str] | None):
     """
     if isinstance(X, Dataset):
         return X.X, list(feature_names) if feature_names is not None else list(X.feature_names)
-    if is_lazy(X):
-        X = X.astype(np.float64)
-        if X.ndim == 2 and X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-    else:
+    X, distributed = arrays.entering(X)
+    if not distributed:
         from exclust.sources.dataset import as_matrix
 
         data = as_matrix(X)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from exclust.dataplane.parts import Reduction, align, is_lazy, run_reductions
+from exclust.dataplane import arrays
+from exclust.dataplane.parts import Reduction, align, run_reductions
 from exclust.errors import InputError
 from exclust.scoring._score_block import label_span, score_block
 from exclust.sources.dataset import Dataset
@@ -204,14 +205,8 @@ def prepare_X(tree: ThresholdTree, X, feature_names: Sequence[str] | None):
             f"the data's features {list(feature_names)} differ from the tree's {list(tree.feature_names)}; "
             "pass the columns the tree was built on, in the same order"
         )
-    if is_lazy(X):
-        if X.dtype != np.float64:
-            X = X.astype(np.float64)
-        if X.ndim == 2 and X.numblocks[1] != 1:
-            X = X.rechunk({1: -1})
-        if X.ndim == 2 and any(np.isnan(c) for c in X.chunks[0]):
-            X = X.compute_chunk_sizes()
-    else:
+    X, distributed = arrays.entering(X, measure_chunks=True)
+    if not distributed:
         X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != tree.n_features:
         raise InputError(
@@ -231,14 +226,12 @@ def prepare_labels(labels, X, what: str):
 
     if isinstance(labels, (pd.Series, pd.Index)):
         labels = labels.to_numpy()
-    if not is_lazy(labels):
-        labels = np.asarray(labels)
+    labels, distributed = arrays.entering_array(labels)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1:
         raise InputError(f"{what} must be one-dimensional, got shape {labels.shape}")
-    if not is_lazy(labels):
-        labels = np.asarray(labels)
+    if not distributed:
         if not np.issubdtype(labels.dtype, np.number) and labels.dtype != bool:
             raise InputError(f"{what} must be numeric ids 0..K-1 (-1 for noise), got dtype {labels.dtype}")
     return align(labels, X, what)

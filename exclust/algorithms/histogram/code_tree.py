@@ -41,7 +41,7 @@ class CodeTree:
     left_codes: list[tuple[int, ...]] = field(default_factory=lambda: [()])  # a set cut's left codes
     missing_side: list[int] = field(default_factory=lambda: [MISSING_NONE])
     # Identity of this growing tree, under which kept parts remember each row's leaf between
-    # passes (see ``engine._resume_nodes``); ``remember`` False for a trial copy, which only reads it.
+    # passes (see ``criteria.resume_nodes``); ``remember`` False for a trial copy, which only reads it.
     lineage: int = field(default_factory=lambda: int.from_bytes(os.urandom(8), "little") >> 1)
     remember: bool = True
     lineage_nodes: int | None = None  # a trial copy: how many nodes its lineage had when copied
@@ -103,7 +103,7 @@ class CodeTree:
 
     def routing(self) -> tuple[int, bool, int]:
         """(lineage, remember, nodes of the lineage this tree knows): how the kernels resume
-        and record each row's routing (``engine._resume_nodes``)."""
+        and record each row's routing (``criteria.resume_nodes``)."""
         known = self.n_nodes if self.lineage_nodes is None else self.lineage_nodes
         return self.lineage, self.remember, known
 

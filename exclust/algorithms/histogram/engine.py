@@ -1,4 +1,5 @@
-"""The split-search engine of IMM, ExKMC and ExShallow: encoded partitions, histograms, prefix-sum scoring.
+"""The split-search engine of IMM, ExKMC and ExShallow: encoded partitions and histogram passes (the tree on
+codes: code_tree.py).
 
 Data flow (the design's "How data flows", ../shared/DESIGN.md outside the repository):
 
@@ -8,11 +9,12 @@ Data flow (the design's "How data flows", ../shared/DESIGN.md outside the reposi
    every center: squared Euclidean for ExShallow, l1 for the k-medians objective); the result
    stays where it was computed (in this process for numpy input, persisted on the workers for
    Dask input),
-3. per round, one pass that routes every row through the current tree *by its codes* and sums,
-   per requested leaf, a histogram over (feature, bin); partitions' histograms are added in a
-   tree reduction, so only histograms reach the driver.
+3. per round, one pass (``EncodedData.histograms``) that routes every row through the current
+   tree *by its codes* and sums, per requested leaf, a split criterion's histogram over
+   (feature, bin) (criteria.py: what is summed and how cuts are scored); partitions'
+   histograms are added in a tree reduction, so only histograms reach the driver.
 
-Prefix sums over the bins then score every candidate threshold of every feature at once, and
+The criterion's prefix sums over the bins then score every candidate cut of every feature at once, and
 (IMM, ExKMC) a sibling's histogram is its parent's minus the one computed (see the algorithms).
 ExShallow's histograms (``_shallow_cut.py``) depend on each node's own centers, so every
 node that splits is computed.
@@ -20,14 +22,15 @@ node that splits is computed.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_and_project
-from exclust.algorithms.histogram._code_histograms import mistake_histograms, surrogate_histograms
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.code_tree import CodeTree
-from exclust.algorithms.histogram.cut_search import side_costs
-from exclust.dataplane.parts import align, is_lazy, kernel_threads, label_dtype
+from exclust.algorithms.histogram.criteria import Criterion
+from exclust.dataplane.parts import align, is_lazy, label_dtype
 from exclust.dataplane.residency import keep_parts, reduce_kept
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
@@ -59,58 +62,6 @@ def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dot
     else:
         sq, unbinned = encode_and_measure(X, *mapper.grid(), Z, centers, metric == "l1", codes, dots, labels)
     return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n, "unbinned": unbinned}
-
-
-def _resume_nodes(part: dict, routing: tuple[int, bool, int]) -> tuple[np.ndarray, bool]:
-    """Where each row of a kept part starts its routing through a tree of lineage
-    ``routing[0]``, and whether the pass may write the reached leaves back (``routing[1]``).
-
-    The part remembers, per row, the leaf its last routing through one lineage reached. A
-    lineage only ever grows (``CodeTree.split`` turns leaves into cuts), so that leaf is still
-    on the row's path and routing resumes there. A trial tree (``CodeTree.trial_copy``) reads
-    its lineage's memory but never writes it: its extra nodes are not the lineage's. Memory of
-    another lineage is discarded (or, for a trial, not used). A copy of a part made earlier
-    (a Dask transfer or spill) carries older, still valid, leaves.
-    """
-    lineage, remember, known_nodes = routing
-    # Usable when written by this lineage while it had no more nodes than the caller knows
-    # (a trial copy taken before its lineage grew further must not read the newer leaves).
-    if part.get("route_lineage") == lineage and part["route_size"] <= known_nodes:
-        if remember:
-            part["route_size"] = known_nodes
-        return part["route_nodes"], remember
-    n = part["codes"].shape[0]
-    if not remember:
-        return np.zeros(n, dtype=np.int32), False
-    part.pop("route_lineage", None)
-    part["route_nodes"] = np.zeros(n, dtype=np.int32)
-    part["route_size"] = known_nodes
-    part["route_lineage"] = lineage
-    return part["route_nodes"], True
-
-
-def _block_mistakes(part, tree_arrays, routing, slot, member_pos, offset, n_bins):
-    return mistake_histograms(
-        part["codes"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, member_pos, offset, n_bins,
-        kernel_threads(),
-    )
-
-
-def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
-    return surrogate_histograms(
-        part["codes"], part["dots"], part["labels"], *tree_arrays, *_resume_nodes(part, routing), slot, n_slots,
-        n_bins, kernel_threads(),
-    )
-
-
-def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
-                   bulk_min_rows):
-    from exclust.algorithms.histogram._shallow_cut import shallow_histograms
-
-    return shallow_histograms(
-        part["codes"], part["dots"], *tree_arrays, *_resume_nodes(part, routing), slot, member_group.shape[0],
-        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
-    )
 
 
 def _block_summary(part, k):
@@ -210,61 +161,18 @@ class EncodedData:
         """What the scored costs leave out: the sum of ||x||^2 with dot products, nothing with distances."""
         return 0.0 if self.holds_distances else self.sum_sq
 
-    def _reduce(self, fn, *args):
-        return reduce_kept(self._kept, fn, *args)
-
-    def mistake_histograms(self, tree: CodeTree, slot: np.ndarray, center_ok: np.ndarray) -> list[np.ndarray]:
-        """IMM histograms: per slot s, (d, n_bins, m_s) counts of counted rows per reference
-        cluster, one column per cluster counted there (``center_ok[s]``), in cluster order."""
+    def histograms(self, criterion: Criterion, tree: CodeTree, slot: np.ndarray, *request: Any) -> Any:
+        """One pass: ``criterion``'s histograms of the rows routed through ``tree``, per slot
+        (``slot[node]``, -1 for none), summed over the parts; ``request`` is the criterion's own
+        (see ``criteria.Criterion.pass_args``). The tree's cuts go to the kernels as thresholds
+        where those route every code as the tree does, else as a table of codes per node
+        (``CodeTree.arrays``)."""
+        criterion.check(self)
         self.n_passes += 1
-        center_ok = np.asarray(center_ok, dtype=np.bool_)
-        n_slots = int(center_ok.shape[0])
-        widths = center_ok.sum(axis=1).astype(np.int64)
-        member_pos = np.where(center_ok, np.cumsum(center_ok, axis=1) - 1, -1).astype(np.int64)
-        offset = np.zeros(n_slots + 1, dtype=np.int64)
-        np.cumsum(widths * (self.d * self.n_bins), out=offset[1:])
-        flat = self._reduce(_block_mistakes, tree.arrays(self.mapper), tree.routing(), slot, member_pos, offset,
-                            self.n_bins)
-        return [flat[offset[s]:offset[s + 1]].reshape(self.d, self.n_bins, int(widths[s])) for s in range(n_slots)]
-
-    def surrogate_histograms(self, tree: CodeTree, slot: np.ndarray, n_slots: int):
-        """ExKMC histograms: (n_slots, d, n_bins, k + 1) count and sums of <x, mu_j>, and
-        (n_slots, d, n_bins, k) rows per reference cluster."""
-        self.n_passes += 1
-        return self._reduce(_block_surrogate, tree.arrays(self.mapper), tree.routing(), slot, n_slots, self.n_bins)
-
-    def shallow_histograms(self, tree: CodeTree, slot: np.ndarray, member_group: np.ndarray,
-                           n_groups: np.ndarray, center_span: np.ndarray, n_splits: int,
-                           bulk_min_rows: int = 1 << 62):
-        """ExShallow histograms (needs distances): per slot, (d, n_bins, n_splits, 2) summed
-        distances to the nearest center left / right of each center split, (d, n_bins) row
-        counts, and the summed distance to the nearest of the slot's centers. A part's slots of
-        at least ``bulk_min_rows`` rows fill a feature's bulk bin by difference (see the kernel)."""
-        if not self.holds_distances:
-            raise ValueError("ExShallow histograms need distances: encode with a metric")
-        self.n_passes += 1
-        cells, base = self._reduce(
-            _block_shallow, tree.arrays(), tree.routing(), slot, member_group, n_groups, center_span, self.n_bins,
-            n_splits, bulk_min_rows,
-        )
-        n_slots, d, n_bins, _ = cells.shape
-        sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)
-        return sums, np.rint(cells[..., 0]).astype(np.int64), base
+        args = criterion.pass_args(self, slot, *request)
+        reduced = reduce_kept(self._kept, criterion.block, tree.arrays(self.mapper), tree.routing(), *args)
+        return criterion.unpack(self, reduced, args)
 
     def release(self) -> None:
         """Forget the per-row state (frees worker memory once the tree is built)."""
         self._kept.release()
-
-
-# --------------------------------------------------------------------------- scoring
-def leaf_surrogate_cost(hist: np.ndarray, center_sq: np.ndarray | None, center: int) -> float:
-    """Surrogate cost (less sum ||x||^2 with dot products) of a whole leaf with a given center,
-    from feature 0's bins."""
-    tot = hist[0].sum(axis=0)
-    return float(side_costs(np.asarray(tot[0]), tot[1:], center_sq)[center])
-
-
-def cheapest_center(hist: np.ndarray, center_sq: np.ndarray | None) -> int:
-    """The reference center of lowest surrogate cost for a leaf's rows."""
-    tot = hist[0].sum(axis=0)
-    return int(np.argmin(side_costs(np.asarray(tot[0]), tot[1:], center_sq)))

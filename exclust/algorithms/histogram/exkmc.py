@@ -33,8 +33,8 @@ from exclust.algorithms.histogram.base import (
     dataset_categories,
     prepare_fit,
 )
-from exclust.algorithms.histogram.cut_search import best_surrogate_cut
-from exclust.algorithms.histogram.engine import CodeTree, EncodedData, cheapest_center, leaf_surrogate_cost
+from exclust.algorithms.histogram.criteria import SurrogateCost
+from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.algorithms.histogram.imm import grow_imm
 from exclust.errors import ParameterError
 from exclust.estimator import Integral, Interval, StrOptions
@@ -43,6 +43,7 @@ from exclust.tree import LEAF, ThresholdTree
 
 BASE_TREES = ("imm", "none")
 _GAIN_NOISE = 1e-9
+SURROGATE = SurrogateCost()  # ExKMC's split criterion (stateless)
 
 
 def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> dict:
@@ -62,7 +63,7 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     for s, leaf in enumerate(leaves):
         slot[leaf] = s
-    computed, label_counts = data.surrogate_histograms(tree, slot, len(leaves))
+    computed, label_counts = data.histograms(SURROGATE, tree, slot, len(leaves))
     hists = {leaf: (computed[s], label_counts[s]) for s, leaf in enumerate(leaves)}
     del label_counts
     del computed
@@ -73,16 +74,16 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     def score(leaf: int) -> None:
         h, labels = hists[leaf]
         if tree.value[leaf] < 0:
-            tree.value[leaf] = cheapest_center(h, center_sq)
+            tree.value[leaf] = SURROGATE.cheapest_center(h, center_sq)
         label = tree.value[leaf]
-        cost[leaf] = leaf_surrogate_cost(h, center_sq, label)
+        cost[leaf] = SURROGATE.leaf_cost(h, center_sq, label)
         counts = labels[0].sum(axis=0)
         mistakes = int(counts.sum() - counts[label])
         if mistakes == 0:
             return
         # Cancellation leaves noise of a few ulps of the leaf's cost terms: below it, gains tie.
         noise = _GAIN_NOISE * (scale * h[0, :, 0].sum() + abs(cost[leaf]))
-        cut = best_surrogate_cut(h, labels, center_sq, data.mapper, tol=noise)
+        cut = SURROGATE.best_split(h, labels, center_sq, data.mapper, tol=noise)
         if cut is not None:
             gain = cost[leaf] - cut.score
             best[leaf] = (gain if gain > noise else 0.0, mistakes, cut)
@@ -141,7 +142,7 @@ def _smaller_sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, l
     slot = np.full(trial.n_nodes, -1, dtype=np.int64)
     for s, (_, _, node) in enumerate(sides):
         slot[node] = s
-    h, c = data.surrogate_histograms(trial, slot, len(sides))
+    h, c = data.histograms(SURROGATE, trial, slot, len(sides))
     return {leaf: (goes_left, h[s], c[s]) for s, (leaf, goes_left, _) in enumerate(sides)}
 
 

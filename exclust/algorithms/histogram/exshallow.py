@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram._shallow_cut import best_shallow_cut
 from exclust.algorithms.histogram.base import (
     CENTER_TREE_CONSTRAINTS,
     CenterTreePredictor,
@@ -74,6 +73,7 @@ from exclust.algorithms.histogram.base import (
     refuse_categories_and_missing,
     refuse_dataset_kinds,
 )
+from exclust.algorithms.histogram.criteria import ShallowCost
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.estimator import Interval, Real
 from exclust.sources.dataset import as_matrix
@@ -101,6 +101,7 @@ def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tupl
 def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, float]:
     """Grow ExShallow's tree level by level; returns (tree, mean leaf depth over the rows)."""
     k, d = data.k, data.d
+    criterion = ShallowCost(depth_factor)
     tree = CodeTree()
     center_codes = data.mapper.transform(data.centers).astype(np.int64)
     members = {0: np.arange(k)}
@@ -129,13 +130,11 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
                 member_group[s], n_groups[s] = center_groups(center_codes, members[node], k)
                 own = center_codes[members[node]]
                 span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
-            sums, counts, base = data.shallow_histograms(tree, slot, member_group, n_groups, span, n_splits,
-                                                       BULK_MIN_ROWS)
+            sums, counts, base = data.histograms(criterion, tree, slot, member_group, n_groups, span, n_splits,
+                                                 BULK_MIN_ROWS)
             for s, node in enumerate(batch):
                 own = np.ascontiguousarray(center_codes[members[node]])
-                f, b, _ = best_shallow_cut(sums[s], counts[s], base[s], own, bounded[node], depth_factor, True)
-                if f < 0:
-                    f, b, _ = best_shallow_cut(sums[s], counts[s], base[s], own, bounded[node], 0.0, False)
+                f, b, _ = criterion.best_split(sums[s], counts[s], base[s], own, bounded[node])
                 if f < 0:  # the node's centers coincide on every feature
                     tree.value[node] = int(members[node][0])
                     depth_total += rows[node] * depth[node]

@@ -23,7 +23,8 @@ from exclust.algorithms.histogram.base import (
     dataset_categories,
     prepare_fit,
 )
-from exclust.algorithms.histogram.cut_search import best_mistake_cut, center_codes
+from exclust.algorithms.histogram.criteria import Mistakes
+from exclust.algorithms.histogram.cut_search import center_codes
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
@@ -31,6 +32,7 @@ from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     """Grow IMM's tree on the encoded data; returns (tree, total mistakes of its cuts)."""
     k = data.k
+    criterion = Mistakes()
     tree = CodeTree()
     mapper = data.mapper
     every_code = np.arange(data.n_bins)
@@ -45,7 +47,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     ok = np.ones((1, k), dtype=np.bool_)
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     slot[0] = 0
-    hists = {0: data.mistake_histograms(tree, slot, ok)[0]}
+    hists = {0: data.histograms(criterion, tree, slot, ok)[0]}
     # The centers' codes: their coordinates binned where they live in the features' space, and
     # where they do not (category features, a clustering space Z) read off their clusters' rows.
     coordinates = mapper.transform(data.centers).astype(np.int64) if data.centers_in_feature_space else None
@@ -56,7 +58,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
         # (child to compute, its centers, parent hist, sibling or -1, the child's columns of the parent's)
         requests: list[tuple[int, np.ndarray, np.ndarray | None, int, np.ndarray | None]] = []
         for node, hist in sorted(hists.items()):
-            cut = best_mistake_cut(hist, codes, members[node], mapper)
+            cut = criterion.best_split(hist, codes, members[node], mapper)
             if cut is None:  # the node's centers coincide on every feature
                 tree.value[node] = int(members[node][0])
                 continue
@@ -85,7 +87,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
         for s, (child, mask_members, _, _, _) in enumerate(requests):
             slot[child] = s
             ok[s, mask_members] = True
-        computed = data.mistake_histograms(tree, slot, ok)
+        computed = data.histograms(criterion, tree, slot, ok)
         for s, (child, _, parent_hist, sibling, child_cols) in enumerate(requests):
             h = computed[s]
             if sibling >= 0:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram._code_histograms import box_statistics
 from exclust.algorithms.histogram.base import (
     CenterTreePredictor,
     check_centers,
@@ -26,17 +25,13 @@ from exclust.algorithms.histogram.base import (
     refuse_categories_and_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
+from exclust.algorithms.histogram.criteria import MedianCut
 from exclust.algorithms.histogram.engine import CodeTree
 from exclust.dataplane.parts import map_reduce, uniform_sample
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval
 from exclust.scoring.curves import CurveSeries
 from exclust.sources.dataset import as_matrix
-
-
-def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    return box_statistics(X, mapper.transform(X), *tree_arrays, slot, n_slots, n_bins)
 
 
 class KDTree(CenterTreePredictor):
@@ -99,6 +94,7 @@ class KDTree(CenterTreePredictor):
         refuse_categories_and_missing("KDTree", ds.feature_names, mapper.is_category, mapper.missing)
         n_bins = mapper.max_n_bins
         center_sq = np.einsum("ij,ij->i", centers, centers)
+        criterion = MedianCut()
         tree = CodeTree()
         stats = {}  # leaf -> (counts (d, B), sums (d,), sum of squares (d,))
         node_value = {}  # every node's cheapest center, kept for the prefix trees
@@ -108,7 +104,7 @@ class KDTree(CenterTreePredictor):
             slot = np.full(tree.n_nodes, -1, dtype=np.int64)
             slot[pending] = np.arange(len(pending))
             counts, sums, sq = map_reduce(
-                _block_box_statistics, ds.X, args=(mapper, tree.arrays(), slot, len(pending), n_bins)
+                criterion.block, ds.X, args=(mapper, tree.arrays(), slot, len(pending), n_bins)
             )
             passes += 1
             for s, leaf in enumerate(pending):
@@ -121,7 +117,7 @@ class KDTree(CenterTreePredictor):
             for leaf in sorted(stats, key=lambda node: (-stats[node][0][0].sum(), node)):
                 if n_leaves >= m:
                     break
-                cut = _median_cut(*stats[leaf])
+                cut = criterion.best_split(*stats[leaf])
                 if cut is None:
                     continue
                 left, right = tree.split(leaf, *cut)
@@ -155,23 +151,3 @@ class KDTree(CenterTreePredictor):
         """Fit, then return the cluster of every row of X."""
         return self.fit(X, centers).predict(X)
 
-
-def _median_cut(counts: np.ndarray, sums: np.ndarray, sq: np.ndarray):
-    """(feature, bin) of the highest-variance feature's median, or None if no feature can be cut.
-
-    Features whose points all share one bin cannot be cut; of the rest, the highest variance
-    wins. The cut is the bin edge whose left side holds the number of points closest to half
-    (lower edge on ties), always with points on both sides.
-    """
-    n = counts[0].sum()
-    if n < 2:
-        return None
-    var = sq / n - (sums / n) ** 2
-    cuttable = (counts > 0).sum(axis=1) >= 2
-    if not cuttable.any():
-        return None
-    f = int(np.argmax(np.where(cuttable, var, -np.inf)))
-    cum = np.cumsum(counts[f])
-    ok = (cum > 0) & (cum < n)
-    b = int(np.argmin(np.where(ok, np.abs(2 * cum - n), np.iinfo(np.int64).max)))
-    return f, b

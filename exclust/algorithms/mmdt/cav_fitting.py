@@ -18,8 +18,9 @@ import numpy as np
 
 from exclust.algorithms.mmdt._concept_grams import accumulate_concept_grams
 from exclust.algorithms.mmdt.cavs import DEFAULT_MAX_CONDITION, KINDS, SCORE_NAMES, ConceptActivationVectors
+from exclust.dataplane import arrays
 from exclust.dataplane._row_hash import row_uniforms, stream_seed
-from exclust.dataplane.parts import is_lazy, map_reduce
+from exclust.dataplane.parts import map_reduce
 from exclust.errors import InputError
 from exclust.sources.dataset import as_matrix
 
@@ -123,18 +124,15 @@ def _concept_pass_block(
 
 
 # --------------------------------------------------------------------------- fitting the CAVs
-def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str], Any]:
-    """The concept labels as one (n x M) float matrix, numpy or dask aligned with X's rows."""
+def _concept_columns(concepts: Mapping[str, Any], n: int, X, lazy: bool) -> tuple[list[str], Any]:
+    """The concept labels as one (n x M) float matrix, numpy or dask (``lazy``: X is a Dask
+    array) aligned with X's rows."""
     names = [str(k) for k in concepts]
     if len(set(names)) != len(names):
         raise InputError(f"concept names must be distinct, got {names}")
-    lazy = is_lazy(X)
     columns = []
     for name, values in zip(names, concepts.values(), strict=True):
-        if is_lazy(values):
-            col = values
-        else:
-            col = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+        col, lazy_col = arrays.entering_array(values.to_numpy() if hasattr(values, "to_numpy") else values)
         if col.dtype.kind not in "biuf":
             raise InputError(
                 f"concept {name!r} has labels of dtype {col.dtype}; give 0/1 (binary) or numbers (continuous), "
@@ -142,15 +140,15 @@ def _concept_columns(concepts: Mapping[str, Any], n: int, X) -> tuple[list[str],
             )
         if col.ndim != 1 or col.shape[0] != n:
             raise InputError(f"concept {name!r} needs one label per row ({n}), got shape {tuple(col.shape)}")
-        if is_lazy(col) and not lazy:
-            col = col.compute()  # one value per row, the size of a single embedding column
+        if lazy_col and not lazy:
+            col = arrays.to_memory(col)  # one value per row, the size of a single embedding column
         columns.append(col.astype(np.float64))
     if not lazy:
         return names, np.column_stack(columns)
     import dask.array as da
 
     rows = X.chunks[0]
-    lazy_cols = [c.rechunk(rows) if is_lazy(c) else da.from_array(c, chunks=rows) for c in columns]
+    lazy_cols = [arrays.as_lazy(c, rows) for c in columns]
     return names, da.stack(lazy_cols, axis=1).rechunk({0: rows, 1: -1})
 
 
@@ -291,7 +289,7 @@ def fit_cavs(
     data = as_matrix(embeddings)
     X = data.X
     n, d = X.shape
-    names, Y = _concept_columns(concepts, n, X)
+    names, Y = _concept_columns(concepts, n, X, data.distributed)
     seed = _seed_from(random_state)
 
     scan = map_reduce(_label_scan_block, Y)
@@ -300,7 +298,7 @@ def fit_cavs(
     binary = np.array([m for m, k in enumerate(resolved) if k == "binary"], dtype=np.int64)
     rates = np.minimum(1.0, int(max_sample_rows) / np.maximum(scan.n_valid[binary], 1)).astype(np.float64)
 
-    if is_lazy(X):
+    if data.distributed:
         import dask.array as da
 
         if X.numblocks[1] != 1:

@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from exclust.dataplane import parts
-from exclust.dataplane.parts import is_lazy
+from exclust.dataplane import arrays, parts
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
 
@@ -179,13 +178,14 @@ class ConceptActivationVectors:
         """Concept coordinates C x of every row (eq. 4 of paper 000): numpy in, numpy out; dask in, dask out."""
         if isinstance(X, Dataset):
             X = X.X
-        if not is_lazy(X):
-            X = np.asarray(X, dtype=np.float64)
+        X, distributed = arrays.entering_array(X)
+        if not distributed:
+            X = X.astype(np.float64, copy=False)
         if X.ndim != 2:
             raise InputError(f"expected a 2-D matrix of embeddings, got shape {X.shape}")
         self.check_embedding(X.shape[1])
         Ct = np.ascontiguousarray(self.matrix.T)
-        if not is_lazy(X):
+        if not distributed:
             # A row holding NaN or inf projects to NaN, which predict labels -1 (the project's policy for
             # non-finite rows); numpy's "invalid value in matmul" warning would only repeat that.
             with np.errstate(invalid="ignore", over="ignore"):

@@ -26,7 +26,7 @@ import numpy as np
 from exclust.algorithms.mmdt.cav_fitting import fit_cavs
 from exclust.algorithms.mmdt.cavs import ConceptActivationVectors
 from exclust.algorithms.mmdt.mmdt import THRESHOLDS
-from exclust.dataplane.parts import is_lazy
+from exclust.dataplane import arrays
 from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Interval, StrOptions, TreeExplainer
 from exclust.reference.summary import MixtureSummary
@@ -46,13 +46,7 @@ def _check_cavs(cavs: Any) -> ConceptActivationVectors:
 
 
 def _labels_vector(labels, n: int):
-    if is_lazy(labels):
-        if labels.ndim != 1 or labels.shape[0] != n:
-            raise InputError(f"labels must be one cluster number per row ({n}), got shape {labels.shape}")
-        return labels
-    if hasattr(labels, "to_numpy"):
-        labels = labels.to_numpy()
-    labels = np.asarray(labels)
+    labels, _ = arrays.entering_array(labels.to_numpy() if hasattr(labels, "to_numpy") else labels)
     if labels.ndim != 1 or labels.shape[0] != n:
         raise InputError(f"labels must be one cluster number per row ({n}), got shape {labels.shape}")
     return labels
@@ -364,7 +358,7 @@ class ConceptCART(_ConceptTree):
         if max_leaves is None:
             if n_clusters is None:
                 top = labels.max()
-                n_clusters = int(top.compute() if is_lazy(top) else top) + 1
+                n_clusters = int(arrays.to_memory(top)) + 1
             max_leaves = n_clusters
         cart = CART(max_leaf_nodes=max_leaves, random_state=self.random_state).fit(
             Dataset(X=Z, feature_names=list(cavs.names)), labels
@@ -388,9 +382,6 @@ def concept_vectors_for_run(data: Dataset, config: Any) -> dict[str, ConceptActi
     for column in config.concepts:
         labels = data.extra[column]
         if column in data.category_names:
-            import dask.array as da
-
-            where = da.where if is_lazy(labels) else np.where
-            labels = where(labels < 0, np.nan, labels)
+            labels = arrays.array_module(data.distributed).where(labels < 0, np.nan, labels)
         concepts[column] = labels
     return {"cavs": fit_cavs(data, concepts, random_state=config.random_state)}

@@ -38,8 +38,7 @@ from exclust.algorithms.mmdt.similarity import (
     profile_inverse,
     rff_group_statistics,
 )
-from exclust.dataplane import parts
-from exclust.dataplane.parts import is_lazy
+from exclust.dataplane import arrays, parts
 from exclust.errors import InputError
 from exclust.estimator import Integral, Interval, Real, StrOptions, TreeExplainer
 from exclust.sources.dataset import Dataset, as_matrix
@@ -298,11 +297,11 @@ class KernelMMDT(TreeExplainer):
 
     # ------------------------------------------------------------------ validation
     def _check_labels(self, labels: Any, n: int):
-        if is_lazy(labels):
-            if labels.ndim != 1 or (not math.isnan(labels.shape[0]) and labels.shape[0] != n):
-                raise InputError(f"labels must be 1-D with one entry per row ({n}); got shape {labels.shape}")
-            return labels.astype(np.int64)
-        lab = np.asarray(labels)
+        lab, distributed = arrays.entering_array(labels)
+        if distributed:
+            if lab.ndim != 1 or (not math.isnan(lab.shape[0]) and lab.shape[0] != n):
+                raise InputError(f"labels must be 1-D with one entry per row ({n}); got shape {lab.shape}")
+            return lab.astype(np.int64)
         if lab.ndim != 1 or lab.shape[0] != n:
             raise InputError(f"labels must be 1-D with one entry per row ({n}); got shape {lab.shape}")
         if lab.dtype.kind == "f":
@@ -318,8 +317,9 @@ class KernelMMDT(TreeExplainer):
             )
         return lab
 
-    def _resolve_bandwidth(self, X: Any, feature_names: list[str]) -> tuple[np.ndarray, int]:
-        """Per-feature bandwidths and the passes spent finding them (one for "scale")."""
+    def _resolve_bandwidth(self, X: Any, feature_names: list[str], distributed: bool) -> tuple[np.ndarray, int]:
+        """Per-feature bandwidths and the passes spent finding them (one for "scale"); ``distributed``:
+        X is a Dask array."""
         if not isinstance(self.bandwidth, str):
             return check_bandwidth(self.bandwidth, X.shape[1]), 0
         if self.bandwidth != "scale":
@@ -328,7 +328,7 @@ class KernelMMDT(TreeExplainer):
             )
         from exclust.sources.dataset import check_spread
 
-        if is_lazy(X):
+        if distributed:
             import dask.array as da
 
             n = X.shape[0]
@@ -360,7 +360,7 @@ class KernelMMDT(TreeExplainer):
         lap("validate")
         X = ds.X
         n, d = X.shape
-        h, moment_passes = self._resolve_bandwidth(X, ds.feature_names)
+        h, moment_passes = self._resolve_bandwidth(X, ds.feature_names, ds.distributed)
         passes += moment_passes
         self.bandwidth_ = h
         seeds = np.random.SeedSequence(self.random_state).generate_state(4, dtype=np.uint32)
@@ -374,7 +374,7 @@ class KernelMMDT(TreeExplainer):
             # k-means does not spend a pass re-checking them (it persists them when they fit).
             n_init = self.kmeans_n_init
             if n_init == "auto":
-                n_init = 1 if is_lazy(X) else 5
+                n_init = 1 if ds.distributed else 5
             Z = Dataset(self.rff_.transform(X), [f"rff{j}" for j in range(int(self.n_components))])
             self.base_ = KMeans(
                 n_clusters=K, n_init=n_init, max_iter=self.kmeans_max_iter, random_state=kmeans_seed

@@ -1,5 +1,5 @@
 """OptimalTree: the k-leaf tree of least k-means cost among trees cutting at bin edges, with a
-proven lower bound when the time budget runs out.
+proven lower bound when the search's budget runs out.
 
 What is exact. Every feature is binned (``binning.edges_from_sample`` on an exact uniform
 sample of at most 100,000 rows); a feature with at most ``max_bins`` distinct values in that
@@ -13,8 +13,14 @@ as its incumbent. The costs are exact: every row counts, nothing is sampled but 
 ``lower_bound_`` is the larger of the search's own bound (exact when it finished) and the
 per-coordinate one-dimensional bound (``optimal_bnb``, Bound 3); no tree of ``n_clusters``
 leaves cutting at these edges costs less. ``proven_optimal_`` is True exactly when it equals
-``cost_``. When ``max_seconds`` runs out the best tree found is returned with the bound proved
-so far, never above the optimum.
+``cost_``. When the budget runs out the best tree found is returned with the bound proved so far,
+never above the optimum.
+
+The budget is counted in nodes of the branch and bound (searches of a box with a number of
+leaves), not in seconds, so that the same data and budget give the same tree and bound on any
+machine at any load (the standing table of a report must not change with the machine's load).
+``max_seconds`` is an optional cap on top, for a user who wants a time limit: with it the result
+depends on the machine's speed.
 
 Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, k = 3 one sweep
 per feature (every cut position's best two-leaf sides at once), larger k one such node search per
@@ -33,9 +39,13 @@ from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from
 from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
-from exclust.dataplane.parts import is_lazy, map_reduce, uniform_sample
-from exclust.estimator import Interval, Real
+from exclust.dataplane.parts import map_reduce, uniform_sample
+from exclust.estimator import Integral, Interval, Real
 from exclust.sources.dataset import as_matrix
+
+# Nodes a fit searches at most by default: 6-100 CPU seconds on the shared sets of bench/README.md
+# (a few milliseconds a node on 2 features and 800 rows, about 0.1 s on digits' 64 features).
+DEFAULT_MAX_NODES = 1_000
 
 
 def thresholds_of(nested, mapper):
@@ -69,9 +79,15 @@ class OptimalTree(CenterTreePredictor):
     ----------
     n_clusters : int
         Leaves of the tree (one cluster each).
-    max_seconds : float, default 60.0
-        Time budget of the search (the statistics' pass not included); when it runs out the best
-        tree found is kept and ``lower_bound_`` is the bound proved so far.
+    max_nodes : int, default DEFAULT_MAX_NODES
+        Budget of the search, in branch-and-bound nodes (searches of a box with a number of
+        leaves); when it runs out the best tree found is kept and ``lower_bound_`` is the bound
+        proved so far. The result depends on the data and the budget only; the time a node takes
+        grows with the cells and features (bench/README.md).
+    max_seconds : float or None, default None
+        An optional time cap on the search (the statistics' pass not included), stopping it like
+        ``max_nodes``. With it the tree and bound depend on the machine's speed and load: two fits
+        of the same data may differ.
     max_bins : int, default 256
         Bins per feature (2..65536); a feature with at most this many distinct values is searched
         at every midpoint between them.
@@ -86,13 +102,19 @@ class OptimalTree(CenterTreePredictor):
     (every feature binned at every midpoint of all its values: the bound then holds for any tree).
     """
 
+    # The budget the explain job's standing table passes: about 1-15 CPU seconds on the shared sets.
+    REPORT_MAX_NODES = 100
+
     _parameter_constraints = {
         **{k: v for k, v in CENTER_TREE_CONSTRAINTS.items() if k != "objective"},
-        "max_seconds": [Interval(Real, 0, None, closed="left")],
+        "max_nodes": [Interval(Integral, 0, None, closed="left")],
+        "max_seconds": [None, Interval(Real, 0, None, closed="left")],
     }
 
-    def __init__(self, n_clusters: int, max_seconds: float = 60.0, max_bins: int = 256, random_state=None) -> None:
+    def __init__(self, n_clusters: int, max_nodes: int = DEFAULT_MAX_NODES, max_seconds: float | None = None,
+                 max_bins: int = 256, random_state=None) -> None:
         self.n_clusters = n_clusters
+        self.max_nodes = max_nodes
         self.max_seconds = max_seconds
         self.max_bins = max_bins
         self.random_state = random_state
@@ -102,7 +124,7 @@ class OptimalTree(CenterTreePredictor):
         self._check_params()
         k = int(self.n_clusters)
         ds = as_matrix(self._fit_input(X), n_clusters=k)
-        lazy = is_lazy(ds.X)
+        lazy = ds.distributed
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         sample = np.asarray(sample, dtype=np.float64)
         mapper = edges_from_sample(sample, int(self.max_bins))
@@ -110,8 +132,9 @@ class OptimalTree(CenterTreePredictor):
         cells = map_reduce(block_cells, ds.X, args=(mapper, shift), combine=merge_cells) if lazy \
             else block_cells(ds.X, mapper, shift)
         started = time.monotonic()
-        search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins,
-                                deadline=started + float(self.max_seconds))
+        deadline = np.inf if self.max_seconds is None else started + float(self.max_seconds)
+        search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, deadline=deadline,
+                                max_nodes=int(self.max_nodes))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         coordinate = search.coordinate_bound(cells.squares, k)

@@ -33,7 +33,7 @@ best tree found (or the caller's cutoff) is dropped. Intervals of one position a
 of the intervals still open)``: every tree of S has a root cut in some interval, either dropped
 (bound at least the best found) or open. A search given a cutoff stops once that minimum reaches
 it (the caller needs no more), so a side's lower bound is exact or at least the cutoff; a search
-that runs out of time returns this same minimum, still valid, never more than ``best(S, m)``.
+that runs out of budget returns this same minimum, still valid, never more than ``best(S, m)``.
 
 **Bound 3 (per coordinate, at the root).** In any partition of the cells into at most ``m``
 parts, coordinate ``c``'s share of the cost is at least the within-cell scatter of ``c`` plus the
@@ -116,16 +116,22 @@ class BranchAndBound:
     """The search over one set of cells (see the module). Trees are nested tuples
     ``(feature, split_bin, left, left's leaves, right)``; a leaf is None.
 
-    ``codes`` (G, d) and ``stats`` (G, d + 2) are the cells (``optimal_cells.Cells``); ``deadline``
-    a ``time.monotonic()`` value after which every open search returns its bounds so far.
+    ``codes`` (G, d) and ``stats`` (G, d + 2) are the cells (``optimal_cells.Cells``). The budget:
+    once ``max_nodes`` searches of a (box, leaves) pair have run, every open search returns its
+    bounds so far (Bound 2). The count depends on the cells alone, so the same cells and budget
+    give the same tree and bound on any machine at any load. ``deadline``, a ``time.monotonic()``
+    value, stops the search the same way when it comes first; the result then depends on the
+    machine's speed.
     """
 
-    def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf) -> None:
+    def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
+                 max_nodes: float = np.inf) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
         self.deadline = deadline
-        self.timed_out = False
+        self.max_nodes = max_nodes
+        self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         self.nodes = 0  # searches of a (box, leaves) pair actually run
         self.sweeps = 0  # sweeps over a node's cells (histograms)
         self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
@@ -152,8 +158,8 @@ class BranchAndBound:
                 best, tree = float(total[p]), (f, int(positions[p]), None, 1, None)
         return best, tree
 
-    def out_of_time(self) -> bool:
-        if not self.timed_out and time.monotonic() > self.deadline:
+    def out_of_budget(self) -> bool:
+        if not self.timed_out and (self.nodes >= self.max_nodes or time.monotonic() > self.deadline):
             self.timed_out = True
         return self.timed_out
 
@@ -162,7 +168,7 @@ class BranchAndBound:
               ) -> tuple[float, float, object]:
         """(lower bound, cost of the best tree found, that tree) for at most ``m`` leaves over
         ``cells``. The bound is exact (equal to the cost) unless the search stopped at ``cutoff``
-        (then it is at least the cutoff) or ran out of time (then it is Bound 2)."""
+        (then it is at least the cutoff) or ran out of budget (then it is Bound 2)."""
         key = self.key(cells, m)
         hit = self.memo.get(key)
         if hit is not None and (hit[0] >= hit[1] or hit[0] >= cutoff):
@@ -204,7 +210,7 @@ class BranchAndBound:
         for f, positions in enumerate(node.positions):
             if positions.size == 0:
                 continue
-            if self.out_of_time():  # features not yet scanned: no bound but 0 for this node
+            if self.out_of_budget():  # features not yet scanned: no bound but 0 for this node
                 return 0.0, float(best), tree
             one = node.side_costs(f)
             lb2, la2, rb2, ra2 = node.two_leaf_sides(self, f)
@@ -225,7 +231,7 @@ class BranchAndBound:
                 heapq.heappush(heap, (low_left + low_right, f, j, 0, last, low_left, low_right, True))
         while heap:
             bound = heap[0][0]
-            if bound >= min(best, cutoff) or self.out_of_time():
+            if bound >= min(best, cutoff) or self.out_of_budget():
                 break
             _, f, j, lo, hi, low_left, low_right, fresh = heapq.heappop(heap)
             if fresh and hi - lo + 1 > FIRST_PROBES:
@@ -245,7 +251,7 @@ class BranchAndBound:
                     limit = min(best, cutoff)
                 unfinished = lb_left < ub_left or lb_right < ub_right
                 if self.timed_out and unfinished and lb_left + lb_right < min(best, cutoff):
-                    # Time ran out inside a side: the position itself stays open with its bounds.
+                    # The budget ran out inside a side: the position itself stays open with its bounds.
                     heapq.heappush(heap, (lb_left + lb_right, f, j, mid, mid, lb_left, lb_right, False))
                 left_lbs.append(lb_left)
                 right_lbs.append(lb_right)

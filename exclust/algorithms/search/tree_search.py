@@ -61,7 +61,7 @@ from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
 from exclust.algorithms.search.all_rows import GREEDY_RULES, greedy_starts, search_all_rows
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts, nested_to_tree
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
-from exclust.dataplane.parts import is_lazy, uniform_sample
+from exclust.dataplane.parts import uniform_sample
 from exclust.estimator import Integral, Interval, Real
 from exclust.sources.dataset import as_matrix
 from exclust.tree import ThresholdTree
@@ -439,7 +439,7 @@ class TreeSearch(CenterTreePredictor):
         centers = check_centers(centers, k, ds.n_features)
         (rows,) = uniform_sample(ds.X, size=int(self.sample_rows), random_state=self.random_state)
         rows = np.asarray(rows, dtype=np.float64)
-        passes = int(is_lazy(ds.X))
+        passes = int(ds.distributed)
         t0 = time.perf_counter()
         proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536)
         logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)

@@ -177,7 +177,7 @@ def fit_kmeans(data: Dataset, config: ExplainConfig) -> Reference:
     from exclust.reference import KMeans, MixtureSummary
 
     names = data.feature_names
-    if is_lazy(data.X):
+    if data.distributed:
         # Seeded on the run's sample, refined by a few full passes (not Lloyd to convergence).
         model = KMeans(n_clusters=config.k, random_state=config.random_state, init="sample",
                        sample_rows=KMEANS_SAMPLE_ROWS, max_iter=KMEANS_REFINE_PASSES)

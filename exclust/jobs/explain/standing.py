@@ -192,7 +192,7 @@ def _bound(rows: np.ndarray | None, config: Any, feature_names):
                             "bounds nothing about all rows.")
     try:
         with kernel_threading(1):
-            model = OptimalTree(int(config.k), max_seconds=BOUND_SECONDS, max_bins=1024).fit(
+            model = OptimalTree(int(config.k), max_nodes=OptimalTree.REPORT_MAX_NODES, max_bins=1024).fit(
                 Dataset(rows, list(feature_names)))
     except InputError as exc:
         return None, None, f"No proven bound: {exc}"
