@@ -19,13 +19,16 @@ A new criterion is one subclass: its ``block`` (usually one numba kernel call), 
 ``unpack`` and ``best_split``; an algorithm grows its tree by calling
 ``data.histograms(MyCriterion(), tree, slot, ...)`` and ``criterion.best_split`` per node.
 
-Missing values and categorical features plug in here as criterion variants: a variant's
-``block`` fills one extra bin per feature for missing codes (or per category code), and its
-``best_split`` scores each cut twice, the missing bin sent left and right (LightGBM's
-``default_left``), or, for a categorical feature, orders its category bins by the node's
-statistic and scans prefixes of that order as category sets (Fisher's grouping, as LightGBM's
-``FindBestThresholdCategorical``). The cut it returns then carries the missing side or the set,
-which the tree records; the pass, the reduction and the routing memory stay the engine's.
+Missing values and category features (issue 28) live in the codes and in the cut search: the
+blocks count every code of ``binning.BinMapper`` (one missing bin per feature, one bin per
+category) and route by ``CodeTree.arrays(mapper)`` (thresholds, or a table of codes per node for
+set cuts and missing bins sent left); ``Mistakes.best_split`` and ``SurrogateCost.best_split`` are
+``cut_search``'s, which price every cut with the missing bin on either side (LightGBM's
+``default_left``) and search set cuts of a category feature (exact for the surrogate cost; for
+mistakes, exact over up to 10 categories holding centers, Fisher-ordered prefixes beyond, as
+LightGBM's ``FindBestThresholdCategorical`` orders categories). The cut returned (``BinCut``)
+carries the set and the missing side, which the tree records. ``ShallowCost`` and ``MedianCut``
+know thresholds on numeric, complete features only: ExShallow, ExGreedy and KDTree refuse the others.
 
 ``MedianCut`` (KDTree) reads the raw rows instead of kept parts: KDTree encodes nothing, so its
 pass is ``parts.map_reduce(MedianCut.block, X, ...)``.
