@@ -36,8 +36,12 @@ def _fit_on_summary(est, data, ref) -> None:
 
 
 def _fit_on_centers(est, data, ref) -> None:
-    # Estimators take the Dataset itself, so their trees carry the input's feature names.
-    est.fit(data, ref.centers)
+    # Estimators take the Dataset itself, so their trees carry the input's feature names. Centers
+    # fitted on other columns (``cluster_on``) live in those columns' space: Z carries them.
+    if getattr(data, "cluster_X", None) is not None:
+        est.fit(data, ref.centers, Z=data.cluster_X)
+    else:
+        est.fit(data, ref.centers)
 
 
 def _fit_on_labels(est, data, ref) -> None:

@@ -8,7 +8,7 @@ inputs stay numpy and need none.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,8 @@ def load(config: ExplainConfig, source: DataSource | None = None) -> Dataset:
     if source.needs_cluster:  # read by the workers: held right after the read
         data = _load_held(config, extra, source)
     else:
-        data = load_dataset(
-            config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
-        )
+        data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,
+                            n_clusters=config.k, categorical=config.categorical or (), cluster_on=config.cluster_on)
         data = _hold(data, config.hold)
     unknown = [f for f in config.plot_features or () if f not in data.feature_names]
     if unknown and registry.algorithm(config.algorithm).space is None:  # a tree over other coordinates names its own
@@ -105,7 +104,8 @@ def _load_held(config: ExplainConfig, extra: list[str], source: DataSource) -> D
         return X, dict(zip(extras, columns, strict=True))
 
     data = load_dataset(source, config.features, extra_columns=extra, nan_policy=config.nan_policy,
-                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
+                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation,
+                        categorical=config.categorical or (), cluster_on=config.cluster_on)
     return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
 
 
@@ -123,8 +123,7 @@ def _import_later_steps(config: ExplainConfig) -> None:
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
     (X, *columns), _ = residency.hold(data.X, *data.extra.values(), force=force)
-    return Dataset(X, data.feature_names, dict(zip(data.extra, columns, strict=True)), data.source, data.n_dropped,
-                   data.category_names)
+    return replace(data, X=X, extra=dict(zip(data.extra, columns, strict=True)))
 
 
 @dataclass
@@ -158,7 +157,10 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     """Fit the reference clustering the run names (``jobs.references``: gmm, k-means, ...) or take given labels."""
     from exclust.jobs.references import reference
 
-    return reference(config.reference).fit_run(data, config)
+    # On the clustering's own columns (``cluster_on``; the features when none), complete rows only.
+    from exclust.sources.dataset import clustering_input
+
+    return reference(config.reference).fit_run(clustering_input(data, f"the {config.reference} reference"), config)
 
 
 def fit_gmm(data: Dataset, config: ExplainConfig) -> Reference:
