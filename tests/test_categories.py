@@ -39,7 +39,7 @@ def expected_matrix(frame: pd.DataFrame) -> np.ndarray:
     country = {"at": 0.0, "de": 1.0, "fr": 2.0, "it": 3.0}
     return np.column_stack([
         frame["x0"].to_numpy(), frame["age"].to_numpy(),
-        [country[v] if v is not None else np.nan for v in frame["country"]],
+        [country[v] if isinstance(v, str) else np.nan for v in frame["country"]],
         frame["member"].to_numpy(dtype=float), frame["plan"].map({10: 0.0, 20: 1.0, 40: 2.0}).to_numpy(),
     ])
 
