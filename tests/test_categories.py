@@ -120,7 +120,8 @@ def test_pandas_and_dask_frames_give_the_same_codes(dask_client):
     frame = customers()
     expected = expected_matrix(frame)
     with_dtypes = frame.assign(country=frame["country"].astype("category"), member=frame["member"].astype("boolean"))
-    for source in (frame, with_dtypes, dd.from_pandas(frame, npartitions=1), dd.from_pandas(with_dtypes, npartitions=5)):
+    for source in (frame, with_dtypes, dd.from_pandas(frame, npartitions=1),
+                   dd.from_pandas(with_dtypes, npartitions=5)):
         data = load_dataset(source, COLUMNS, categorical=["plan"])
         np.testing.assert_array_equal(as_numpy(data.X), expected)
         assert data.categories == EXPECTED_CATEGORIES

@@ -72,7 +72,8 @@ def test_nan_is_named_by_column_and_count(tmp_path, frame, dask_client):
     assert caught.value.describe("cli").endswith("clean them or use --drop-nan")
     assert caught.value.describe("flow").endswith("clean them or use the nan_policy parameter (drop)")
     # By default (issue 28) NaN is a missing value the trees route; an infinity is still refused, named.
-    with pytest.raises(InputError, match=r"^1 row\(s\) of .* hold infinite values \(per column: \{'a': 1\}\)") as caught:
+    infinite = r"^1 row\(s\) of .* hold infinite values \(per column: \{'a': 1\}\)"
+    with pytest.raises(InputError, match=infinite) as caught:
         load_dataset(folder, ["a", "b"])
     assert caught.value.describe("cli").endswith("clean them or use --drop-nan")
     kept = load_dataset(folder, ["b"])

@@ -14,6 +14,7 @@ imported: the CLI, the flows' forms and the workers then all see them.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,11 @@ def _fit_on_centers(est, data, ref) -> None:
     # Estimators take the Dataset itself, so their trees carry the input's feature names. Centers
     # fitted on other columns (``cluster_on``) live in those columns' space: Z carries them.
     if getattr(data, "cluster_X", None) is not None:
+        if "Z" not in inspect.signature(est.fit).parameters:
+            raise InputError(f"{type(est).__name__} cuts the columns its centers live in, but this run's clustering "
+                             f"is fitted on {data.cluster_names}, not on the features {data.feature_names}: choose an "
+                             "algorithm that prices cuts in the clustering's columns (fit(..., Z=...)), or cluster on "
+                             "numeric features only")
         est.fit(data, ref.centers, Z=data.cluster_X)
     else:
         est.fit(data, ref.centers)
