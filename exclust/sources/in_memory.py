@@ -76,7 +76,8 @@ def _columns_of(source: Any, features, extra_columns, categorical=(), vocabulari
         if not features:
             raise InputError(f"no numeric feature columns in the {kind}")
         coded = [c for c in features if kinds[c] != "number"]
-        categories = _frame_vocabularies(source, coded, kinds, dict(vocabularies or {}), f"the {kind}")
+        categories = _frame_vocabularies(source, coded, {c: str(kinds[c]) for c in coded}, dict(vocabularies or {}),
+                                         f"the {kind}")
         if isinstance(source, pd.DataFrame):
             X = np.empty((len(source), len(features)), dtype=np.float64)
             for j, c in enumerate(features):

@@ -225,7 +225,8 @@ def piece_values(fs, local: bool, piece: Piece, columns: list[str],
         with _open(fs, seg, local) as pf:
             table = _read_groups(pf, seg, columns)
         for i, column in enumerate(columns):
-            values, count = distinct_values(table.column(column), limits[i] if limits[i] is not None else 1 << 62)
+            limit = limits[i]
+            values, count = distinct_values(table.column(column), limit if limit is not None else 1 << 62)
             found[i].update(values)
             counts[i] = max(counts[i], count, len(found[i]))
     return [(sorted(f), n) for f, n in zip(found, counts, strict=True)]
