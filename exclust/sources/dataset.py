@@ -347,15 +347,22 @@ def recode_labels(labels: Any, values: Sequence[Any]):
     return _recode_block(labels, in_order)
 
 
-def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str = "keep",
+# The estimators' policy for NaN in a bare X (a Dataset keeps the policy it was loaded with).
+# "raise" until every tree builder routes missing values (issue 28: the histogram family, the
+# tree's missing sides); then "keep", as load_dataset and the jobs already do.
+ESTIMATOR_NAN_POLICY = "raise"
+
+
+def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str | None = None,
               categorical: Sequence[str] = ()) -> Dataset:
     """Validate an estimator's ``X`` argument (array, DataFrame, dask array, or Dataset): text,
     category and boolean columns of a frame (and integer ones named in ``categorical``) become
-    codes with their vocabularies in ``Dataset.categories``; NaN and nulls are kept as missing
-    values (``nan_policy="keep"``), infinities refused."""
+    codes with their vocabularies in ``Dataset.categories``. ``nan_policy`` (default
+    ``ESTIMATOR_NAN_POLICY``): see ``validate_matrix``."""
     if isinstance(X, Dataset):
         return X
-    return load_dataset(X, nan_policy=nan_policy, n_clusters=n_clusters, categorical=categorical)
+    return load_dataset(X, nan_policy=nan_policy or ESTIMATOR_NAN_POLICY, n_clusters=n_clusters,
+                        categorical=categorical)
 
 
 def clustering_input(data: Dataset, who: str) -> Dataset:
