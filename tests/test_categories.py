@@ -200,3 +200,22 @@ def test_cluster_on_columns_are_read_beside_the_features(tmp_path, dask_client):
         load_dataset(frame, ["age"], cluster_on=["country"])
     with pytest.raises(InputError, match=r"every feature of .* is a category"):
         load_dataset(frame, ["country", "member"])
+
+
+def test_an_explain_run_clusters_on_its_columns_and_names_both_sets():
+    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.steps import explain
+
+    rng = np.random.default_rng(5)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    y = rng.integers(0, 3, size=600)
+    frame = pd.DataFrame({"e0": centers[y, 0] + rng.normal(size=600), "e1": centers[y, 1] + rng.normal(size=600),
+                          "country": np.array(["de", "fr", "it"], dtype=object)[y], "age": rng.normal(size=600)})
+    run = explain(ExplainConfig(input=frame, features=["age", "country"], cluster_on=["e0", "e1"], n_clusters=3,
+                                algorithm="cart", reference="kmeans", cost_curve=False, standing=False))
+    assert run.metrics["features"] == ["age", "country"] and run.metrics["cluster_on"] == ["e0", "e1"]
+    assert run.tree.feature_names == ["age", "country"]
+    assert run.metrics["ari_reference"] > 0.9  # the clusters follow the country: the tree finds them
+    with pytest.raises(InputError, match=r"MMDT fits a mixture over numbers, so category features \(\[.country.\]\)"):
+        explain(ExplainConfig(input=frame, features=["age", "country"], n_clusters=3, algorithm="mmdt",
+                              cost_curve=False, standing=False))
