@@ -219,3 +219,16 @@ def test_an_explain_run_clusters_on_its_columns_and_names_both_sets():
     with pytest.raises(InputError, match=r"MMDT fits a mixture over numbers, so category features \(\[.country.\]\)"):
         explain(ExplainConfig(input=frame, features=["age", "country"], n_clusters=3, algorithm="mmdt",
                               cost_curve=False, standing=False))
+
+
+def test_a_text_partition_key_is_a_category_feature(tmp_path, dask_client):
+    for region, n in (("eu", 5), ("us", 3), ("__HIVE_DEFAULT_PARTITION__", 2)):
+        (tmp_path / f"region={region}").mkdir()
+        pd.DataFrame({"x0": np.arange(n, dtype=float)}).to_parquet(tmp_path / f"region={region}" / "p.parquet",
+                                                                   index=False)
+    data = load_dataset(tmp_path, ["x0", "region"])
+    assert data.categories == {1: ["eu", "us"]} and data.missing == {"region": 2}
+    np.testing.assert_array_equal(np.sort(as_numpy(data.X)[:, 1]), [0, 0, 0, 0, 0, 1, 1, 1, np.nan, np.nan])
+    given = load_dataset(tmp_path, ["x0", "region"], vocabularies={"region": ["us", "zz"]})
+    codes = np.sort(as_numpy(given.X)[:, 1])
+    np.testing.assert_array_equal(codes, [UNSEEN_CATEGORY] * 5 + [0, 0, 0, np.nan, np.nan])

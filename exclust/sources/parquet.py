@@ -134,6 +134,18 @@ def partition_codes(source: Source, key: str) -> tuple[list[float], list[str] | 
     return [lookup[v] if v is not None else -1.0 for v in values], categories
 
 
+def partition_category(source: Source, key: str, where: str,
+                       vocabularies: Mapping[str, Sequence[Any]] | None = None) -> tuple[list[float], list[Any]]:
+    """Per file, the code of text partition key ``key`` as a category feature (a null: NaN), and
+    its vocabulary: given (a fitted tree's), else the paths' values, sorted."""
+    from exclust.sources.categories import checked_vocabulary, encode_categories
+
+    values = _partition_values(source, key)
+    vocabulary = (list(vocabularies[key]) if vocabularies is not None and key in vocabularies
+                  else checked_vocabulary(key, [v for v in values if v is not None], where))
+    return encode_categories(values, vocabulary).tolist(), vocabulary
+
+
 # --------------------------------------------------------------------------- planning
 def _check_schemas(source: Source, footers, features, extras, partition_keys,
                    categorical: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
@@ -272,7 +284,7 @@ def plan_categories(kinds: Mapping[str, str], features: Sequence[str], categorie
             categories[c] = list(vocabularies[c])
         elif kinds[c] == "boolean":
             categories[c] = list(BOOLEAN_VOCABULARY)
-        else:
+        elif c not in categories:  # (a partition key's values are known from the paths)
             gathered.append(c)
     return coded, gathered
 
@@ -308,10 +320,7 @@ def plan(
         codes, cats = partition_codes(source, key)
         if cats is not None:
             if key in features:  # a category feature: its values are known from the paths
-                from exclust.sources.categories import checked_vocabulary
-
-                cats = checked_vocabulary(key, cats, source.url)
-                codes = [float("nan") if c < 0 else c for c in codes]
+                codes, cats = partition_category(source, key, source.url, vocabularies)
                 kinds[key] = "category"
             categories[key] = cats
         per_key.append(codes)

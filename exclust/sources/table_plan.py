@@ -16,8 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exclust.errors import InputError
-from exclust.sources.categories import arrow_category_type, checked_vocabulary
-from exclust.sources.parquet import HIVE_NULL, Plan, check_columns, numeric_type, partition_codes, plan_categories
+from exclust.sources.categories import arrow_category_type
+from exclust.sources.parquet import (
+    HIVE_NULL,
+    Plan,
+    check_columns,
+    numeric_type,
+    partition_category,
+    partition_codes,
+    plan_categories,
+)
 from exclust.sources.parquet_reader import Piece, Segment
 from exclust.sources.storage import Source, SourceFile
 
@@ -92,8 +100,7 @@ def plan_table(source: Source, files: Sequence[TableFile], schema, partition_key
         codes, cats = partition_codes(source, key)
         if cats is not None:
             if key in features:  # a category feature: its values are known from the table's metadata
-                cats = checked_vocabulary(key, cats, where)
-                codes = [float("nan") if c < 0 else c for c in codes]
+                codes, cats = partition_category(source, key, where, vocabularies)
                 kinds[key] = "category"
             categories[key] = cats
         per_key.append(codes)
