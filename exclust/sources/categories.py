@@ -157,9 +157,70 @@ def _as_arrow(values: Any):
 
 
 def encode_categories(values: Any, vocabulary: Sequence[Any]) -> np.ndarray:
-    """The float64 codes of ``values`` (an Arrow array, a pandas Series, a numpy array or a list):
-    the position of each value in ``vocabulary``; a null (None, NaN, NA) is NaN, a value the
-    vocabulary lacks is ``UNSEEN_CATEGORY``."""
+    """The float64 codes of ``values`` in ``vocabulary`` (code c is ``vocabulary[c]``).
+
+    Parameters
+    ----------
+    values : pyarrow Array or ChunkedArray, pandas Series, numpy array, or any iterable
+        One column's values (text, booleans or integers); None, NaN and pandas' NA are nulls.
+        Arrays are coded in one vectorised step; a plain iterable (a dictionary's few values,
+        say) value by value, each compared as the vocabulary's type.
+    vocabulary : sequence
+        The column's values in code order, all of one type (str, bool or int).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The code of each value; NaN for a null, ``UNSEEN_CATEGORY`` (-1.0) for a value the
+        vocabulary lacks.
+    """
+    import pyarrow as pa
+
+    if not (isinstance(values, (pa.Array, pa.ChunkedArray)) or hasattr(values, "dtype")):
+        return _encode_each(values, vocabulary)
+    try:
+        return _encode_array(values, vocabulary)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # values of mixed types: one by one
+        listed = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+        return _encode_each(listed, vocabulary)
+
+
+def _comparable(value: Any, kind: type) -> Any:
+    """``value`` as a value of the vocabulary's ``kind`` (str, bool, int), or None when it cannot be one."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if kind is str:
+        return value if isinstance(value, str) else str(value)
+    if kind is bool:
+        return value if isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        return None
+    return int(value)
+
+
+def _null(value: Any) -> bool:
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    import pandas as pd
+
+    return value is pd.NA or value is pd.NaT
+
+
+def _encode_each(values: Iterable[Any], vocabulary: Sequence[Any]) -> np.ndarray:
+    kind = type(vocabulary[0]) if len(vocabulary) else str
+    position = {v: float(c) for c, v in enumerate(vocabulary)}
+    codes = []
+    for value in values:
+        if _null(value):
+            codes.append(np.nan)
+            continue
+        key = _comparable(value, kind)
+        codes.append(position.get(key, UNSEEN_CATEGORY) if key is not None else UNSEEN_CATEGORY)
+    return np.asarray(codes, dtype=np.float64)
+
+
+def _encode_array(values: Any, vocabulary: Sequence[Any]) -> np.ndarray:
+    """The vectorised coding of an array (Arrow's ``index_in``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
