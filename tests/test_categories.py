@@ -68,6 +68,9 @@ def test_encoding_nulls_unseen_values_and_every_container():
                                   [1.0, 0.0, np.nan])
     np.testing.assert_array_equal(encode_categories(pd.Series([True, None, False], dtype="boolean"), [False, True]),
                                   [1.0, np.nan, 0.0])
+    # A plain iterable (a dictionary's values) is compared value by value as the vocabulary's type.
+    np.testing.assert_array_equal(encode_categories([True, False, None, 1], [False, True]), [1, 0, np.nan, -1])
+    np.testing.assert_array_equal(encode_categories([3, 3.0, 2.5, "3", np.int64(0)], [0, 3]), [1, 1, -1, -1, 0])
 
 
 def test_detection_from_arrow_types_and_pandas_dtypes():
