@@ -295,3 +295,29 @@ def test_plot_features_and_k_are_checked_before_any_data_are_read(tmp_path, caps
     err = capsys.readouterr().err
     assert "has 10 row(s), fewer than the 2000 clusters asked for" in err and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_cluster_on_and_categorical_reach_the_config_the_help_and_the_flow_schema(tmp_path, capsys):
+    """Issue 28: one declaration each, on every surface; the default nan policy keeps missing values."""
+    from flows.params import ExplainParams
+
+    data, out = tmp_path / "data", str(tmp_path / "out")
+    data.mkdir()
+    pq.write_table(pa.table({"age": np.arange(10.0), "country": ["de", "fr"] * 5, "plan": np.arange(10) % 3,
+                             "e0": np.arange(10.0), "e1": np.arange(10.0)}), data / "p.parquet")
+    cli = _explain_config(["--input", str(data), "--k", "3", "--features", "age,country,plan", "--categorical", "plan",
+                           "--cluster-on", "e0,e1", "--out", out])
+    assert (cli.cluster_on, cli.categorical, cli.nan_policy) == (["e0", "e1"], ["plan"], "keep")
+    form = ExplainParams(input=str(data), output=out, n_clusters=3, features="age,country,plan", categorical="plan",
+                         cluster_on="e0,e1")
+    flow = form.to_config()
+    flow.storage_options = None
+    assert flow == cli
+    schema = ExplainParams.model_json_schema()["properties"]
+    assert "reference clustering is fitted on" in schema["cluster_on"]["description"]
+    assert "categories" in schema["categorical"]["description"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["explain", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--cluster-on CLUSTER_ON" in help_text and "--categorical CATEGORICAL" in help_text
+    assert "keep them as missing values" in help_text

@@ -66,6 +66,10 @@ class _ExplainMethods:
         if self.leaves is not None and self.leaves < self.k:
             raise InputError(f"leaves ({self.leaves}) must be at least the number of clusters k ({self.k})")
         entry.check_required(self)
+        if self.cluster_on and entry.needs in (registry.SUMMARY, registry.OWN):
+            raise InputError(f"{self.algorithm} reads a mixture over the columns it cuts, so it cannot explain a "
+                             "clustering fitted on other columns: leave cluster_on out, or choose an algorithm that "
+                             "cuts by centers or labels (imm, exkmc, cart, ...)")
         if self.plot_features is not None and len(self.plot_features) != 2:
             raise InputError(f"plot features must name two features, got {self.plot_features!r}")
         if self.kmedians_price not in (None, True, False):

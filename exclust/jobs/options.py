@@ -73,8 +73,15 @@ EXPLAIN_COMMON = (
     Option("plot_features", NAMES, None, "two features for the report's scatter plot, comma-separated",
            unset_means="the features of the tree's first cuts", cli_aliases=("--plot",)),
     Option("random_state", WHOLE, 0, "seed of every random choice", cli_aliases=("--seed",)),
-    Option("nan_policy", CHOICE, "raise", "rows with NaN/inf features: fail the run (raise) or drop them",
-           choices=lambda: ("raise", "drop"), cli_flags=(("--drop-nan", "drop"),), flow_type="NanPolicy"),
+    Option("nan_policy", CHOICE, "keep", "NaN and nulls in the features: keep them as missing values (the tree "
+           "routes them; infinities fail the run), drop their rows, or fail the run (raise)",
+           choices=lambda: ("keep", "drop", "raise"), cli_flags=(("--drop-nan", "drop"),), flow_type="NanPolicy"),
+    Option("categorical", NAMES, None, "integer columns among the features to treat as categories (codes), "
+           "comma-separated; text, dictionary and boolean columns are categories already",
+           unset_means="the categories the schema tells"),
+    Option("cluster_on", NAMES, None, "numeric columns the reference clustering is fitted on (an embedding, a PCA), "
+           "comma-separated; the tree cuts the features", unset_means="the features (their numeric ones when some "
+           "are categories)"),
     Option("table_version", WHOLE, None, "a Delta or Iceberg table input: the version to read (Iceberg: a snapshot id)",
            unset_means="the latest (or as_of)", minimum=0, flow_unset=-1, metavar="N"),
     Option("as_of", TEXT, None, "a Delta or Iceberg table input: read the snapshot current at this time (ISO 8601)",

@@ -14,6 +14,7 @@ imported: the CLI, the flows' forms and the workers then all see them.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,8 +37,17 @@ def _fit_on_summary(est, data, ref) -> None:
 
 
 def _fit_on_centers(est, data, ref) -> None:
-    # Estimators take the Dataset itself, so their trees carry the input's feature names.
-    est.fit(data, ref.centers)
+    # Estimators take the Dataset itself, so their trees carry the input's feature names. Centers
+    # fitted on other columns (``cluster_on``) live in those columns' space: Z carries them.
+    if getattr(data, "cluster_X", None) is not None:
+        if "Z" not in inspect.signature(est.fit).parameters:
+            raise InputError(f"{type(est).__name__} cuts the columns its centers live in, but this run's clustering "
+                             f"is fitted on {data.cluster_names}, not on the features {data.feature_names}: choose an "
+                             "algorithm that prices cuts in the clustering's columns (fit(..., Z=...)), or cluster on "
+                             "numeric features only")
+        est.fit(data, ref.centers, Z=data.cluster_X)
+    else:
+        est.fit(data, ref.centers)
 
 
 def _fit_on_labels(est, data, ref) -> None:
@@ -113,7 +123,18 @@ class Algorithm:
                 raise InputError(f"{self.name} needs {what}: pass {{fix}}", option=option, value="COL1,COL2")
 
     def fit_in_run(self, est: Any, data: Any, ref: Any) -> Any:
-        """Fit ``est`` on what it reads from the run (the reference's summary, centers or labels)."""
+        """Fit ``est`` on what it reads from the run (the reference's summary, centers or labels).
+        A mixture's algorithms (a summary, or a base clustering of their own) read numbers in
+        every cell: category features and missing values are refused first, in one line."""
+        if self.needs in (SUMMARY, OWN) and getattr(data, "categories", None):
+            names = [data.feature_names[j] for j in sorted(data.categories)]
+            raise InputError(f"{self.title} fits a mixture over numbers, so category features ({names}) cannot be "
+                             "among its features: leave them out, or choose a tree that cuts categories (imm, "
+                             "exkmc, cart, ...)")
+        if self.needs in (SUMMARY, OWN) and getattr(data, "missing", None):
+            from exclust.sources.dataset import require_complete
+
+            require_complete(data, self.title)
         FIT_BY_NEED[self.needs](est, data, ref)
         return est
 

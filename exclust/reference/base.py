@@ -17,7 +17,7 @@ import numpy as np
 from exclust.dataplane import arrays, residency
 from exclust.errors import InputError
 from exclust.estimator import Integral, Interval, Real
-from exclust.sources.dataset import Dataset, as_matrix
+from exclust.sources.dataset import Dataset, as_matrix, clustering_input
 
 logger = logging.getLogger("exclust")
 
@@ -34,6 +34,7 @@ def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
     data in the cluster's memory for as long as the model lives.
     """
     if isinstance(X, Dataset):
+        X = clustering_input(X, "the reference clustering")
         if X.n_rows < n_clusters:
             raise InputError(f"the data have {X.n_rows} row(s), fewer than the {n_clusters} clusters asked for")
         source = X.X
@@ -46,7 +47,7 @@ def prepare(X: Any, n_clusters: int) -> tuple[Dataset, Any, int]:
         source = X
         if X.ndim == 2 and not any(math.isnan(c) for c in X.chunks[0]):
             X, persisted = residency.hold(X)[0][0], True
-    data = as_matrix(X, n_clusters=n_clusters)
+    data = clustering_input(as_matrix(X, n_clusters=n_clusters), "the reference clustering")
     if not data.distributed:
         return data, data.X, 1
     if not persisted:  # row chunk sizes were unknown until validation measured them

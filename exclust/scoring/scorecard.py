@@ -212,6 +212,11 @@ class RunFacts:
     n_leaves: int | None = _same_as_score("n_leaves")
     depth: int | None = _same_as_score("depth")
     features_used: list | None = measure("features used", "the features the tree's cuts test", group="tree")
+    features: list | None = measure("features", "the columns the tree may cut, in order (category columns among "
+                                    "them cut by sets of values)", group="run", omitted_when_none=True)
+    cluster_on: list | None = measure("clustering columns", "the columns the reference clustering was fitted on, "
+                                      "where they are not the features (cluster_on; or the numeric features when "
+                                      "some features are categories)", group="run", omitted_when_none=True)
     n_passes: int | None = measure("passes of the algorithm", "passes over the data the tree algorithm made while "
                                    "building", group="cost", better="lower", integer=True)
     seconds: dict | None = measure("seconds per step", "wall-clock time of each step of the run", group="cost",

@@ -8,8 +8,10 @@ through fsspec: listing), ``parquet.py`` (the Parquet source) with ``parquet_rea
 planned piece read on a worker), ``delta.py`` and ``iceberg.py`` (table sources) with
 ``table_plan.py`` (a snapshot's read planned from its metadata), ``in_memory.py`` (numpy, pandas
 and Dask arrays and frames), ``dataset.py`` (``Dataset``, ``load_dataset``, validation),
-``feature_choice.py`` (the feature columns when none are named), ``guards.py`` (what a run reads,
+``feature_choice.py`` (the feature columns when none are named), ``categories.py`` (category
+columns detected, their vocabularies and codes), ``guards.py`` (what a run reads,
 as the outputs must know it), ``extras.py`` (an optional extra's package imported where its
-feature is used, or one line naming the extra), ``_finite_check.py`` (numba: the validation pass's per-block counts).
+feature is used, or one line naming the extra), ``_finite_check.py`` (numba: the validation pass's
+per-block counts).
 May import: ``exclust.errors`` and the data plane; nothing above.
 """

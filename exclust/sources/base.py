@@ -27,7 +27,7 @@ class Columns:
     X: Any  # n x d float64: numpy, or a dask array whose chunk sizes are known
     feature_names: list[str]
     extras: dict[str, Any] = field(default_factory=dict)  # 1-D columns kept aside (truth, labels, concepts)
-    categories: dict[str, list[str]] = field(default_factory=dict)  # string columns' values (code = index)
+    categories: dict[str, list[Any]] = field(default_factory=dict)  # category and string columns' values (code = index)
     notes: list[str] = field(default_factory=list)  # what a run should say about the read (columns left out)
 
 
@@ -70,7 +70,13 @@ class DataSource(ABC):
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
                 piece_rows: int = 1_000_000) -> Columns:
         """Plan the read from metadata and return the columns, lazy where the data are large.
-        ``features=None``: every numeric column but the extra ones."""
+        ``features=None``: every numeric column but the extra ones.
+
+        Sources that read category features (text, booleans: ``exclust.sources.categories``) also
+        take ``categorical`` (integer columns to code as categories) and ``vocabularies`` (column
+        -> the values to code by, a fitted tree's); ``load_dataset`` passes them only when set, so
+        a source without them still serves numeric features. Their codes go in X, their
+        vocabularies in ``Columns.categories``."""
 
     def guards(self) -> list:
         """What a run reads (``exclust.outputs.folders.Guard`` each): outputs may not touch them."""

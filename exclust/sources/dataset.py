@@ -38,6 +38,16 @@ class Dataset:
     # What loading decided that the user should hear: columns the default features left out as
     # label-like (exclust.sources.feature_choice); a run logs them.
     notes: list[str] = field(default_factory=list)
+    # Category features: feature index -> its values in code order (code c is categories[j][c]);
+    # features absent are numeric (exclust.sources.categories).
+    categories: dict[int, list[Any]] = field(default_factory=dict)
+    # The columns the reference clustering is fitted on (option ``cluster_on``), row-aligned with
+    # X; None: X itself.
+    cluster_X: Any = None
+    cluster_names: list[str] | None = None
+    # Missing values (NaN, nulls) kept by nan_policy="keep": column name -> count, over the
+    # features and the clustering columns (absent: none); found by the validation pass.
+    missing: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -53,6 +63,15 @@ class Dataset:
         matrix: decided here, where the data enter, so the algorithms need not ask again."""
         return is_lazy(self.X)
 
+    def clustering(self) -> Dataset:
+        """The data the reference clustering is fitted on: the ``cluster_X`` columns (with the
+        same rows, extra columns and sample drawn of them) or, without them, this Dataset."""
+        if self.cluster_X is None:
+            return self
+        assert self.cluster_names is not None  # set with cluster_X
+        missing = {c: n for c, n in self.missing.items() if c in self.cluster_names}
+        return Dataset(self.cluster_X, list(self.cluster_names), self.extra, self.source, self.n_dropped,
+                       self.category_names, notes=self.notes, missing=missing)
 
 
 # --------------------------------------------------------------------------- validation
@@ -69,7 +88,7 @@ def _check_pass(X) -> np.ndarray:
     row-sized returned."""
     if is_lazy(X):
         return X.map_blocks(_check_block, dtype=np.float64,
-                            chunks=((1,) * X.numblocks[0], (2 * X.shape[1] + 1,))).compute()
+                            chunks=((1,) * X.numblocks[0], (3 * X.shape[1] + 2,))).compute()
     return _check_block(X)
 
 
@@ -101,19 +120,27 @@ def _drop_nonfinite_rows(block: np.ndarray, d: int) -> np.ndarray:
     return block[np.isfinite(block[:, :d]).all(axis=1)]
 
 
+NAN_POLICIES = ("keep", "drop", "raise")
+
+
 def validate_matrix(
     X,
     feature_names: Sequence[str],
     *,
-    nan_policy: str = "raise",
+    nan_policy: str = "keep",
     n_clusters: int | None = None,
     extra: dict[str, Any] | None = None,
     source: str = "array",
-) -> tuple[Any, dict[str, Any], int]:
-    """Check shape and finiteness; drop non-finite rows when asked. Returns (X, extra, n_dropped)."""
+) -> tuple[Any, dict[str, Any], int, dict[str, int]]:
+    """Check shape and finiteness in one pass. Returns (X, extra, n_dropped, missing).
+
+    ``nan_policy``: "keep" (default) keeps NaN (a missing value, which the trees route) and
+    refuses infinities; "drop" drops every row holding NaN or an infinity; "raise" refuses both.
+    ``missing``: column name -> NaN count, for the columns that hold any (kept rows only).
+    """
     extra = dict(extra or {})
-    if nan_policy not in {"raise", "drop"}:
-        raise InputError(f"nan_policy must be 'raise' or 'drop', not {nan_policy!r}")
+    if nan_policy not in NAN_POLICIES:
+        raise InputError(f"nan_policy must be one of {', '.join(map(repr, NAN_POLICIES))}, not {nan_policy!r}")
     if X.ndim != 2:
         raise InputError(f"expected a 2-D matrix (rows x features) from {source}, got shape {X.shape}")
     if X.shape[1] == 0:
@@ -122,26 +149,54 @@ def validate_matrix(
         raise InputError(f"no rows in {source}")
     d = X.shape[1]
     checks = _check_pass(X)
-    counts = checks[:, : d + 1].astype(np.int64)
+    counts = checks[:, : 2 + 2 * d].astype(np.int64)
     total = counts.sum(axis=0)
+    bad_rows, inf_rows, nonfinite, infinite = int(total[0]), int(total[1]), total[2:2 + d], total[2 + d:2 + 2 * d]
     n_dropped = 0
-    if total[0]:
-        if nan_policy == "raise":
-            per_col = {feature_names[j]: int(c) for j, c in enumerate(total[1:]) if c}
-            raise InputError(
-                f"{int(total[0])} row(s) of {source} hold NaN or infinite values "
-                f"(per column: {per_col}); clean them or use {{fix}}", option="nan_policy", value="drop",
-            )
-        n_dropped = int(total[0])
+    missing: dict[str, int] = {}
+    if bad_rows and nan_policy == "drop":
+        n_dropped = bad_rows
         kept = [int(c) for c in (np.asarray(X.chunks[0]) - counts[:, 0])] if is_lazy(X) else None
         X, extra = _drop_rows(X, extra, kept)
+    elif bad_rows and (nan_policy == "raise" or inf_rows):
+        rows, what, per = ((bad_rows, "NaN or infinite values", nonfinite) if nan_policy == "raise"
+                           else (inf_rows, "infinite values", infinite))
+        per_col = {feature_names[j]: int(c) for j, c in enumerate(per) if c}
+        raise InputError(f"{rows} row(s) of {source} hold {what} (per column: {per_col}); clean them or use "
+                         "{fix}", option="nan_policy", value="drop")
+    elif bad_rows:  # kept: NaN only
+        missing = {feature_names[j]: int(c) for j, c in enumerate(nonfinite) if c}
     n = X.shape[0]
     if n == 0:
         raise InputError(f"no rows left in {source} after dropping rows with NaN or infinite values")
-    check_scale(checks[:, d + 1 :].max(axis=0), list(feature_names), n, source)
+    check_scale(checks[:, 2 + 2 * d:].max(axis=0), list(feature_names), n, source)
     if n_clusters is not None and n < n_clusters:
         raise InputError(f"{source} has {n} row(s), fewer than the {n_clusters} clusters asked for")
-    return X, extra, n_dropped
+    return X, extra, n_dropped, missing
+
+
+def require_complete(data: Any, who: str, columns: Sequence[str] | None = None) -> None:
+    """Refuse, in one line, data whose rows are not complete where ``who`` (a reference
+    clustering, an algorithm that needs numbers in every cell) must read them all.
+
+    ``data``: a Dataset (its validation counted the missing values: no pass), or a numpy matrix
+    (checked here). ``columns``: the Dataset's columns that matter (default: its features).
+    The fix named: drop such rows (``--drop-nan``, ``nan_policy='drop'``), or cluster on complete
+    columns (``--cluster-on``).
+    """
+    if isinstance(data, Dataset):
+        names = list(columns) if columns is not None else list(data.feature_names)
+        holes = {c: data.missing[c] for c in names if data.missing.get(c)}
+    elif is_lazy(data):
+        return  # a dask matrix is checked by its own validation pass (as_matrix)
+    else:
+        matrix = np.asarray(data, dtype=np.float64)
+        counts = np.isnan(matrix).sum(axis=0) if matrix.ndim == 2 else np.zeros(0)
+        holes = {f"x{j}": int(c) for j, c in enumerate(counts) if c}
+    if holes:
+        raise InputError(f"{who} needs complete rows, but column(s) hold missing values (NaN or null; per column: "
+                         f"{holes}); drop those rows with {{fix}}, or fit it on complete columns (--cluster-on)",
+                         option="nan_policy", value="drop")
 
 
 def _drop_rows(X, extra: dict[str, Any], kept: list[int] | None):
@@ -178,11 +233,14 @@ def load_dataset(
     features: Sequence[str] | None = None,
     *,
     extra_columns: Sequence[str] = (),
-    nan_policy: str = "raise",
+    nan_policy: str = "keep",
     n_clusters: int | None = None,
     piece_rows: int = DEFAULT_PIECE_ROWS,
     storage_options: Mapping[str, Any] | None = None,
     prepare: Callable[[Any, dict[str, Any]], tuple[Any, dict[str, Any]]] | None = None,
+    categorical: Sequence[str] = (),
+    cluster_on: Sequence[str] | None = None,
+    vocabularies: Mapping[str, Sequence[Any]] | None = None,
 ) -> Dataset:
     """Load and validate any supported input into a Dataset.
 
@@ -190,24 +248,88 @@ def load_dataset(
     columns but the extra columns and whole-number columns that look like labels, which
     ``Dataset.notes`` names; see ``exclust.sources.feature_choice``); ``extra_columns`` are kept
     aside as 1-D arrays (ground truth, precomputed labels); string labels are coded as integers in sorted order.
+    Text, dictionary, pandas ``category`` and boolean features, and integer features named in
+    ``categorical``, are category features: their codes in X, their vocabularies in
+    ``Dataset.categories`` (``exclust.sources.categories``; ``vocabularies``, by column name,
+    codes them with given vocabularies instead of their own: a fitted tree's, say).
+    ``cluster_on`` names the numeric columns the reference clustering is fitted on
+    (``Dataset.cluster_X``, read in the same pass); when omitted and the features hold category
+    columns, the numeric features (a note says so).
+    ``nan_policy``: "keep" (default: NaN and nulls are missing values), "drop" or "raise"; see
+    ``validate_matrix``.
     ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
     endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
     sees the matrix and extra columns between reading and validation (the pipeline holds them
     on the workers there, so that validation already reads memory).
     """
     from exclust.sources.base import open_source
+    from exclust.sources.categories import feature_categories
 
     extra_columns = [c for c in extra_columns if c]
     reader = open_source(source, storage_options)
     label = reader.describe()
-    read = reader.columns(features, extra_columns, piece_rows=piece_rows)
-    X, names, extras, categories, notes = read.X, read.feature_names, read.extras, read.categories, read.notes
+    wanted = [c for c in (cluster_on or ()) if c not in extra_columns and (features is None or c not in features)]
+    options: dict[str, Any] = {}
+    if categorical:
+        options["categorical"] = list(categorical)
+    if vocabularies:
+        options["vocabularies"] = dict(vocabularies)
+    read = reader.columns(features, [*extra_columns, *wanted], piece_rows=piece_rows, **options)
+    X, names, extras, by_name, notes = read.X, read.feature_names, read.extras, read.categories, read.notes
     if prepare is not None:
         X, extras = prepare(X, extras)
-    X, extras, n_dropped = validate_matrix(
-        X, names, nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
+    cluster_names = _cluster_columns(cluster_on, names, by_name, label, notes)
+    aside = [c for c in (cluster_names or ()) if c not in names]  # read as extra columns, checked with X
+    d = len(names)
+    checked = _beside(X, [extras[c] for c in aside]) if aside else X
+    checked, extras, n_dropped, missing = validate_matrix(
+        checked, [*names, *aside], nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
     )
-    return Dataset(X, list(names), extras, label, n_dropped, categories, notes=notes)
+    X = checked[:, :d] if aside else checked
+    cluster_X = None
+    if cluster_names is not None:
+        at = {c: j for j, c in enumerate([*names, *aside])}
+        cluster_X = checked[:, [at[c] for c in cluster_names]]
+    for c in wanted:
+        extras.pop(c, None)
+    return Dataset(X, list(names), extras, label, n_dropped, by_name, notes=notes,
+                   categories=feature_categories(names, by_name), cluster_X=cluster_X, cluster_names=cluster_names,
+                   missing=missing)
+
+
+def _cluster_columns(cluster_on: Sequence[str] | None, names: Sequence[str], by_name: Mapping[str, Any],
+                     source: str, notes: list[str]) -> list[str] | None:
+    """The reference clustering's columns: ``cluster_on`` checked numeric; else, when some features
+    are categories, the numeric features (said in ``notes``); else None (the features themselves)."""
+    if cluster_on:
+        text = [c for c in cluster_on if c in by_name]
+        if text:
+            raise InputError(f"cluster_on column(s) {text} of {source} are categories; a clustering is fitted on "
+                             "numbers: name numeric columns in {fix}", option="cluster_on", value="COL1,COL2")
+        return list(dict.fromkeys(cluster_on))
+    categories = [c for c in names if c in by_name]
+    if not categories:
+        return None
+    numeric = [c for c in names if c not in by_name]
+    if not numeric:
+        raise InputError(f"every feature of {source} is a category ({categories}); the reference clustering is "
+                         "fitted on numbers: name numeric columns to cluster on with {fix}", option="cluster_on",
+                         value="COL1,COL2")
+    notes.append(f"the reference clustering is fitted on the numeric features {numeric} only: the category "
+                 f"feature(s) {categories} are cut by the tree, not clustered on; name the clustering's columns "
+                 "with --cluster-on (cluster_on=[...] in Python) to choose")
+    return numeric
+
+
+def _beside(X: Any, columns: list[Any]) -> Any:
+    """X with 1-D ``columns`` (row-aligned) appended: one matrix for one validation pass."""
+    if is_lazy(X):
+        import dask.array as da
+
+        stacked = da.concatenate([X, *[da.asarray(c).reshape(-1, 1).rechunk((X.chunks[0], 1)) for c in columns]],
+                                 axis=1)
+        return stacked.rechunk({1: -1})
+    return np.column_stack([X, *[np.asarray(c, dtype=np.float64) for c in columns]])
 
 
 def _recode_block(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -225,8 +347,28 @@ def recode_labels(labels: Any, values: Sequence[Any]):
     return _recode_block(labels, in_order)
 
 
-def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str = "raise") -> Dataset:
-    """Validate an estimator's ``X`` argument (array, DataFrame, dask array, or Dataset)."""
+# The estimators' policy for NaN in a bare X (a Dataset keeps the policy it was loaded with).
+# "raise" until every tree builder routes missing values (issue 28: the histogram family, the
+# tree's missing sides); then "keep", as load_dataset and the jobs already do.
+ESTIMATOR_NAN_POLICY = "raise"
+
+
+def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str | None = None,
+              categorical: Sequence[str] = ()) -> Dataset:
+    """Validate an estimator's ``X`` argument (array, DataFrame, dask array, or Dataset): text,
+    category and boolean columns of a frame (and integer ones named in ``categorical``) become
+    codes with their vocabularies in ``Dataset.categories``. ``nan_policy`` (default
+    ``ESTIMATOR_NAN_POLICY``): see ``validate_matrix``."""
     if isinstance(X, Dataset):
         return X
-    return load_dataset(X, nan_policy=nan_policy, n_clusters=n_clusters)
+    return load_dataset(X, nan_policy=nan_policy or ESTIMATOR_NAN_POLICY, n_clusters=n_clusters,
+                        categorical=categorical)
+
+
+def clustering_input(data: Dataset, who: str) -> Dataset:
+    """What a reference clustering ``who`` is fitted on: ``data.clustering()`` (the ``cluster_X``
+    columns, else the features), refused in one line when its rows are not complete
+    (``require_complete``)."""
+    view = data.clustering()
+    require_complete(view, who)
+    return view

@@ -195,7 +195,8 @@ class DeltaSource(DataSource):
         return str(self.spec)
 
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
-                piece_rows: int = 1_000_000) -> Columns:
+                piece_rows: int = 1_000_000, categorical: Sequence[str] = (),
+                vocabularies: Mapping[str, Sequence[Any]] | None = None) -> Columns:
         import pyarrow as pa
 
         from exclust.sources.parquet import to_dask
@@ -206,7 +207,7 @@ class DeltaSource(DataSource):
         source = table_source(url, fs, root, files, self.storage_options)
         where = f"Delta table {url} (version {table.version()})"
         planned = plan_table(source, files, pa.schema(table.schema()), partition_keys, where, features,
-                             extra_columns, piece_rows)
+                             extra_columns, piece_rows, categorical, vocabularies)
         X, extras, categories = to_dask(planned)
         return Columns(X, planned.features, extras, categories)
 

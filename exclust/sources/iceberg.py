@@ -168,7 +168,8 @@ class IcebergSource(DataSource):
         return self.spec
 
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
-                piece_rows: int = 1_000_000) -> Columns:
+                piece_rows: int = 1_000_000, categorical: Sequence[str] = (),
+                vocabularies: Mapping[str, Sequence[Any]] | None = None) -> Columns:
         from exclust.sources.parquet import to_dask
 
         table, snapshot = self._snapshot()
@@ -176,7 +177,8 @@ class IcebergSource(DataSource):
         source = table_source(self.spec, fs, root, files, self.storage_options)
         schema = table.schemas()[snapshot.schema_id] if snapshot.schema_id is not None else table.schema()
         where = f"Iceberg table {parse_address(self.spec)[2]} (snapshot {snapshot.snapshot_id})"
-        planned = plan_table(source, files, schema.as_arrow(), [], where, features, extra_columns, piece_rows)
+        planned = plan_table(source, files, schema.as_arrow(), [], where, features, extra_columns, piece_rows,
+                             categorical, vocabularies)
         X, extras, categories = to_dask(planned)
         return Columns(X, planned.features, extras, categories)
 

@@ -11,6 +11,13 @@ import numpy as np
 from exclust.dataplane.parts import is_lazy
 from exclust.errors import InputError
 from exclust.sources.base import Columns, DataSource
+from exclust.sources.categories import (
+    BOOLEAN_VOCABULARY,
+    collect_vocabulary,
+    distinct_values,
+    encode_categories,
+    pandas_category_dtype,
+)
 from exclust.sources.feature_choice import Column, choose_features, frame_columns
 
 
@@ -28,8 +35,10 @@ class InMemorySource(DataSource):
     needs_cluster = False  # a Dask collection computes on the active client; numpy needs none
 
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
-                piece_rows: int = 1_000_000) -> Columns:
-        X, names, extras, categories, _, notes = _columns_of(self.spec, features, list(extra_columns))
+                piece_rows: int = 1_000_000, categorical: Sequence[str] = (),
+                vocabularies: Mapping[str, Sequence[Any]] | None = None) -> Columns:
+        X, names, extras, categories, _, notes = _columns_of(self.spec, features, list(extra_columns),
+                                                             list(categorical), dict(vocabularies or {}))
         return Columns(X, names, extras, categories, notes)
 
     def describe(self) -> str:
@@ -41,7 +50,7 @@ class InMemorySource(DataSource):
         return "dask array" if is_lazy(self.spec) else "array"
 
 
-def _columns_of(source: Any, features, extra_columns):
+def _columns_of(source: Any, features, extra_columns, categorical=(), vocabularies=None):
     # Modules looked up, not imported: an object of their types exists only once they are
     # imported, and importing dask costs a numpy input's first fit 1-2 s (bench_first_fit).
     pd, dd = sys.modules.get("pandas"), sys.modules.get("dask.dataframe")
@@ -56,30 +65,39 @@ def _columns_of(source: Any, features, extra_columns):
             choice = choose_features(described, extra_columns)
             features, notes = choice.require(f"the {kind}", columns), [choice.note()] if choice.note() else []
         features = list(features)
-        unknown = [c for c in [*features, *extra_columns] if c not in columns]
+        unknown = [c for c in [*features, *extra_columns, *categorical] if c not in columns]
         if unknown:
             raise InputError(f"unknown column(s) {unknown} in the {kind}; available columns: {columns}")
-        bad = {c: str(source[c].dtype) for c in features if not pd.api.types.is_numeric_dtype(source[c].dtype)}
+        kinds = {c: _frame_kind(source, c, categorical) for c in features}
+        bad = {c: str(source[c].dtype) for c, k in kinds.items() if k is None}
         if bad:
-            raise InputError(f"non-numeric feature column(s) {bad} in the {kind}; choose numeric columns")
+            raise InputError(f"non-numeric feature column(s) {bad} in the {kind}; choose numeric, text, category or "
+                             "boolean columns")
         if not features:
             raise InputError(f"no numeric feature columns in the {kind}")
-        categories: dict[str, list[str]] = {}
+        coded = [c for c in features if kinds[c] != "number"]
+        categories = _frame_vocabularies(source, coded, {c: str(kinds[c]) for c in coded}, dict(vocabularies or {}),
+                                         f"the {kind}")
         if isinstance(source, pd.DataFrame):
-            X = source[features].to_numpy(dtype=np.float64)
+            X = np.empty((len(source), len(features)), dtype=np.float64)
+            for j, c in enumerate(features):
+                X[:, j] = (encode_categories(source[c], categories[c]) if c in categories
+                           else source[c].to_numpy(dtype=np.float64, na_value=np.nan))
             extras = {}
             for c in extra_columns:
                 extras[c], cats = _codes(source[c])
                 if cats is not None:
                     categories[c] = cats
         else:
-            sub = source[[*features, *extra_columns]]
+            sub = source[list(dict.fromkeys([*features, *extra_columns]))]
+            for c in coded:
+                sub[c] = sub[c].map_partitions(_encoded, categories[c], meta=(c, "float64"))
             for c in extra_columns:
-                if not pd.api.types.is_numeric_dtype(sub[c].dtype):
+                if c not in coded and not pd.api.types.is_numeric_dtype(sub[c].dtype):
                     cats = sorted(str(v) for v in sub[c].dropna().unique().compute())
                     categories[c] = cats
                     sub[c] = sub[c].map({v: i for i, v in enumerate(cats)}, meta=(c, "float64"))
-            arr = sub.astype("float64").to_dask_array(lengths=True)
+            arr = sub[[*features, *extra_columns]].astype("float64").to_dask_array(lengths=True)
             X = arr[:, : len(features)]
             extras = {c: arr[:, len(features) + i] for i, c in enumerate(extra_columns)}
         return X, features, extras, categories, kind, notes
@@ -120,3 +138,53 @@ def _codes(series) -> tuple[np.ndarray, list[str] | None]:
     return np.array([lookup.get(str(v), -1) if v == v else -1 for v in series], dtype=np.float64), cats
 
 
+
+
+def _frame_kind(frame: Any, column: str, categorical: Sequence[str]) -> str | None:
+    """A frame feature's kind as ``parquet.feature_kind`` names them: "number", "category",
+    "boolean", or None (it cannot be a feature)."""
+    import pandas as pd
+
+    dtype = frame[column].dtype
+    series = frame[column] if isinstance(frame, pd.DataFrame) else None
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if column in categorical:
+        if not (pd.api.types.is_integer_dtype(dtype) or pandas_category_dtype(dtype, series)):
+            raise InputError(f"column '{column}' is named as categorical but holds {dtype} values; integer, text and "
+                             "boolean columns can be categories: leave it out of categorical")
+        return "category"
+    if pandas_category_dtype(dtype, series):
+        return "category"
+    return "number" if pd.api.types.is_numeric_dtype(dtype) else None
+
+
+def _frame_vocabularies(frame: Any, coded: Sequence[str], kinds: Mapping[str, str],
+                        given: Mapping[str, Sequence[Any]], where: str) -> dict[str, list[Any]]:
+    """The vocabulary of each category feature: given, fixed (booleans), or gathered; a Dask
+    frame's in one pass over its partitions (each sends back at most ``MAX_CATEGORIES + 1`` values)."""
+    out = {c: list(given[c]) for c in coded if c in given}
+    out.update({c: list(BOOLEAN_VOCABULARY) for c in coded if c not in out and kinds[c] == "boolean"})
+    gathered = [c for c in coded if c not in out]
+    if not gathered:
+        return out
+    if is_lazy(frame):
+        import dask
+
+        found = dask.compute(*[dask.delayed(_partition_values)(part, gathered) for part in
+                               frame[gathered].to_delayed()])
+    else:
+        found = [_partition_values(frame[gathered], gathered)]
+    for i, c in enumerate(gathered):
+        out[c] = collect_vocabulary(c, [per_part[i] for per_part in found], where)
+    return out
+
+
+def _partition_values(part: Any, columns: Sequence[str]) -> list[tuple[list, int]]:
+    return [distinct_values(part[c]) for c in columns]
+
+
+def _encoded(series: Any, vocabulary: Sequence[Any]) -> Any:
+    import pandas as pd
+
+    return pd.Series(encode_categories(series, vocabulary), index=series.index, name=series.name)

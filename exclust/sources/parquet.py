@@ -33,7 +33,7 @@ from exclust.errors import InputError
 from exclust.sources.base import Columns, DataSource
 from exclust.sources.feature_choice import choose_features, footer_columns
 from exclust.sources.guards import input_guards, validate_input_path
-from exclust.sources.parquet_reader import Piece, Segment, read_piece, unique_strings
+from exclust.sources.parquet_reader import Piece, Segment, piece_values, read_piece
 from exclust.sources.storage import Source, SourceFile, list_source
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # how Hive and Spark write a missing partition value
@@ -51,9 +51,11 @@ class Plan:
     extra_columns: list[str]
     file_columns: list[str]  # requested columns read from the files (the others are partition keys)
     partition_columns: list[str]  # requested columns taken from the path, in Segment.constants order
-    categories: dict[str, list[str]]  # string columns -> sorted values (code = index)
-    string_file_columns: list[str]  # string columns whose values need a pass to be known
+    categories: dict[str, list[Any]]  # category and string columns -> sorted values (code = index)
+    string_file_columns: list[str]  # category and string columns whose values need a pass to be known
     note: str | None = None  # columns the default features left out as label-like (feature_choice)
+    category_features: tuple[str, ...] = ()  # features coded as categories (a null: NaN; exclust.sources.categories)
+    where: str = ""  # how messages name the input
 
     @property
     def columns(self) -> list[str]:
@@ -132,19 +134,54 @@ def partition_codes(source: Source, key: str) -> tuple[list[float], list[str] | 
     return [lookup[v] if v is not None else -1.0 for v in values], categories
 
 
+def partition_category(source: Source, key: str, where: str,
+                       vocabularies: Mapping[str, Sequence[Any]] | None = None) -> tuple[list[float], list[Any]]:
+    """Per file, the code of text partition key ``key`` as a category feature (a null: NaN), and
+    its vocabulary: given (a fitted tree's), else the paths' values, sorted."""
+    from exclust.sources.categories import checked_vocabulary, encode_categories
+
+    values = _partition_values(source, key)
+    vocabulary = (list(vocabularies[key]) if vocabularies is not None and key in vocabularies
+                  else checked_vocabulary(key, [v for v in values if v is not None], where))
+    return encode_categories(values, vocabulary).tolist(), vocabulary
+
+
 # --------------------------------------------------------------------------- planning
-def _check_schemas(source: Source, footers, features, extras, partition_keys) -> list[str]:
-    """Fail naming the first file and column that cannot serve; return the string extra columns."""
+def _check_schemas(source: Source, footers, features, extras, partition_keys,
+                   categorical: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """Fail naming the first file and column that cannot serve; return the string extra columns
+    and the kind of each file feature (``feature_kind``)."""
     string_extras: dict[str, str] = {}
+    kinds: dict[str, str] = {}
     for f, meta in zip(source.files, footers, strict=True):
         check_columns(meta.schema.to_arrow_schema(), f"Parquet file {source.display(f)}", features, extras,
-                      partition_keys, string_extras)
-    return [c for c, kind in string_extras.items() if kind == "string"]
+                      partition_keys, string_extras, categorical, kinds)
+    return [c for c, kind in string_extras.items() if kind == "string"], kinds
 
 
-def check_columns(schema, where: str, features, extras, partition_keys, string_extras: dict[str, str]) -> None:
+def feature_kind(name: str, arrow_type, categorical: Sequence[str] = ()) -> str | None:
+    """How a feature column of ``arrow_type`` is read: "number", "category" (codes of its sorted
+    values), "boolean" (codes False 0, True 1), or None when it cannot be a feature."""
+    import pyarrow.types as pat
+
+    from exclust.sources.categories import arrow_category_type, arrow_forcible_type
+
+    if name in categorical and not arrow_forcible_type(arrow_type):
+        raise InputError(f"column '{name}' is named as categorical but holds {arrow_type} values; integer, text and "
+                         "boolean columns can be categories: leave it out of categorical")
+    if pat.is_boolean(arrow_type):
+        return "boolean"
+    if arrow_category_type(arrow_type) or name in categorical:
+        return "category"
+    return "number" if numeric_type(arrow_type) else None
+
+
+def check_columns(schema, where: str, features, extras, partition_keys, string_extras: dict[str, str],
+                  categorical: Sequence[str] = (), kinds: dict[str, str] | None = None) -> None:
     """Fail naming ``where`` (a file, a table snapshot) and the first column of ``schema`` that
-    cannot serve; ``string_extras`` collects each extra column's kind across calls."""
+    cannot serve; ``string_extras`` collects each extra column's kind across calls, ``kinds``
+    each feature's (``feature_kind``): a feature must keep its kind in every file."""
+    kinds = {} if kinds is None else kinds
     names = schema.names
     for c in [*features, *extras]:
         if c in partition_keys:
@@ -156,11 +193,16 @@ def check_columns(schema, where: str, features, extras, partition_keys, string_e
             raise InputError(f"{where} lacks column '{c}' (it holds {names}); every file must hold "
                              "the requested columns: rewrite the file or leave the column out")
         t = schema.field(c).type
-        if c in features and not numeric_type(t):
+        kind = feature_kind(c, t, categorical) if c in features else None
+        if c in features and kind is None:
             raise InputError(
-                f"column '{c}' of {where} holds {t} values, not numbers; exclust does not convert "
-                f"text to numbers: write '{c}' as a numeric column or leave it out of the features"
+                f"column '{c}' of {where} holds {t} values, not numbers or categories (text, booleans); exclust does "
+                f"not convert them to numbers: write '{c}' as a numeric column or leave it out of the features"
             )
+        if kind is not None and kinds.setdefault(c, kind) != kind:
+            was = "numbers" if kinds[c] == "number" else "categories" if kinds[c] == "category" else "booleans"
+            raise InputError(f"column '{c}' of {where} holds {t} values, not {was} as in earlier files; exclust does "
+                             f"not convert text to numbers: write '{c}' with one type in every file")
         if c in extras and c not in features:
             kind = "string" if string_type(t) else "number" if numeric_type(t) else None
             if kind is None:
@@ -228,9 +270,29 @@ def _pack(source: Source, footers, constants: list[tuple[float, ...]], file_colu
     return pieces
 
 
+def plan_categories(kinds: Mapping[str, str], features: Sequence[str], categories: dict[str, list[Any]],
+                    vocabularies: Mapping[str, Sequence[Any]] | None) -> tuple[list[str], list[str]]:
+    """Where each category feature's vocabulary comes from: given (``vocabularies``: a fitted
+    tree's), fixed (booleans) or a pass over the data. Fills ``categories`` with those known
+    now; returns (the category features, those whose values the pass gathers)."""
+    from exclust.sources.categories import BOOLEAN_VOCABULARY
+
+    coded = [c for c in features if kinds.get(c, "number") != "number"]
+    gathered = []
+    for c in coded:
+        if vocabularies is not None and c in vocabularies:
+            categories[c] = list(vocabularies[c])
+        elif kinds[c] == "boolean":
+            categories[c] = list(BOOLEAN_VOCABULARY)
+        elif c not in categories:  # (a partition key's values are known from the paths)
+            gathered.append(c)
+    return coded, gathered
+
+
 def plan(
     url: str | os.PathLike, features: Sequence[str] | None, extra_columns: Sequence[str] = (),
     piece_rows: int = 1_000_000, storage_options: Mapping[str, Any] | None = None,
+    categorical: Sequence[str] = (), vocabularies: Mapping[str, Sequence[Any]] | None = None,
 ) -> Plan:
     """List, read footers, check every schema and pack the pieces; no data is read."""
     source = list_source(url, storage_options)
@@ -250,25 +312,27 @@ def plan(
     if unknown:
         available = first.names + sorted(partition_keys - set(first.names))
         raise InputError(f"unknown column(s) {unknown} in {source.url}; available columns: {available}")
-    string_extras = _check_schemas(source, footers, features, extras, partition_keys)
+    string_extras, kinds = _check_schemas(source, footers, features, extras, partition_keys, categorical)
     partition_columns = [c for c in dict.fromkeys([*features, *extras]) if c in partition_keys]
-    categories: dict[str, list[str]] = {}
+    categories: dict[str, list[Any]] = {}
     per_key = []
     for key in partition_columns:
         codes, cats = partition_codes(source, key)
         if cats is not None:
-            if key in features:
-                raise InputError(f"hive partition key '{key}' holds non-integer values (such as {cats[0]!r}); "
-                                 "it can be a label column but not a feature")
+            if key in features:  # a category feature: its values are known from the paths
+                codes, cats = partition_category(source, key, source.url, vocabularies)
+                kinds[key] = "category"
             categories[key] = cats
         per_key.append(codes)
+    coded, gathered = plan_categories(kinds, features, categories, vocabularies)
     constants = [tuple(codes[i] for codes in per_key) for i in range(len(source.files))]
     file_columns = [c for c in dict.fromkeys([*features, *extras]) if c not in partition_keys]
     pieces = _pack(source, footers, constants, file_columns, piece_rows)
     if not pieces:
         raise InputError(f"no rows in {source.url}")
-    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_extras,
-                choice.note() if choice else None)
+    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories,
+                [*gathered, *(c for c in string_extras if c not in gathered)], choice.note() if choice else None,
+                tuple(coded), source.url)
 
 
 def to_dask(plan_: Plan):
@@ -281,12 +345,17 @@ def to_dask(plan_: Plan):
 
     fs, local = plan_.source.fs, plan_.source.is_local
     categories = dict(plan_.categories)
-    if plan_.string_file_columns:
-        found = dask.compute(*[dask.delayed(unique_strings)(fs, local, p, c)
-                               for c in plan_.string_file_columns for p in plan_.pieces])
-        n = len(plan_.pieces)
-        for i, c in enumerate(plan_.string_file_columns):
-            categories[c] = sorted(set().union(*found[i * n:(i + 1) * n]))
+    if plan_.string_file_columns:  # one pass: each piece's distinct values of every such column
+        from exclust.sources.categories import MAX_CATEGORIES, collect_vocabulary
+
+        wanted = plan_.string_file_columns
+        limits = [MAX_CATEGORIES if c in plan_.category_features else None for c in wanted]
+        found = dask.compute(*[dask.delayed(piece_values)(fs, local, p, wanted, limits) for p in plan_.pieces])
+        for i, c in enumerate(wanted):
+            chunks = [per_piece[i] for per_piece in found]
+            categories[c] = (collect_vocabulary(c, chunks, plan_.where or plan_.source.url)
+                             if c in plan_.category_features else
+                             sorted(set().union(*(values for values, _ in chunks))))
     columns = plan_.columns
     # One graph layer whose keys ARE the reads (no from_delayed wrappers, no concatenate): a
     # wrapper key could be fused differently in two graphs built from the same arrays, which the
@@ -323,8 +392,9 @@ class ParquetSource(DataSource):
         return validate_input_path(self.spec, self.storage_options)
 
     def columns(self, features: Sequence[str] | None, extra_columns: Sequence[str] = (), *,
-                piece_rows: int = 1_000_000) -> Columns:
-        planned = plan(self.spec, features, extra_columns, piece_rows, self.storage_options)
+                piece_rows: int = 1_000_000, categorical: Sequence[str] = (),
+                vocabularies: Mapping[str, Sequence[Any]] | None = None) -> Columns:
+        planned = plan(self.spec, features, extra_columns, piece_rows, self.storage_options, categorical, vocabularies)
         X, extras, categories = to_dask(planned)
         return Columns(X, planned.features, extras, categories, [planned.note] if planned.note else [])
 

@@ -103,15 +103,13 @@ def _check_bounds(seg: Segment, name: str, values: np.ndarray, bounds: tuple[flo
         )
 
 
-def _codes_of(column, categories: list[str]) -> np.ndarray:
-    """Index of each string in ``categories``; -1 for null or unknown."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _codes_of(column, categories: list, feature: bool) -> np.ndarray:
+    """The codes of a category or string column (``exclust.sources.categories``): a feature's null
+    is NaN (a missing value), a label column's null and unknown values are -1 (noise)."""
+    from exclust.sources.categories import encode_categories
 
-    if not pa.types.is_string(column.type):  # dictionary-encoded or large strings
-        column = column.cast(pa.string())
-    codes = pc.index_in(column, value_set=pa.array(categories, type=pa.string()))
-    return pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.float64)
+    codes = encode_categories(column, categories)
+    return codes if feature else np.where(np.isnan(codes), -1.0, codes)
 
 
 def _runs(segments: Sequence[Segment]) -> list[list[Segment]]:
@@ -141,11 +139,11 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
         # Each column as one contiguous float64 array (Arrow's own buffer when it can be): the
         # footer-range checks read contiguous memory, and the only new memory is ``blocks``.
         values = {}
-        for name in plan_columns:
+        for j, name in enumerate(plan_columns):
             if name in partition_columns or table.num_rows == 0:
                 continue
             col = table.column(name)
-            values[name] = (_codes_of(col, categories[name]) if name in categories
+            values[name] = (_codes_of(col, categories[name], j < d) if name in categories
                             else np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64))
         start = 0
         for seg in run:
@@ -214,13 +212,21 @@ def _check_segment(seg: Segment, values: dict, start: int, file_columns: list[st
             _check_bounds(seg, name, part, bounds)
 
 
-def unique_strings(fs, local: bool, piece: Piece, column: str) -> set:
-    """The distinct values of a string column in one piece."""
-    import pyarrow.compute as pc
+def piece_values(fs, local: bool, piece: Piece, columns: list[str],
+                 limits: Sequence[int | None]) -> list[tuple[list, int]]:
+    """Per column, the distinct non-null values of one piece (sorted; at most ``limit + 1`` of a
+    column with a limit, so that an id column does not travel whole) and their count: the
+    vocabulary pass reads each segment once for every column."""
+    from exclust.sources.categories import distinct_values
 
-    found: set = set()
+    found: list[set] = [set() for _ in columns]
+    counts = [0] * len(columns)
     for seg in piece.segments:
         with _open(fs, seg, local) as pf:
-            table = _read_groups(pf, seg, [column])
-        found.update(v for v in pc.unique(table.column(column)).to_pylist() if v is not None)
-    return found
+            table = _read_groups(pf, seg, columns)
+        for i, column in enumerate(columns):
+            limit = limits[i]
+            values, count = distinct_values(table.column(column), limit if limit is not None else 1 << 62)
+            found[i].update(values)
+            counts[i] = max(counts[i], count, len(found[i]))
+    return [(sorted(f), n) for f, n in zip(found, counts, strict=True)]

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exclust.errors import InputError
-from exclust.sources.parquet import HIVE_NULL, Plan, check_columns, numeric_type, partition_codes
+from exclust.sources.categories import arrow_category_type
+from exclust.sources.parquet import (
+    HIVE_NULL,
+    Plan,
+    check_columns,
+    numeric_type,
+    partition_category,
+    partition_codes,
+    plan_categories,
+)
 from exclust.sources.parquet_reader import Piece, Segment
 from exclust.sources.storage import Source, SourceFile
 
@@ -59,7 +68,8 @@ def table_source(url: str, fs: Any, root: str, files: Sequence[TableFile],
 
 def plan_table(source: Source, files: Sequence[TableFile], schema, partition_keys: Sequence[str], where: str,
                features: Sequence[str] | None, extra_columns: Sequence[str] = (),
-               piece_rows: int = 1_000_000) -> Plan:
+               piece_rows: int = 1_000_000, categorical: Sequence[str] = (),
+               vocabularies: Mapping[str, Sequence[Any]] | None = None) -> Plan:
     """Check the requested columns against the snapshot's ``schema`` (a pyarrow schema holding the
     partition columns too) and pack the files into pieces; ``where`` names the snapshot in messages."""
     extras = list(dict.fromkeys(c for c in extra_columns if c))
@@ -74,21 +84,27 @@ def plan_table(source: Source, files: Sequence[TableFile], schema, partition_key
     if unknown:
         raise InputError(f"unknown column(s) {unknown} in {where}; available columns: {schema.names}")
     string_extras: dict[str, str] = {}
-    check_columns(file_schema, where, features, extras, keys, string_extras)
+    kinds: dict[str, str] = {}
+    check_columns(file_schema, where, features, extras, keys, string_extras, categorical, kinds)
     partition_columns = [c for c in dict.fromkeys([*features, *extras]) if c in keys]
-    categories: dict[str, list[str]] = {}
+    categories: dict[str, list[Any]] = {}
     per_key = []
+    import pyarrow.types as pat
+
     for key in partition_columns:
-        if key in features and not numeric_type(schema.field(key).type):
-            raise InputError(f"partition column '{key}' of {where} holds {schema.field(key).type} values; it can "
+        key_type = schema.field(key).type
+        text = arrow_category_type(key_type) and not pat.is_boolean(key_type)
+        if key in features and not (numeric_type(key_type) or text):
+            raise InputError(f"partition column '{key}' of {where} holds {key_type} values; it can "
                              "be a label column but not a feature")
         codes, cats = partition_codes(source, key)
         if cats is not None:
-            if key in features:
-                raise InputError(f"partition column '{key}' of {where} holds non-integer values (such as "
-                                 f"{cats[0]!r}); it can be a label column but not a feature")
+            if key in features:  # a category feature: its values are known from the table's metadata
+                codes, cats = partition_category(source, key, where, vocabularies)
+                kinds[key] = "category"
             categories[key] = cats
         per_key.append(codes)
+    coded, gathered = plan_categories(kinds, features, categories, vocabularies)
     file_columns = [c for c in dict.fromkeys([*features, *extras]) if c not in keys]
     segments = []
     for i, (listed, f) in enumerate(zip(source.files, files, strict=True)):
@@ -99,8 +115,10 @@ def plan_table(source: Source, files: Sequence[TableFile], schema, partition_key
     pieces = pack_files(segments, piece_rows)
     if not pieces:
         raise InputError(f"no rows in {where}")
-    string_file_columns = [c for c, kind in string_extras.items() if kind == "string"]
-    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_file_columns)
+    text_extras = [c for c, kind in string_extras.items() if kind == "string" and c not in gathered]
+    string_file_columns = [*gathered, *text_extras]
+    return Plan(source, pieces, features, extras, file_columns, partition_columns, categories, string_file_columns,
+                category_features=tuple(coded), where=where)
 
 
 def pack_files(segments: Sequence[Segment], piece_rows: int) -> list[Piece]:

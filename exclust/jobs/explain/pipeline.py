@@ -8,7 +8,7 @@ inputs stay numpy and need none.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,8 @@ def load(config: ExplainConfig, source: DataSource | None = None) -> Dataset:
     if source.needs_cluster:  # read by the workers: held right after the read
         data = _load_held(config, extra, source)
     else:
-        data = load_dataset(
-            config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy, n_clusters=config.k
-        )
+        data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,
+                            n_clusters=config.k, categorical=config.categorical or (), cluster_on=config.cluster_on)
         data = _hold(data, config.hold)
     unknown = [f for f in config.plot_features or () if f not in data.feature_names]
     if unknown and registry.algorithm(config.algorithm).space is None:  # a tree over other coordinates names its own
@@ -105,7 +104,8 @@ def _load_held(config: ExplainConfig, extra: list[str], source: DataSource) -> D
         return X, dict(zip(extras, columns, strict=True))
 
     data = load_dataset(source, config.features, extra_columns=extra, nan_policy=config.nan_policy,
-                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation)
+                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation,
+                        categorical=config.categorical or (), cluster_on=config.cluster_on)
     return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
 
 
@@ -123,8 +123,7 @@ def _import_later_steps(config: ExplainConfig) -> None:
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
     (X, *columns), _ = residency.hold(data.X, *data.extra.values(), force=force)
-    return Dataset(X, data.feature_names, dict(zip(data.extra, columns, strict=True)), data.source, data.n_dropped,
-                   data.category_names)
+    return replace(data, X=X, extra=dict(zip(data.extra, columns, strict=True)))
 
 
 @dataclass
@@ -158,7 +157,10 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     """Fit the reference clustering the run names (``jobs.references``: gmm, k-means, ...) or take given labels."""
     from exclust.jobs.references import reference
 
-    return reference(config.reference).fit_run(data, config)
+    # On the clustering's own columns (``cluster_on``; the features when none), complete rows only.
+    from exclust.sources.dataset import clustering_input
+
+    return reference(config.reference).fit_run(clustering_input(data, f"the {config.reference} reference"), config)
 
 
 def fit_gmm(data: Dataset, config: ExplainConfig) -> Reference:
@@ -280,8 +282,9 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
-    # Centers live in feature space: they mean nothing to a tree over concept coordinates.
-    centers = None if ref is None or built.space is not None else ref.centers
+    # Centers live in feature space: they mean nothing to a tree over concept coordinates, nor
+    # to the features when the clustering was fitted on other columns (cluster_X).
+    centers = None if ref is None or built.space is not None or data.cluster_X is not None else ref.centers
     # A k-means reference's labels are every row's nearest center: the curve's reference cost
     # reads them (computed once for both) instead of searching the centers again.
     nearest = labels if ref is not None and ref.kind == "kmeans" and built.reference_labels is None else None
@@ -306,7 +309,7 @@ def wants_curve(config: ExplainConfig) -> bool:
 
 def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
     """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
-    if not wants_curve(config) or ref is None:
+    if not wants_curve(config) or ref is None or data.cluster_X is not None:  # (its trees read feature-space centers)
         return None
     from exclust.jobs.explain.cost_curve import plan_curve
 
@@ -328,9 +331,10 @@ def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: Ex
     if not config.standing:
         return None
     entry = registry.algorithm(config.algorithm)
-    if entry.needs == registry.OWN or ref is None or built.space is not None:
+    if entry.needs == registry.OWN or ref is None or built.space is not None or data.cluster_X is not None:
         return standing.skipped(standing.NO_CENTERS.format(
-            what=f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
+            what=f"fitted on the columns {data.cluster_names}, not the features" if data.cluster_names else
+            f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
     if ref.kind.startswith("labels:"):
         return standing.skipped(standing.NO_CENTERS.format(what="the given labels of column "
                                                                 f"'{config.reference_column}'"))
@@ -396,6 +400,7 @@ def assemble_metrics(scores, data: Dataset, ref, built: Built, config: ExplainCo
         threshold=config.threshold if registry.algorithm(config.algorithm).threshold else None,
         objective=config.objective,
         n_leaves=int(tree.n_leaves), depth=int(tree.depth), features_used=tree.features_used,
+        features=list(data.feature_names), cluster_on=data.cluster_names,
         n_passes=built.info.get("n_passes"), seconds=dict(seconds), held=is_held(data), passes=passes,
         parquet_reads=reads, kernel_price=built.info.get("kernel_price"),
         guaranteed_price=built.info.get("guaranteed_price"), standing=standing,
@@ -429,7 +434,8 @@ def render(result: ExplainResult, data: Dataset, built: Built, curve, config: Ex
         curve=curve,
         diagnostics=built.info.get("diagnostics"),
         dataset_info={"source": str(source_name), "rows": data.n_rows, "features": names,
-                      "dropped_rows": data.n_dropped},
+                      "dropped_rows": data.n_dropped, **({"clustered_on": data.cluster_names} if data.cluster_names
+                                                         else {})},
         titles=registry.titles(),
     )
 
