@@ -56,8 +56,7 @@ def one_hot(segment: np.ndarray, n_segments: int) -> np.ndarray:
 
 
 def build(X: np.ndarray, categories: dict, Z: np.ndarray, centers: np.ndarray, leaves: int):
-    ds = Dataset(X, [f"f{j}" for j in range(X.shape[1])])
-    ds.categories = categories  # type: ignore[attr-defined]  # Dataset.categories (issue 28, sources)
+    ds = Dataset(X, [f"f{j}" for j in range(X.shape[1])], categories=categories)
     data = encode_for_trees(ds, centers, 256, random_state=0, Z=Z)
     tree, _ = grow_imm(data)
     expand_by_surrogate(data, tree, leaves)

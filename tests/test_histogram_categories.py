@@ -29,9 +29,7 @@ def _customers(rng, n: int = 3000):
 
 
 def _dataset(X, categories=None) -> Dataset:
-    ds = Dataset(X, ["x0", "segment"])
-    ds.categories = categories or {}  # type: ignore[attr-defined]  # Dataset.categories (issue 28, sources)
-    return ds
+    return Dataset(X, ["x0", "segment"], categories=categories or {})
 
 
 def _surrogate_cost(ex: ExKMC, X: np.ndarray, Z: np.ndarray, centers: np.ndarray) -> float:
@@ -112,8 +110,7 @@ def test_exshallow_refuses_missing_values_and_categories(rng):
     X, _, centers = _customers(rng, 500)
     with pytest.raises(ParameterError, match="ExShallow.*'x0'.*missing"):
         ExShallow(3).fit(_dataset(X), centers)  # found by the binning sample
-    counted = _dataset(X)
-    counted.missing = {"x0": int(np.isnan(X[:, 0]).sum())}  # type: ignore[attr-defined]  # Dataset.missing
+    counted = Dataset(X, ["x0", "segment"], missing={"x0": int(np.isnan(X[:, 0]).sum())})
     with pytest.raises(ParameterError, match="ExGreedy.*'x0'.*missing"):
         ExGreedy(3).fit(counted, centers)  # counted by loading: refused before any pass
     X[:, 0] = np.nan_to_num(X[:, 0])
@@ -130,3 +127,26 @@ def test_kdtree_refuses_missing_values_and_categories(rng):
     X[:, 0] = np.nan_to_num(X[:, 0])
     with pytest.raises(ParameterError, match="KDTree.*'segment'.*category"):
         KDTree(3).fit(_dataset(X, {1: 5}), centers)
+
+
+@pytest.mark.parametrize("algorithm", ["imm", "exkmc"])
+def test_an_explain_run_cuts_category_sets(algorithm):
+    import pandas as pd
+
+    from exclust.jobs.config import ExplainConfig
+    from exclust.jobs.explain.steps import explain
+    from exclust.tree import CATEGORY_SET
+
+    rng = np.random.default_rng(5)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    y = rng.integers(0, 3, size=900)
+    age = rng.normal(size=900)  # complete: the run's scoring pass still refuses NaN rows (scoring/metrics.py)
+    frame = pd.DataFrame({"e0": centers[y, 0] + rng.normal(size=900), "e1": centers[y, 1] + rng.normal(size=900),
+                          "country": np.array(["de", "fr", "it"], dtype=object)[y], "age": age})
+    run = explain(ExplainConfig(input=frame, features=["age", "country"], cluster_on=["e0", "e1"], n_clusters=3,
+                                algorithm=algorithm, reference="kmeans", cost_curve=False, standing=False))
+    assert (run.tree.kind == CATEGORY_SET).any() and run.tree.categories[1] == ["de", "fr", "it"]
+    assert run.metrics["ari_reference"] > 0.9  # the clusters follow the country: a set cut finds them
+    age[::10] = np.nan
+    labels = run.tree.predict(np.column_stack([age, np.array([0.0, 1.0, 2.0])[y]]))
+    assert (labels >= 0).all()  # every row routed, missing ages included (each cut learned a side)

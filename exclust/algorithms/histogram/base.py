@@ -89,23 +89,22 @@ def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None
 
 def dataset_categories(ds: Dataset) -> dict:
     """The dataset's category features (feature index -> vocabulary; ``{}`` when it has none)."""
-    return dict(getattr(ds, "categories", None) or {})
+    return dict(ds.categories)
 
 
 def known_missing(ds: Dataset) -> np.ndarray:
     """Per feature, whether the validation pass found missing values in it (``Dataset.missing``,
     by column name), so that its missing bin is there before the sample is read."""
-    counts = dict(getattr(ds, "missing", None) or {})
-    return np.array([counts.get(name, 0) > 0 for name in ds.feature_names], dtype=bool)
+    return np.array([ds.missing.get(name, 0) > 0 for name in ds.feature_names], dtype=bool)
 
 
 def clustering_space(Z, ds: Dataset) -> Dataset | None:
     """The rows the reference centers live in: ``Z`` validated (complete numeric rows, one per
     row of ``ds``), else the dataset's own clustering columns (``Dataset.cluster_X``, validated
     when loaded), else None (the features themselves)."""
-    own = getattr(ds, "cluster_X", None)
+    own = ds.cluster_X
     if Z is None or (own is not None and Z is own):
-        return None if own is None else ds.clustering()  # type: ignore[attr-defined]
+        return None if own is None else ds.clustering()
     space = as_matrix(Z)
     if space.n_rows != ds.n_rows:
         raise InputError(f"Z has {space.n_rows} rows for {ds.n_rows} rows of X; pass the clustering columns of the "

@@ -168,14 +168,15 @@ class CodeTree:
         order names nodes of both trees (``ThresholdTree.prune`` gives its prefixes).
 
         ``categories``: each category feature's vocabulary in code order (``Dataset.categories``);
-        a category feature without one is named by its codes (0 .. C-1)."""
+        a category feature without one (or given only its count) is named by its codes (0 .. C-1)."""
         feature = np.asarray(self.feature, dtype=np.int64)
         split = feature >= 0
         is_set = np.array([bool(codes) for codes in self.left_codes])
         threshold = [mapper.threshold(f, b) if f >= 0 and b >= 0 else np.nan
                      for f, b in zip(self.feature, self.split_bin, strict=True)]
         vocabulary = {f: list(range(int(mapper.n_bins[f]))) for f in np.flatnonzero(mapper.is_category).tolist()}
-        vocabulary.update({int(f): list(v) for f, v in (categories or {}).items()})
+        vocabulary.update({int(f): list(range(v)) if isinstance(v, (int, np.integer)) else list(v)
+                           for f, v in (categories or {}).items()})
         return ThresholdTree(
             np.where(is_set, CATEGORY_SET, np.where(split, ONE_SIDED, LEAF)), np.where(split, feature, -1), threshold,
             np.where(split, np.asarray(self.left, dtype=np.int64), -1),
