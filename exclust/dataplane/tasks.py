@@ -103,7 +103,7 @@ def _stopping(exc: BaseException) -> bool:
 
 def _close_run_cluster(client: Any) -> None:
     """The local cluster this run started, closed now (its worker processes end, with any task still running)."""
-    cluster = run_cluster()
+    cluster: Any = run_cluster()
     if cluster is None or getattr(client, "cluster", None) is not cluster:
         return
     with held_back():
