@@ -103,8 +103,8 @@ def _stopping(exc: BaseException) -> bool:
 
 def _close_run_cluster(client: Any) -> None:
     """The local cluster this run started, closed now (its worker processes end, with any task still running)."""
-    cluster: Any = run_cluster()
-    if cluster is None or getattr(client, "cluster", None) is not cluster:
+    cluster = getattr(client, "cluster", None)
+    if cluster is None or cluster is not run_cluster():
         return
     with held_back():
         client.close()
