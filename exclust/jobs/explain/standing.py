@@ -66,7 +66,8 @@ class StandingPlan:
     bound_note: str | None = None  # why there is no bound, or what it holds for
 
     def reduction(self, nearest=None):
-        return self.plan.reduction(nearest)
+        # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
+        return self.plan.reduction(nearest, reference=self.objective != "kmeans")
 
     def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
