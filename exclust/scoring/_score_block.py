@@ -126,7 +126,7 @@ def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
 
 
 @numba.njit(cache=True, nogil=True)
-def forest_moments(X, kind, feature, threshold, center, left, right):
+def forest_moments(X, kind, feature, threshold, center, left, right, missing, bits):
     """Per tree and node: (count, sum of x, sum of ||x||^2) of the rows routed to it, shape
     (trees, nodes, d + 2), and the first such row's index (-1 where none), shape (trees, nodes).
 
@@ -152,7 +152,10 @@ def forest_moments(X, kind, feature, threshold, center, left, right):
         if not finite:
             continue
         for t in range(n_trees):
-            node = leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t])
+            node = routed_leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t], missing[t],
+                                  bits[t])
+            if node < 0:
+                continue
             if first[t, node] < 0:
                 first[t, node] = i
             mom[t, node, 0] += 1.0

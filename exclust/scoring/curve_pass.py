@@ -13,7 +13,7 @@ import numpy as np
 from exclust.dataplane._center_distances import assigned_sq_distances, leaf_l1_sums, nearest_center
 from exclust.scoring._score_block import forest_moments
 from exclust.tree import ThresholdTree
-from exclust.tree.node_kinds import LEAF
+from exclust.tree.node_kinds import LEAF, MISSING_NONE
 
 
 def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans", nearest=None):
@@ -65,11 +65,16 @@ def forest_arrays(trees: list[ThresholdTree]) -> tuple[np.ndarray, ...]:
     center = np.zeros((len(trees), width))
     left = np.zeros((len(trees), width), dtype=np.int64)
     right = np.zeros((len(trees), width), dtype=np.int64)
+    missing = np.full((len(trees), width), MISSING_NONE, dtype=np.int8)
+    words = max(t.category_bits.shape[1] for t in trees)
+    bits = np.zeros((len(trees), width, words), dtype=np.uint64)
     for t, tree in enumerate(trees):
         m = tree.node_count
         kind[t, :m], feature[t, :m], threshold[t, :m] = tree.kind, tree.feature, tree.threshold
         center[t, :m], left[t, :m], right[t, :m] = tree.center, tree.left, tree.right
-    return kind, feature, threshold, center, left, right
+        missing[t, :m] = tree.missing_side
+        bits[t, :m, : tree.category_bits.shape[1]] = tree.category_bits
+    return kind, feature, threshold, center, left, right, missing, bits
 
 
 def curve_block_given_nearest(X, nearest, finals: list[ThresholdTree], centers: np.ndarray, objective: str):
