@@ -282,12 +282,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from exclust.dataplane import stop_signals
 
     with stop_signals.listening(keep_settled=argv is None) as stop:
-        command, code = "exclust", None
+        commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
+        # The command word from the raw arguments: a stop that lands while the parser is built (it imports the
+        # registry, seconds on a loaded machine) still names the command in its closing line.
+        words = sys.argv[1:] if argv is None else list(argv)
+        command, code = (f"exclust {words[0]}" if words and words[0] in commands else "exclust"), None
         try:
             try:
                 args = build_parser().parse_args(argv)
                 command = f"exclust {args.command}"
-                commands = {"explain": cmd_explain, "label": cmd_label, "demo": cmd_demo}
                 # Local-cluster workers report what matters through the driver; their warnings (a task
                 # cancelled by Ctrl-C, a slow event loop) would bury the command's own lines.
                 os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")

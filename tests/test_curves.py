@@ -117,3 +117,49 @@ def test_kmeans_curve_given_the_nearest_centers_equals_the_searched_one(dask_cli
     # Wrong labels would change the reference cost: the labels are really read.
     shifted = plan.finish(run_reductions(X, [plan.reduction((labels + 1) % 3)])[0])
     assert shifted["reference_cost"] > 1.5 * searched["reference_cost"]
+
+
+def _random_tree(rng, d: int, depth: int, k: int):
+    """A random tree of one-sided and interval cuts, some branches shallower than others."""
+    from exclust.tree import TreeBuilder
+
+    b = TreeBuilder(n_features=d)
+    todo = [(b.add_node(), 0)]
+    while todo:
+        node, level = todo.pop()
+        if level == depth or (level and rng.random() < 0.25):
+            b.make_leaf(node, int(rng.integers(0, k)))
+            continue
+        f = int(rng.integers(0, d))
+        if rng.random() < 0.3:
+            children = b.split_interval(node, f, float(rng.normal()), float(rng.uniform(0.2, 1.5)))
+        else:
+            children = b.split(node, f, float(rng.normal()))
+        todo += [(child, level + 1) for child in children]
+    return b.build()
+
+
+def test_the_fused_sweep_gives_every_tree_what_one_sweep_per_tree_gives(rng):
+    """Issue 29 item 4: the curve's and the standing table's trees priced in one sweep over the rows
+    (``forest_moments``) hold, per tree and node, the counts, sums and first rows that routing each
+    tree alone (``ThresholdTree.apply``) gives; a row holding NaN or inf counts nowhere."""
+    from exclust.scoring.curve_pass import curve_block
+
+    X = rng.normal(size=(3000, 4))
+    X[7, 2], X[100, 0], X[2999, 3] = np.nan, np.inf, -np.inf
+    trees = [_random_tree(rng, 4, depth, 5) for depth in (1, 2, 4, 6, 3)]
+    families, ref = curve_block(X, trees, np.zeros((0, 4)))
+    assert ref[0] == 0.0 and len(families) == len(trees)
+    for tree, (stats, reps) in zip(trees, families, strict=True):
+        leaf = tree.apply(X)
+        assert stats.shape == (tree.node_count, 4 + 2)
+        for node in range(tree.node_count):
+            rows = np.flatnonzero(leaf == node)
+            assert stats[node, 0] == rows.size
+            np.testing.assert_allclose(stats[node, 1:5], X[rows].sum(axis=0), rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(stats[node, 5], (X[rows] ** 2).sum(), rtol=1e-12)
+            if rows.size:
+                np.testing.assert_array_equal(reps[node], X[rows[0]])
+            else:
+                assert np.isnan(reps[node]).all()
+        assert stats[:, 0].sum() == 3000 - 3  # the non-finite rows reached no node

@@ -262,22 +262,28 @@ def test_e2e_bad_input_run_fails_with_reason(stack):
     assert str(missing) in run.state.message
     assert not (data / "never").exists()
     # the run's log says it in one line: no traceback, no engine repeat
-    logs = _run_logs(stack, run.id)
+    logs = _run_logs(stack, run.id, until=lambda logs: any(str(missing) in line for line in logs))
     said = [line for line in logs if str(missing) in line]
     assert len(said) == 1 and said[0].startswith("Run failed on bad input") and "\n" not in said[0], logs
     assert not any("Traceback" in line or "Engine execution exited" in line for line in logs), logs
 
 
-def _run_logs(stack, flow_run_id) -> list[str]:
+def _run_logs(stack, flow_run_id, until) -> list[str]:
+    """The run's log lines, read again until ``until(lines)`` holds: the worker ships its last lines in
+    batches, so the test waits for the line it looks for, not for a number of seconds."""
     import prefect.settings
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
     with prefect.settings.temporary_settings({prefect.settings.PREFECT_API_URL: stack["env"]["PREFECT_API_URL"]}):
         with get_client(sync_client=True) as client:
-            time.sleep(3)  # the worker ships its last log lines in batches
-            found = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
-    return [entry.message for entry in found]
+            deadline = time.monotonic() + 120  # a bound on a hang only
+            while True:
+                found = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+                lines = [entry.message for entry in found]
+                if until(lines) or time.monotonic() > deadline:
+                    return lines
+                time.sleep(0.5)
 
 
 def test_e2e_a_deployment_schedule_fires_and_its_run_labels_the_scheduled_night(stack):

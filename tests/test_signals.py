@@ -178,3 +178,17 @@ def test_sigterm_to_the_whole_group_stops_label_midway_and_leaves_nothing(tmp_pa
     assert err.strip() == "exclust label: interrupted (SIGTERM); stopped the run and removed its partial output"
     wait_for_group_to_end(proc.pid)
     assert _everything(tmp_path) == before  # hidden entries included
+
+
+def test_a_stop_while_the_parser_is_built_names_the_command(monkeypatch, capsys):
+    """A stop that lands before the arguments are parsed (the parser imports the registry: seconds on a loaded
+    machine; the sweep's 0.25 s point found it there) names the command from the raw arguments."""
+    from exclust import cli
+
+    def interrupted_build():
+        raise KeyboardInterrupt  # what the stop-signal handler raises where the signal lands
+
+    monkeypatch.setattr(cli, "build_parser", interrupted_build)
+    assert cli.main(["label", "--tree", "t.json", "--input", "in", "--out", "out"]) == 130
+    assert capsys.readouterr().err.strip() == ("exclust label: interrupted (Ctrl-C); stopped the run and removed its "
+                                               "partial output")

@@ -61,6 +61,8 @@ def test_standing_prices_of_an_in_memory_run_equal_numpy_prices():
     leaves = {r["algorithm"]: r["n_leaves"] for r in standing["rows"]}
     assert leaves["cart"] <= 6 and leaves["imm"] == leaves["exgreedy"] == 4  # leaf budgets as a run of each
     assert standing["optimum"] is None and "too large" in standing["optimum_note"]
+    # OptimalTree's branch and bound did run (its row is there): the note says so, not only what did not run.
+    assert "optimal" in leaves and "OptimalTree's branch and bound ran on all rows" in standing["optimum_note"]
 
 
 def test_standing_prices_of_a_parquet_run_on_a_cluster_equal_numpy_prices(tmp_path, dask_client):

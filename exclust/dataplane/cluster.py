@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -36,6 +37,15 @@ def close_quietly(client: Any) -> None:
         client.close()
     finally:
         logger.setLevel(level)
+
+
+# The local cluster ``dask_cluster`` started for the run in progress (each run holds its own value).
+_RUN_CLUSTER: ContextVar[Any] = ContextVar("exclust_run_cluster", default=None)
+
+
+def run_cluster() -> Any:
+    """The local cluster that ``dask_cluster`` started for the run in progress; None for a scheduler by address."""
+    return _RUN_CLUSTER.get()
 
 
 @contextlib.contextmanager
@@ -89,10 +99,12 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None,
                     os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)
         with held_back():
             client = Client(cluster)
+        token = _RUN_CLUSTER.set(cluster)
         try:
             client.register_plugin(QuietUserErrors())
             yield client
         finally:
+            _RUN_CLUSTER.reset(token)
             with held_back():
                 client.close()
     finally:

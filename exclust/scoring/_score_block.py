@@ -4,7 +4,8 @@
 per reference cluster the count, the sum and the sum of squares (both taken about a per-chunk
 shift, so that data far from the origin keep their precision), the contingency tables against
 reference and ground-truth labels, and optionally per-group per-feature minimum and maximum.
-`leaf_moments` gives the cost curve its per-leaf moments. The k-medians price's pass is in
+`forest_moments` gives the cost curve and the standing table the per-node moments of all their
+trees in one sweep. The k-medians price's pass is in
 ``_median_histograms.py``.
 
 Labels may be any numeric dtype; a NaN or -1 label means "no label" and the row is left out of
@@ -125,21 +126,40 @@ def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_moments(X, leaf, n_nodes):
-    """Per node: (count, sum of x, sum of ||x||^2) of the rows routed to it, and the first such
-    row's index (-1 where none): one sweep over the rows (the cost curve's pass)."""
+def forest_moments(X, kind, feature, threshold, center, left, right, missing, bits):
+    """Per tree and node: (count, sum of x, sum of ||x||^2) of the rows routed to it, shape
+    (trees, nodes, d + 2), and the first such row's index (-1 where none), shape (trees, nodes).
+
+    Every tree in ONE sweep over the rows (the cost curve's and the standing table's pass): tree
+    ``t`` is row ``t`` of the stacked node arrays (``forest_arrays``), so each row is read once
+    and routed through every tree while it sits in cache; the pass stays bound by reading the
+    rows, not by the number of trees. Per tree and node the sums run over the rows in order, as
+    one sweep per tree would add them. A row holding NaN or inf reaches no node (the tree's
+    ``apply`` leaves it unlabelled).
+    """
     n, d = X.shape
-    mom = np.zeros((n_nodes, d + 2))
-    first = np.full(n_nodes, -1, dtype=np.int64)
+    n_trees, width = kind.shape
+    mom = np.zeros((n_trees, width, d + 2))
+    first = np.full((n_trees, width), -1, dtype=np.int64)
     for i in range(n):
-        node = leaf[i]
-        if first[node] < 0:
-            first[node] = i
-        mom[node, 0] += 1.0
         s = 0.0
+        finite = True
         for f in range(d):
             v = X[i, f]
-            mom[node, 1 + f] += v
+            if not np.isfinite(v):
+                finite = False
             s += v * v
-        mom[node, d + 1] += s
+        if not finite:
+            continue
+        for t in range(n_trees):
+            node = routed_leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t], missing[t],
+                                  bits[t])
+            if node < 0:
+                continue
+            if first[t, node] < 0:
+                first[t, node] = i
+            mom[t, node, 0] += 1.0
+            for f in range(d):
+                mom[t, node, 1 + f] += X[i, f]
+            mom[t, node, d + 1] += s
     return mom, first

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from exclust.dataplane._center_distances import assigned_sq_distances, leaf_l1_sums, nearest_center
-from exclust.scoring._score_block import leaf_moments
+from exclust.scoring._score_block import forest_moments
 from exclust.tree import ThresholdTree
+from exclust.tree.node_kinds import LEAF, MISSING_NONE
 
 
 def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans", nearest=None):
@@ -27,15 +28,18 @@ def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: 
     X = np.ascontiguousarray(X, dtype=np.float64)
     n, d = X.shape
     centers = np.ascontiguousarray(centers, dtype=np.float64)
-    leaves = [np.asarray(tree.apply(X), dtype=np.int64) for tree in finals]
     if objective == "kmedians":
+        leaves = [np.asarray(tree.apply(X), dtype=np.int64) for tree in finals]
         width = max([t.node_count for t in finals], default=1)
         stacked = np.stack(leaves) if leaves else np.zeros((0, n), dtype=np.int64)
         sums, firsts, nearest = leaf_l1_sums(X, stacked, width, centers)
         per_tree = [(sums[i, : t.node_count], firsts[i, : t.node_count]) for i, t in enumerate(finals)]
         ref = float(nearest)
     else:
-        per_tree = [leaf_moments(X, leaf, tree.node_count) for leaf, tree in zip(leaves, finals, strict=True)]
+        per_tree = []
+        if finals:  # every tree in one sweep over the part's rows
+            mom, first = forest_moments(X, *forest_arrays(finals))
+            per_tree = [(mom[t, : tree.node_count], first[t, : tree.node_count]) for t, tree in enumerate(finals)]
         if not (centers.shape[0] and n):
             ref = 0.0
         elif nearest is not None:
@@ -49,6 +53,28 @@ def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: 
         reps[seen] = X[first[seen]]
         out.append((stats, reps))
     return out, np.asarray([ref])
+
+
+def forest_arrays(trees: list[ThresholdTree]) -> tuple[np.ndarray, ...]:
+    """The trees' node arrays stacked, one row per tree (``tree_arrays``' order), padded with leaves:
+    what ``forest_moments`` routes every row through."""
+    width = max(t.node_count for t in trees)
+    kind = np.full((len(trees), width), LEAF, dtype=np.int8)
+    feature = np.zeros((len(trees), width), dtype=np.int64)
+    threshold = np.zeros((len(trees), width))
+    center = np.zeros((len(trees), width))
+    left = np.zeros((len(trees), width), dtype=np.int64)
+    right = np.zeros((len(trees), width), dtype=np.int64)
+    missing = np.full((len(trees), width), MISSING_NONE, dtype=np.int8)
+    words = max(t.category_bits.shape[1] for t in trees)
+    bits = np.zeros((len(trees), width, words), dtype=np.uint64)
+    for t, tree in enumerate(trees):
+        m = tree.node_count
+        kind[t, :m], feature[t, :m], threshold[t, :m] = tree.kind, tree.feature, tree.threshold
+        center[t, :m], left[t, :m], right[t, :m] = tree.center, tree.left, tree.right
+        missing[t, :m] = tree.missing_side
+        bits[t, :m, : tree.category_bits.shape[1]] = tree.category_bits
+    return kind, feature, threshold, center, left, right, missing, bits
 
 
 def curve_block_given_nearest(X, nearest, finals: list[ThresholdTree], centers: np.ndarray, objective: str):

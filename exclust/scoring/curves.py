@@ -99,11 +99,15 @@ class CurvePlan:
     def n_clusters(self) -> int:
         return max(self.centers.shape[0], max(t.n_clusters for s in self.series.values() for t in s.trees))
 
-    def reduction(self, nearest=None) -> Reduction:
+    def reduction(self, nearest=None, reference: bool = True) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass.
         ``nearest``: every row's nearest center in squared l2 (numpy or dask, aligned with the
-        rows), when known; the reference cost then reads it instead of searching the centers."""
+        rows), when known; the reference cost then reads it instead of searching the centers.
+        ``reference=False``: the trees only, the reference cost left at 0 (a caller that has it
+        from scoring's own statistics: one sweep over the rows less)."""
         finals = [s.trees[-1] for s in self.series.values()]
+        if not reference:
+            return Reduction(curve_block, (), (finals, self.centers[:0], self.objective), merge_curves)
         if nearest is not None and self.objective == "kmeans":
             return Reduction(curve_block_given_nearest, (nearest,), (finals, self.centers, self.objective),
                              merge_curves)

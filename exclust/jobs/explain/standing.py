@@ -66,7 +66,8 @@ class StandingPlan:
     bound_note: str | None = None  # why there is no bound, or what it holds for
 
     def reduction(self, nearest=None):
-        return self.plan.reduction(nearest)
+        # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
+        return self.plan.reduction(nearest, reference=self.objective != "kmeans")
 
     def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
@@ -124,8 +125,8 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
     centers = np.asarray(centers, dtype=np.float64)
     k = int(centers.shape[0])
     all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
-    optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names))
     certified, bound, bound_note = _bound(sample if all_rows else None, config, feature_names)
+    optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names), bound)
     sample, sample_labels = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state)
     data = Dataset(sample, list(feature_names))
     reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
@@ -160,17 +161,25 @@ def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTre
     return curve.series[name].trees[curve.leaves.index(leaves)]
 
 
-def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names):
+def _optimum(rows: np.ndarray | None, config: Any, n_rows: int, feature_names, bound: dict[str, Any] | None = None):
     """((the optimal k-leaf tree, its cost, its weighted average depth), None) on a small instance,
-    else (None, why not)."""
+    else (None, why not; and, when OptimalTree's branch and bound ran (``bound``), what it gave instead)."""
     from exclust.algorithms.search import optimal_tree as exact
 
     k, n_features = int(config.k), len(feature_names)
     if config.objective != "kmeans":
         return None, "The exact optimum is searched for the k-means cost only, not for this run's k-medians objective."
     if rows is None or not exact.small_enough(n_rows, n_features, k):
-        return None, (f"The instance is too large for the exact optimum ({n_rows:,} rows × {n_features} features, "
-                      f"k = {k}: the exact search runs on at most {exact.MAX_ROWS} rows and a few seconds' work).")
+        size = (f"{n_rows:,} rows × {n_features} features, k = {k}: it runs on at most {exact.MAX_ROWS} rows and a "
+                "few seconds' work")
+        if bound is None:
+            return None, f"The instance is too large for the exhaustive search for the exact optimum ({size})."
+        # OptimalTree did run (its row is in the table): say what it found, not only what did not run.
+        found = ("its tree is proven optimal among k-leaf trees" if bound["proven_optimal"] and bound["any_tree"] else
+                 "its tree is proven optimal among trees cutting at its bin edges" if bound["proven_optimal"] else
+                 "its tree and proven lower bound are in the table")
+        return None, (f"The exhaustive search for the exact optimum did not run: the instance is too large for it "
+                      f"({size}). OptimalTree's branch and bound ran on all rows instead: {found}.")
     try:
         tree, cost = exact.optimal_tree(rows, k, feature_names)
     except InputError:  # fewer than k distinct rows: no k-leaf tree exists
