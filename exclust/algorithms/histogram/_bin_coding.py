@@ -124,8 +124,6 @@ def _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
         if v >= 0.0 and v < n_categories[f] and v == np.floor(v):  # NaN fails every comparison
             return np.int64(v)
         return missing_bin[f]
-    if v != v:
-        return missing_bin[f]
     c = _cell_of(v, f, origin, inv_width, base.shape[1] - 2)
     lo = np.int64(base[f, c])
     n = np.int64(base[f, c + 1]) - lo
@@ -140,21 +138,25 @@ def _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
         # A select, not a branch: the comparison's outcome is data, unpredictable.
         lo = lo + half if edges[f, lo + half] < v else lo
         n -= half
-    return lo + np.int64(edges[f, lo] < v)
+    code = lo + np.int64(edges[f, lo] < v)
+    # A NaN lands in cell 0 and compares below no edge: code 0, the only code it can take.
+    if code == 0 and v != v:
+        return missing_bin[f]
+    return code
 
 
 CHUNK = 4096  # rows per parallel task of the coding kernels
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _code_row(X, i, codes, unbinned, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start,
-              sub_base, n_categories, missing_bin):
-    """Codes of row i of X into ``codes``; its NaN without a missing bin counted in ``unbinned``."""
+def _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+              sub_start, sub_base, n_categories, missing_bin):
+    """Codes of row i of X into ``codes``; its NaN without a missing bin counted in ``unbinned[c]``."""
     for f in range(X.shape[1]):
         code = _code_of(X[i, f], f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start,
                         sub_base, n_categories, missing_bin)
         if code < 0:
-            unbinned[f] += 1
+            unbinned[c, f] += 1
             code = 0
         codes[i, f] = code
 
@@ -177,7 +179,7 @@ def encode_rows(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
     unbinned = np.zeros((n_chunks, d), dtype=np.int64)
     for c in numba.prange(n_chunks):
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            _code_row(X, i, codes, unbinned[c], edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+            _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
                       sub_start, sub_base, n_categories, missing_bin)
     return _summed(unbinned)
 
@@ -201,7 +203,7 @@ def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
         acc = np.empty(k)  # one scratch row per chunk, not per row
         part = 0.0
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            _code_row(X, i, codes, unbinned[c], edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+            _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
                       sub_start, sub_base, n_categories, missing_bin)
             acc[:] = 0.0
             for f in range(dz):
@@ -242,7 +244,7 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
     for c in numba.prange(n_chunks):
         part = 0.0
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            _code_row(X, i, codes, unbinned[c], edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+            _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
                       sub_start, sub_base, n_categories, missing_bin)
             for f in range(dz):
                 v = Z[i, f]
