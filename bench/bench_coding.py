@@ -187,7 +187,7 @@ def main() -> None:
         "encode_rows OLD": lambda: old_encode_rows(X, *old, c_old),
         "encode_rows NEW": lambda: encode_rows(X, *new, c_new),
         "encode_and_project OLD": lambda: old_encode_and_project(X, *old, centers_t, center_sq, c_old, d_old, l_old),
-        "encode_and_project NEW": lambda: encode_and_project(X, *new, centers_t, center_sq, c_new, d_new, l_new),
+        "encode_and_project NEW": lambda: encode_and_project(X, *new, X, centers_t, center_sq, c_new, d_new, l_new),
     }
     for run in runs.values():  # compile (or load from cache) outside the timing
         run()

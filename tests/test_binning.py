@@ -144,14 +144,15 @@ def test_encoding_passes_code_like_transform(rng, l1):
     codes = np.empty(X.shape, dtype=mapper.code_dtype)
     out, labels = np.empty((X.shape[0], 5)), np.empty(X.shape[0], dtype=np.uint8)
     if l1 is None:
-        sq = encode_and_project(X, *mapper.grid(), np.ascontiguousarray(centers.T), (centers**2).sum(1), codes, out,
-                                labels)
+        sq, unbinned = encode_and_project(X, *mapper.grid(), X, np.ascontiguousarray(centers.T), (centers**2).sum(1),
+                                          codes, out, labels)
         np.testing.assert_allclose(out, X @ centers.T)
     else:
-        sq = encode_and_measure(X, *mapper.grid(), centers, l1, codes, out, labels)
+        sq, unbinned = encode_and_measure(X, *mapper.grid(), X, centers, l1, codes, out, labels)
         diff = X[:, None, :] - centers[None]
         np.testing.assert_allclose(out, np.abs(diff).sum(2) if l1 else (diff**2).sum(2))
     np.testing.assert_allclose(sq, (X**2).sum())
+    assert not unbinned.any()
     np.testing.assert_array_equal(codes, mapper.transform(X))
     for f, e in enumerate(mapper.edges):
         np.testing.assert_array_equal(codes[:, f], np.searchsorted(e, X[:, f], side="left"))

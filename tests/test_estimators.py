@@ -286,13 +286,16 @@ def test_predict_checks_its_input_as_scikit_learn_does(make, changed, bad, fit_a
         with pytest.raises(TypeError, match="number"):
             est.predict(objects)
 
-    # NaN and inf rows: label -1 (parts.label_rows), every other row as before.
+    # Rows holding inf: label -1 (parts.label_rows); a NaN follows each cut's learned missing side
+    # (issue 28: IMM, ExKMC), else -1 as well; every other row as before.
     holes = X.copy()
     holes[1, 0], holes[4, 1], holes[6, :] = np.nan, np.inf, -np.inf
     got = est.predict(pd.DataFrame(holes, columns=NAMES))
     expected = labels.copy()
-    expected[[1, 4, 6]] = -1
-    assert np.array_equal(got, expected)
+    expected[[4, 6]] = -1
+    routed = getattr(est, "tree_", None) is not None and est.tree_.routes_missing
+    expected[1] = got[1] if routed else -1
+    assert np.array_equal(got, expected) and (got[1] >= 0) == routed
 
 
 @pytest.mark.parametrize("make, changed, bad, fit_args", ESTIMATORS, ids=IDS)
@@ -303,9 +306,11 @@ def test_predict_on_dask_is_lazy_and_labels_nonfinite_rows_minus_one(make, chang
 
     est = make().fit(*fit_args())
     X = _blobs(n_per=5, seed=3)[0]
-    X[2, 1] = np.nan
+    X[2, 1], X[5, 0] = np.nan, np.inf
     expected = est.predict(X)
-    assert expected[2] == -1 and (np.delete(expected, 2) >= 0).all()
+    # inf: -1; a NaN follows the cuts' learned missing sides where the tree has them (issue 28), else -1.
+    routed = getattr(est, "tree_", None) is not None and est.tree_.routes_missing
+    assert expected[5] == -1 and (expected[2] >= 0) == routed and (np.delete(expected, [2, 5]) >= 0).all()
     lazy = est.predict(da.from_array(X, chunks=(4, 2)))
     assert isinstance(lazy, da.Array)
     assert np.array_equal(lazy.compute(), expected)

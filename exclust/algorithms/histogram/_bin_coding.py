@@ -3,6 +3,13 @@ onto the centers (``encode_and_project``) or distances to them (``encode_and_mea
 
 A value's code is found by a cell table (edges before each cell, one comparison inside the cell; crowded
 cells get a finer grid of their own), the same answer as ``np.searchsorted`` on the edges (binning.py).
+A category feature's value is its code; a NaN (or, on a category feature, a value that is not one of
+its codes) takes the feature's missing bin. A NaN of a feature without a missing bin is counted per
+feature (``unbinned``) and coded 0: the caller decides (binning.py, engine.py).
+
+The fused kernels read the codes from X and the per-row values (dot products, distances, sum of
+squares) from Z, the clustering space, which may be X itself (issue 28: cluster in one space, explain
+in another).
 """
 from __future__ import annotations
 
@@ -101,8 +108,10 @@ def search_tables(edges, n_edges, origin, inv_width, cells):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base):
-    """Bin of value v of feature f: the number of edges strictly below it.
+def _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
+             n_categories, missing_bin):
+    """Bin of value v of feature f: its category code, its missing bin, or (numeric) the number
+    of edges strictly below it; -1 for a NaN of a feature without a missing bin.
 
     The edges below v are those of the cells before v's cell (``base``) plus those of v's own
     cell that are below v (in a crowded cell: those of the sub-cells before v's sub-cell, plus
@@ -111,6 +120,10 @@ def _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
     the first edge at or after the cell (with no edge in the cell, that edge lies in a later
     cell, hence above v; past the last edge it is the +inf padding).
     """
+    if n_categories[f] > 0:
+        if v >= 0.0 and v < n_categories[f] and v == np.floor(v):  # NaN fails every comparison
+            return np.int64(v)
+        return missing_bin[f]
     c = _cell_of(v, f, origin, inv_width, base.shape[1] - 2)
     lo = np.int64(base[f, c])
     n = np.int64(base[f, c + 1]) - lo
@@ -125,41 +138,76 @@ def _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
         # A select, not a branch: the comparison's outcome is data, unpredictable.
         lo = lo + half if edges[f, lo + half] < v else lo
         n -= half
-    return lo + np.int64(edges[f, lo] < v)
+    code = lo + np.int64(edges[f, lo] < v)
+    # A NaN lands in cell 0 and compares below no edge: code 0, the only code it can take.
+    if code == 0 and v != v:
+        return missing_bin[f]
+    return code
+
+
+CHUNK = 4096  # rows per parallel task of the coding kernels
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+              sub_start, sub_base, n_categories, missing_bin):
+    """Codes of row i of X into ``codes``; its NaN without a missing bin counted in ``unbinned[c]``."""
+    for f in range(X.shape[1]):
+        code = _code_of(X[i, f], f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start,
+                        sub_base, n_categories, missing_bin)
+        if code < 0:
+            unbinned[c, f] += 1
+            code = 0
+        codes[i, f] = code
+
+
+@numba.njit(cache=True, nogil=True)
+def _summed(per_chunk):
+    out = np.zeros(per_chunk.shape[1], dtype=np.int64)
+    for c in range(per_chunk.shape[0]):
+        out += per_chunk[c]
+    return out
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def encode_rows(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base, codes):
-    """Write into ``codes`` the bin of every value (see ``_code_of``)."""
+def encode_rows(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
+                n_categories, missing_bin, codes):
+    """Write into ``codes`` the bin of every value (see ``_code_of``); returns, per feature, its
+    NaN that found no missing bin (coded 0)."""
     n, d = X.shape
-    for i in numba.prange(n):
-        for f in range(d):
-            codes[i, f] = _code_of(X[i, f], f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
-                                   sub_start, sub_base)
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    unbinned = np.zeros((n_chunks, d), dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+                      sub_start, sub_base, n_categories, missing_bin)
+    return _summed(unbinned)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
-                       centers_t, center_sq, codes, dots, labels):
-    """Pass 2 in one read of each row: bin codes, <x, mu_j> for every center, nearest center.
+                       n_categories, missing_bin, Z, centers_t, center_sq, codes, dots, labels):
+    """Pass 2 in one read of each row: bin codes of X, <z, mu_j> for every center, nearest center.
 
-    Returns the block's sum of ||x||^2. The dot products accumulate feature by feature into all
-    k centers at once (a loop without a carried dependency, which the compiler vectorizes).
+    Returns the block's sum of ||z||^2 and, per feature of X, its NaN without a missing bin. The
+    dot products accumulate feature by feature into all k centers at once (a loop without a
+    carried dependency, which the compiler vectorizes).
     """
     n, d = X.shape
+    dz = Z.shape[1]
     k = centers_t.shape[1]
-    chunk = 4096
-    n_chunks = (n + chunk - 1) // chunk
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    unbinned = np.zeros((n_chunks, d), dtype=np.int64)
     total = 0.0
     for c in numba.prange(n_chunks):
         acc = np.empty(k)  # one scratch row per chunk, not per row
         part = 0.0
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+                      sub_start, sub_base, n_categories, missing_bin)
             acc[:] = 0.0
-            for f in range(d):
-                v = X[i, f]
-                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
-                                       sub_start, sub_base)
+            for f in range(dz):
+                v = Z[i, f]
                 part += v * v
                 for j in range(k):
                     acc[j] += v * centers_t[f, j]
@@ -174,37 +222,39 @@ def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
                     arg = j
             labels[i] = arg
         total += part
-    return total
+    return total, _summed(unbinned)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
-                       centers, l1, codes, dists, labels):
-    """Pass 2 with distances in place of dot products: bin codes, the distance of every row to
-    every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
+                       n_categories, missing_bin, Z, centers, l1, codes, dists, labels):
+    """Pass 2 with distances in place of dot products: bin codes of X, the distance of every
+    row of Z to every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
 
     Each distance is summed from its own differences, so it carries no cancellation error (the
-    dot-product form ``||x||^2 - 2<x, mu> + ||mu||^2`` would). Returns the block's sum of ||x||^2.
+    dot-product form ``||z||^2 - 2<z, mu> + ||mu||^2`` would). Returns the block's sum of
+    ||z||^2 and, per feature of X, its NaN without a missing bin.
     """
     n, d = X.shape
+    dz = Z.shape[1]
     k = centers.shape[0]
     total = 0.0
-    chunk = 4096
-    n_chunks = (n + chunk - 1) // chunk
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    unbinned = np.zeros((n_chunks, d), dtype=np.int64)
     for c in numba.prange(n_chunks):
         part = 0.0
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            for f in range(d):
-                v = X[i, f]
-                codes[i, f] = _code_of(v, f, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
-                                       sub_start, sub_base)
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
+                      sub_start, sub_base, n_categories, missing_bin)
+            for f in range(dz):
+                v = Z[i, f]
                 part += v * v
             best = np.inf
             arg = 0
             for j in range(k):
                 acc = 0.0
-                for f in range(d):
-                    diff = X[i, f] - centers[j, f]
+                for f in range(dz):
+                    diff = Z[i, f] - centers[j, f]
                     acc += abs(diff) if l1 else diff * diff
                 dists[i, j] = acc
                 if acc < best:
@@ -212,4 +262,4 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
                     arg = j
             labels[i] = arg
         total += part
-    return total
+    return total, _summed(unbinned)

@@ -5,6 +5,11 @@ Rows are routed through the tree being grown by their bin codes, never by floats
 ``x[f] <= edges[f][b]`` on the raw value (see binning.py), so the final ThresholdTree with
 real-valued thresholds routes raw data exactly as the engine did.
 
+The cuts come in one of two forms (``_goes_left``; the tree is ``engine.CodeTree``): ``split_bin``
+(one bin per node, the threshold cuts as above), or a table ``(n_nodes, codes)`` saying per node
+which codes go left, which also holds category set cuts and each cut's learned side for the
+missing bin. A node is a leaf when its feature is -1.
+
 Histogram kernels split the rows into one block per thread and give each thread its own
 histogram, summed at the end: a row is read once, and no two threads write the same cell.
 """
@@ -12,13 +17,27 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.extending import overload
+
+
+def _goes_left(cuts, node, code):
+    """Whether a row of bin ``code`` at ``node`` goes left: ``code <= cuts[node]`` when ``cuts``
+    holds one threshold bin per node, ``cuts[node, code]`` when it is a table of codes per node."""
+    return code <= cuts[node] if cuts.ndim == 1 else bool(cuts[node, code])
+
+
+@overload(_goes_left, inline="always")
+def _goes_left_compiled(cuts, node, code):
+    if cuts.ndim == 1:
+        return lambda cuts, node, code: code <= cuts[node]
+    return lambda cuts, node, code: cuts[node, code] != 0
 
 
 @numba.njit(cache=True, nogil=True)
-def route_codes(codes, i, feature, split_bin, left, right, node):
-    """Leaf reached by row ``i`` of ``codes`` from ``node`` (0: the root; split_bin < 0 marks a leaf)."""
-    while split_bin[node] >= 0:
-        if codes[i, feature[node]] <= split_bin[node]:
+def route_codes(codes, i, feature, cuts, left, right, node):
+    """Leaf reached by row ``i`` of ``codes`` from ``node`` (0: the root; feature -1 marks a leaf)."""
+    while feature[node] >= 0:
+        if _goes_left(cuts, node, codes[i, feature[node]]):
             node = left[node]
         else:
             node = right[node]
@@ -26,17 +45,17 @@ def route_codes(codes, i, feature, split_bin, left, right, node):
 
 
 @numba.njit(cache=True, nogil=True)
-def route_all_codes(codes, feature, split_bin, left, right):
+def route_all_codes(codes, feature, cuts, left, right):
     """Leaf of every row, routed by codes."""
     n = codes.shape[0]
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
-        out[i] = route_codes(codes, i, feature, split_bin, left, right, 0)
+        out[i] = route_codes(codes, i, feature, cuts, left, right, 0)
     return out
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, remember, slot, member_pos, offset,
+def mistake_histograms(codes, labels, feature, cuts, left, right, resume, remember, slot, member_pos, offset,
                        n_bins, nt):
     """IMM: per slot, per (feature, bin, member center) the count of alive rows, all slots in one flat array.
 
@@ -50,7 +69,7 @@ def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, r
     """
     d = codes.shape[1]
     n_slots = member_pos.shape[0]
-    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
+    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
     size = offset[n_slots]
     parts = np.zeros((nt, size), dtype=np.int64)
@@ -73,7 +92,7 @@ def mistake_histograms(codes, labels, feature, split_bin, left, right, resume, r
 
 
 @numba.njit(cache=True, nogil=True)
-def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember):
+def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember):
     """Indices of the rows that reach a requested leaf, grouped by slot (a counting sort).
 
     Visiting rows slot by slot keeps one slot's histogram hot in cache at a time; in data
@@ -88,7 +107,7 @@ def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, 
     row_slot = np.empty(n, dtype=np.int32)
     start = np.zeros(n_slots + 1, dtype=np.int64)
     for i in range(n):
-        node = route_codes(codes, i, feature, split_bin, left, right, resume[i])
+        node = route_codes(codes, i, feature, cuts, left, right, resume[i])
         if remember:
             resume[i] = node
         s = slot[node]
@@ -108,7 +127,7 @@ def rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, 
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, resume, remember, slot, n_slots, n_bins,
+def surrogate_histograms(codes, dots, labels, feature, cuts, left, right, resume, remember, slot, n_slots, n_bins,
                          nt):
     """ExKMC: per (slot, feature, bin) the row count, the sums of <x, mu_j>, and label counts.
 
@@ -119,7 +138,7 @@ def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, r
     """
     d = codes.shape[1]
     k = dots.shape[1]
-    order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
+    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
     parts = np.zeros((nt, n_slots, d, n_bins, k + 1), dtype=np.float64)
     counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int32)
@@ -144,14 +163,14 @@ def surrogate_histograms(codes, dots, labels, feature, split_bin, left, right, r
 
 
 @numba.njit(cache=True, nogil=True)
-def box_statistics(X, codes, feature, split_bin, left, right, slot, n_slots, n_bins):
+def box_statistics(X, codes, feature, cuts, left, right, slot, n_slots, n_bins):
     """KDTree: per slot, counts per (feature, bin) and per-feature sums of x and x^2."""
     n, d = X.shape
     counts = np.zeros((n_slots, d, n_bins), dtype=np.int64)
     sums = np.zeros((n_slots, d), dtype=np.float64)
     sq = np.zeros((n_slots, d), dtype=np.float64)
     for i in range(n):
-        s = slot[route_codes(codes, i, feature, split_bin, left, right, 0)]
+        s = slot[route_codes(codes, i, feature, cuts, left, right, 0)]
         if s < 0:
             continue
         for f in range(d):

@@ -11,6 +11,7 @@ import numpy as np
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.engine import EncodedData
 from exclust.dataplane import parts
+from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.sources.dataset import Dataset, as_matrix
 
@@ -66,39 +67,97 @@ def binning_sample(data, random_state=None) -> tuple[np.ndarray, int]:
 
 
 def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
-                     between_extra: bool = False) -> EncodedData:
-    """Passes 1 and 2: bin edges (centers' coordinates included) and the encoded partitions of
-    ``data`` (a Dataset, whose run sample is reused when it has one, or a validated matrix).
+                     between_extra: bool = False, Z=None, check_bins=None) -> EncodedData:
+    """Passes 1 and 2: bin edges (centers' coordinates included when they live in the data's
+    space, ``Z`` None) and the encoded partitions of ``data`` (a Dataset, whose run sample is
+    reused when it has one, or a validated matrix); its category features
+    (``Dataset.categories``) are binned by code.
 
-    ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample."""
+    ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample; ``Z``, the
+    clustering space's rows, to EncodedData. ``check_bins(mapper)``, when given, sees the bins
+    before the rows are encoded (a builder refusing what they hold)."""
     ds = data if isinstance(data, Dataset) else as_matrix(data)
     sample, passes = binning_sample(ds, random_state)
-    mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers, between_extra=between_extra)
+    mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers if Z is None else None,
+                               between_extra=between_extra, categories=dataset_categories(ds),
+                               missing=known_missing(ds))
     del sample
-    return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric)
+    if check_bins is not None:
+        check_bins(mapper)
+    return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric, Z=Z)
+
+
+def dataset_categories(ds: Dataset) -> dict:
+    """The dataset's category features (feature index -> vocabulary; ``{}`` when it has none)."""
+    return dict(ds.categories)
+
+
+def known_missing(ds: Dataset) -> np.ndarray:
+    """Per feature, whether the validation pass found missing values in it (``Dataset.missing``,
+    by column name), so that its missing bin is there before the sample is read."""
+    return np.array([ds.missing.get(name, 0) > 0 for name in ds.feature_names], dtype=bool)
+
+
+def clustering_space(Z, ds: Dataset) -> Dataset | None:
+    """The rows the reference centers live in: ``Z`` validated (complete numeric rows, one per
+    row of ``ds``), else the dataset's own clustering columns (``Dataset.cluster_X``, validated
+    when loaded), else None (the features themselves)."""
+    own = ds.cluster_X
+    if Z is None or (own is not None and Z is own):
+        return None if own is None else ds.clustering()
+    space = as_matrix(Z)
+    if space.n_rows != ds.n_rows:
+        raise InputError(f"Z has {space.n_rows} rows for {ds.n_rows} rows of X; pass the clustering columns of the "
+                         "same rows")
+    return space
 
 
 def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
-                distances: bool = False, between_extra: bool = False):
+                distances: bool = False, between_extra: bool = False, Z=None, check_bins=None):
     """Validate the data and centers of IMM / ExKMC / ExShallow (their parameters are checked by
     ``_check_params``) and encode the data; returns (dataset, centers, data). The k-medians
     objective keeps l1 distances to the centers; ``distances`` keeps squared Euclidean distances
-    for k-means instead of dot products."""
+    for k-means instead of dot products. ``Z`` (default None: X, or the dataset's
+    ``cluster_X``): the clustering space, where the centers live and the costs are measured.
+    ``check_bins``: see ``encode_for_trees``."""
     k = int(n_clusters)
     ds = as_matrix(X, n_clusters=k)
+    space = clustering_space(Z, ds)
+    reference = ds if space is None else space
     if centers is None:
-        centers = fit_reference_centers(ds.X, k, random_state, objective)
-    centers = check_centers(centers, k, ds.n_features)
+        centers = fit_reference_centers(reference.X, k, random_state, objective)
+    centers = check_centers(centers, k, reference.n_features)
     metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
-    data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra)
+    data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra,
+                            Z=None if space is None else space.X, check_bins=check_bins)
     return ds, centers, data
 
+
+
+def refuse_categories_and_missing(algorithm: str, feature_names, category, missing) -> None:
+    """ParameterError naming the first feature that is a category (``category``, bool per
+    feature) or holds missing values (``missing``), for an algorithm whose cut search knows
+    numeric thresholds on complete rows only (ExShallow, ExGreedy, KDTree)."""
+    for f, name in enumerate(feature_names):
+        kind = "is a category column" if category[f] else "holds missing values" if missing[f] else ""
+        if kind:
+            raise ParameterError(f"{algorithm} cuts numeric features without missing values only: column {name!r} "
+                                 f"{kind}; use IMM or ExKMC, which cut sets of categories and learn where missing "
+                                 "values go")
+
+
+def refuse_dataset_kinds(algorithm: str, ds: Dataset) -> None:
+    """``refuse_categories_and_missing`` from what loading found: ``Dataset.categories`` and
+    ``Dataset.missing`` (no pass)."""
+    categories = dataset_categories(ds)
+    refuse_categories_and_missing(algorithm, ds.feature_names, [f in categories for f in range(ds.n_features)],
+                                  known_missing(ds))
 
 
 class CenterTreePredictor(TreeExplainer):
     """The trees grown against reference centers (IMM, ExKMC, ExShallow, KDTree): a row's
     cluster is the center of the leaf it reaches."""
 
-    def fit_predict(self, X, centers=None):
-        """Fit, then return the cluster of every row of X."""
-        return self.fit(X, centers).predict(X)
+    def fit_predict(self, X, centers=None, **fit_params):
+        """Fit (``fit_params``: e.g. ``Z``), then return the cluster of every row of X."""
+        return self.fit(X, centers, **fit_params).predict(X)

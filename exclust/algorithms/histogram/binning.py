@@ -24,10 +24,24 @@ Edges of a feature:
   sorting implementation. With ``between_extra`` (ExShallow), an exact feature's midpoints are
   taken between the distinct values *and* the extra values together, so a cut can also fall
   just below a center: every way a threshold can part the values and the centers is a bin.
+
+Kinds of features (issue 28):
+
+- a **category** feature (``categories``: feature -> its vocabulary, or its number of
+  categories C) holds the codes 0.0 .. C-1 of the sources' encoding; its bins are those codes,
+  one bin per category, with no edges, and a cut on it sends a set of codes left
+  (``engine.CodeTree.split_set``);
+- a **missing bin**, code ``n_bins[f]`` after the value bins, holds a feature's NaN (and, on
+  a category feature, any value that is not one of its codes). Edges ignore NaN. A feature has
+  one when its sample holds NaN, when the caller asks (``missing``), and always when it is a
+  category; a feature without one adds no code, so data without NaN keep their codes, their
+  edges and their code type.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -60,24 +74,55 @@ def _midpoints(values: np.ndarray) -> np.ndarray:
 
 @dataclass
 class BinMapper:
-    """Per-feature bin edges; ``transform`` turns raw rows into bin codes."""
+    """Per-feature bin edges (or categories) and missing bins; ``transform`` turns raw rows into bin codes.
+
+    ``n_categories[f]``: C for a category feature (its codes are its bins), 0 for a numeric one
+    (None: every feature numeric). ``missing[f]``: whether feature f has a missing bin (None:
+    none has). A category feature always has one.
+    """
 
     edges: list[np.ndarray]
     exact: np.ndarray  # bool per feature: edges are every midpoint of the distinct values
+    n_categories: np.ndarray = None  # type: ignore[assignment]  # filled by __post_init__
+    missing: np.ndarray = None  # type: ignore[assignment]
     _grid: tuple | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        d = len(self.edges)
+        self.n_categories = (np.zeros(d, dtype=np.int64) if self.n_categories is None
+                             else np.asarray(self.n_categories, dtype=np.int64))
+        missing = np.zeros(d, dtype=bool) if self.missing is None else np.asarray(self.missing, dtype=bool)
+        self.missing = missing | (self.n_categories > 0)
 
     @property
     def n_features(self) -> int:
         return len(self.edges)
 
     @property
+    def is_category(self) -> np.ndarray:
+        """Whether each feature is a category feature (bool per feature)."""
+        return self.n_categories > 0
+
+    @property
     def n_bins(self) -> np.ndarray:
-        """Number of bins of each feature (edges + 1)."""
-        return np.array([e.size + 1 for e in self.edges], dtype=np.int64)
+        """Number of value bins of each feature: edges + 1, or its categories; the missing bin
+        is not counted (``n_codes`` counts it)."""
+        return np.where(self.is_category, self.n_categories, [e.size + 1 for e in self.edges]).astype(np.int64)
+
+    @property
+    def missing_bin(self) -> np.ndarray:
+        """Code of each feature's missing bin (``n_bins[f]``), -1 for a feature without one."""
+        return np.where(self.missing, self.n_bins, -1).astype(np.int64)
+
+    @property
+    def n_codes(self) -> np.ndarray:
+        """Number of codes of each feature: its value bins and its missing bin."""
+        return self.n_bins + self.missing
 
     @property
     def max_n_bins(self) -> int:
-        return int(self.n_bins.max())
+        """The histograms' width: the most codes of a feature (missing bin included)."""
+        return int(self.n_codes.max())
 
     @property
     def code_dtype(self):
@@ -95,7 +140,8 @@ class BinMapper:
     def search_grid(self, edges: np.ndarray, n_edges: np.ndarray, cells: int | None = None):
         """Per feature a uniform grid over its edges: origin, 1 / cell width, and per cell the
         number of edges in the cells before it (``search_tables``), exact for the kernel's own cell
-        function, and the finer grids of crowded cells. ``cells`` defaults to a power of two at
+        function, the finer grids of crowded cells, and the features' kinds (``n_categories``,
+        ``missing_bin``). ``cells`` defaults to a power of two at
         least 16 times the edges of the largest feature (at least 1024), so that on data without
         heavy tails nearly every cell holds at most one edge (measured in bench/bench_coding.py:
         4096 cells for 255 edges, 164 KiB of uint16 cell bases at 20 features)."""
@@ -113,26 +159,52 @@ class BinMapper:
                 scale = cells / (e[-1] - e[0])
             if np.isfinite(scale):
                 origin[f], inv_width[f] = e[0], scale
-        return origin, inv_width, *search_tables(edges, n_edges, origin, inv_width, cells)
+        return (origin, inv_width, *search_tables(edges, n_edges, origin, inv_width, cells), self.n_categories,
+                self.missing_bin)
 
     def grid(self) -> tuple:
         """The arrays the coding kernels take: padded edges, the search grid's origin and
-        1 / cell width per feature, and its exact tables (``search_tables``)."""
+        1 / cell width per feature, its exact tables (``search_tables``) and the features' kinds."""
         if self._grid is None:
             edges, n_edges = self.padded_edges()
             self._grid = (edges, *self.search_grid(edges, n_edges))
         return self._grid
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        """Bin codes (uint8 or uint16) of a block of rows."""
+        """Bin codes (uint8 or uint16) of a block of rows.
+
+        A NaN of a feature without a missing bin has no code: ValueError naming the features.
+        """
         X = np.ascontiguousarray(X, dtype=np.float64)
         codes = np.empty(X.shape, dtype=self.code_dtype)
-        encode_rows(X, *self.grid(), codes)
+        unbinned = encode_rows(X, *self.grid(), codes)
+        if unbinned.any():
+            raise ValueError(f"NaN in feature(s) {np.flatnonzero(unbinned).tolist()}, which have no missing bin")
         return codes
 
     def threshold(self, feature: int, split_bin: int) -> float:
         """The real-valued cut ``x[feature] <= t`` equivalent to ``code <= split_bin``."""
+        if self.is_category[feature]:
+            raise ValueError(f"feature {feature} is a category feature: its cuts are sets of codes, not thresholds")
         return float(self.edges[feature][split_bin])
+
+    def with_missing(self, features) -> BinMapper:
+        """The same bins with a missing bin added to ``features`` (found holding NaN that the
+        sample missed)."""
+        missing = self.missing.copy()
+        missing[np.asarray(features, dtype=np.int64)] = True
+        return BinMapper(self.edges, self.exact, self.n_categories, missing)
+
+
+def category_counts(categories: Mapping[int, Any] | None, d: int) -> np.ndarray:
+    """Categories per feature (0: numeric) from ``{feature: vocabulary or count}``."""
+    counts = np.zeros(d, dtype=np.int64)
+    for f, vocabulary in (categories or {}).items():
+        c = int(vocabulary) if isinstance(vocabulary, (int, np.integer)) else len(vocabulary)
+        if not 1 <= c <= MAX_CODE_BINS - 1:
+            raise ValueError(f"feature {f} has {c} categories; a category feature has 1 to {MAX_CODE_BINS - 1}")
+        counts[int(f)] = c
+    return counts
 
 
 def edges_from_sample(
@@ -140,6 +212,8 @@ def edges_from_sample(
     max_bins: int = 256,
     extra_edges: np.ndarray | None = None,
     between_extra: bool = False,
+    categories: Mapping[int, Any] | None = None,
+    missing: np.ndarray | None = None,
 ) -> BinMapper:
     """Bin edges per feature from a sample of rows (the whole data when it is small).
 
@@ -147,15 +221,32 @@ def edges_from_sample(
     quantile edges leave room for them so a feature rarely exceeds ``max_bins`` bins; an exact
     feature keeps all its midpoints and may exceed it by at most ``m`` (the code type grows
     from uint8 to uint16 only if some feature needs more than 256 bins).
+
+    ``categories`` (default None: all numeric): feature -> its vocabulary (``Dataset.categories``)
+    or its number of categories; those features get one bin per code and no edges
+    (``extra_edges`` ignored there). ``missing`` (bool per feature, default None): features to
+    give a missing bin even where the sample holds no NaN. NaN are left out of the edges.
     """
     max_bins = check_max_bins(max_bins)
     sample = np.asarray(sample, dtype=np.float64)
     d = sample.shape[1]
+    n_categories = category_counts(categories, d)
+    has_nan = np.isnan(sample).any(axis=0)
+    wanted = has_nan if missing is None else has_nan | np.asarray(missing, dtype=bool)
     n_extra = 0 if extra_edges is None else int(np.asarray(extra_edges).shape[0])
     edges: list[np.ndarray] = []
     exact = np.zeros(d, dtype=bool)
     for f in range(d):
+        if n_categories[f]:
+            edges.append(np.empty(0))
+            exact[f] = True
+            continue
         col = np.sort(sample[:, f])
+        if has_nan[f]:
+            col = col[~np.isnan(col)]  # sorted last, dropped
+        if col.size == 0:  # nothing but NaN: one value bin
+            edges.append(np.empty(0))
+            continue
         distinct = col[np.concatenate([[True], col[1:] != col[:-1]])]
         extra = np.unique(np.asarray(extra_edges, dtype=np.float64)[:, f]) if n_extra else np.empty(0)
         n_codes = distinct.size + (2 if between_extra else 1) * extra.size
@@ -180,4 +271,4 @@ def edges_from_sample(
         if extra.size:
             e = np.union1d(e, extra)
         edges.append(np.ascontiguousarray(e, dtype=np.float64))
-    return BinMapper(edges=edges, exact=exact)
+    return BinMapper(edges=edges, exact=exact, n_categories=n_categories, missing=wanted)

@@ -19,13 +19,16 @@ A new criterion is one subclass: its ``block`` (usually one numba kernel call), 
 ``unpack`` and ``best_split``; an algorithm grows its tree by calling
 ``data.histograms(MyCriterion(), tree, slot, ...)`` and ``criterion.best_split`` per node.
 
-Missing values and categorical features plug in here as criterion variants: a variant's
-``block`` fills one extra bin per feature for missing codes (or per category code), and its
-``best_split`` scores each cut twice, the missing bin sent left and right (LightGBM's
-``default_left``), or, for a categorical feature, orders its category bins by the node's
-statistic and scans prefixes of that order as category sets (Fisher's grouping, as LightGBM's
-``FindBestThresholdCategorical``). The cut it returns then carries the missing side or the set,
-which the tree records; the pass, the reduction and the routing memory stay the engine's.
+Missing values and category features (issue 28) live in the codes and in the cut search: the
+blocks count every code of ``binning.BinMapper`` (one missing bin per feature, one bin per
+category) and route by ``CodeTree.arrays(mapper)`` (thresholds, or a table of codes per node for
+set cuts and missing bins sent left); ``Mistakes.best_split`` and ``SurrogateCost.best_split`` are
+``cut_search``'s, which price every cut with the missing bin on either side (LightGBM's
+``default_left``) and search set cuts of a category feature (exact for the surrogate cost; for
+mistakes, exact over up to 10 categories holding centers, Fisher-ordered prefixes beyond, as
+LightGBM's ``FindBestThresholdCategorical`` orders categories). The cut returned (``BinCut``)
+carries the set and the missing side, which the tree records. ``ShallowCost`` and ``MedianCut``
+know thresholds on numeric, complete features only: ExShallow, ExGreedy and KDTree refuse the others.
 
 ``MedianCut`` (KDTree) reads the raw rows instead of kept parts: KDTree encodes nothing, so its
 pass is ``parts.map_reduce(MedianCut.block, X, ...)``.
@@ -38,6 +41,8 @@ from typing import Any
 import numpy as np
 
 from exclust.algorithms.histogram._code_histograms import box_statistics, mistake_histograms, surrogate_histograms
+from exclust.algorithms.histogram.binning import BinMapper
+from exclust.algorithms.histogram.cut_search import BinCut, best_mistake_cut, best_surrogate_cut, side_costs
 from exclust.dataplane.parts import kernel_threads
 
 
@@ -129,33 +134,11 @@ class Mistakes(Criterion):
         return [reduced[offset[s]:offset[s + 1]].reshape(data.d, data.n_bins, int((offset[s + 1] - offset[s]) // cells))
                 for s in range(offset.shape[0] - 1)]
 
-    def best_split(self, hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, n_bins: np.ndarray):
-        """IMM at one node: the (feature, bin, mistakes) of fewest mistakes among cuts that split its centers.
-
-        ``hist`` (d, B, m) counts the node's alive rows per member center (column c: center
-        ``members[c]``), ``center_codes`` (k, d) are the centers' own bin codes, ``members`` the
-        node's centers in increasing order. A row is a mistake when it falls on the other side from
-        its center. Ties go to the lowest feature, then the lowest bin (the order of a sorting
-        implementation scanning features then thresholds).
-        Returns None when no cut separates the centers (identical centers).
-        """
-        d, B, _ = hist.shape
-        h = hist.astype(np.int64)  # (d, B, m)
-        left = np.cumsum(h, axis=1)  # rows of each cluster at or below each bin
-        total = left[:, -1:, :]
-        cc = center_codes[members].T  # (d, m)
-        bins = np.arange(B)
-        center_left = cc[:, None, :] <= bins[None, :, None]  # (d, B, m): center goes left at cut b
-        mistakes = np.where(center_left, total - left, left).sum(axis=2)  # (d, B)
-        lo, hi = cc.min(axis=1), cc.max(axis=1)
-        valid = (bins[None, :] >= lo[:, None]) & (bins[None, :] < hi[:, None])
-        valid &= bins[None, :] < (n_bins[:, None] - 1)
-        if not valid.any():
-            return None
-        mistakes = np.where(valid, mistakes, np.iinfo(np.int64).max)
-        flat = int(np.argmin(mistakes))
-        f, b = divmod(flat, B)
-        return f, b, int(mistakes[f, b])
+    def best_split(self, hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, mapper: BinMapper
+                   ) -> BinCut | None:
+        """IMM at one node: the cut of fewest mistakes among those that part its centers
+        (threshold or category set, with its missing side): ``cut_search.best_mistake_cut``."""
+        return best_mistake_cut(hist, center_codes, members, mapper)
 
 
 # --------------------------------------------------------------------------- ExKMC: surrogate cost
@@ -164,14 +147,6 @@ def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
         part["codes"], part["dots"], part["labels"], *tree_arrays, *resume_nodes(part, routing), slot, n_slots,
         n_bins, kernel_threads(),
     )
-
-
-def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray | None) -> np.ndarray:
-    """Surrogate cost of a set of rows with each center: from sums of dot products, less the
-    shared sum of ||x||^2; or, when ``center_sq`` is None, the sums are distances already."""
-    if center_sq is None:
-        return dots
-    return n[..., None] * center_sq - 2.0 * dots
 
 
 class SurrogateCost(Criterion):
@@ -187,47 +162,11 @@ class SurrogateCost(Criterion):
     def pass_args(self, data, slot, n_slots):
         return slot, n_slots, data.n_bins
 
-    def best_split(self, hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray | None, n_bins: np.ndarray,
-                   tol: float = 0.0):
-        """ExKMC at one leaf: (feature, bin, split cost, left center, right center), costs less sum ||x||^2.
-
-        Both sides of every threshold come from prefix sums of the (d, B, k + 1) histogram; each
-        side takes its cheapest center. Only cuts with rows on both sides count. Cuts within
-        ``tol`` of the cheapest are equally good; among them the one that leaves the fewest rows on
-        a side other than their own center's wins, then the one that carves off the largest side
-        holding only its own center's rows (so a zero-gain cut still isolates the points that a
-        later cut can fix), then the lowest feature and bin. ``labels`` (d, B, k) counts rows per
-        reference cluster. Returns None when no cut leaves rows on both sides.
-        """
-        d, B, _ = hist.shape
-        pref = np.cumsum(hist, axis=1)
-        tot = pref[:, -1:, :]
-        nl, dl = pref[..., 0], pref[..., 1:]
-        nr, dr = tot[..., 0] - nl, tot[..., 1:] - dl
-        cl = side_costs(nl, dl, center_sq)
-        cr = side_costs(nr, dr, center_sq)
-        jl, jr = cl.argmin(axis=2), cr.argmin(axis=2)
-        cost = np.take_along_axis(cl, jl[..., None], 2)[..., 0] + np.take_along_axis(cr, jr[..., None], 2)[..., 0]
-        bins = np.arange(B)
-        # A cut must leave rows on both sides; of several edges giving the same partition (empty
-        # bins between two values, e.g. an edge at a center coordinate) only the last one counts.
-        next_bin_rows = np.concatenate([hist[:, 1:, 0], np.zeros((d, 1))], axis=1)
-        valid = (nl > 0.5) & (nr > 0.5) & (bins[None, :] < (n_bins[:, None] - 1)) & (next_bin_rows > 0.5)
-        if not valid.any():
-            return None
-        cost = np.where(valid, cost, np.inf)
-        near = cost <= cost.min() + tol
-        lab_l = np.cumsum(labels, axis=1)
-        lab_r = lab_l[:, -1:, :] - lab_l
-        own_l = np.take_along_axis(lab_l, jl[..., None], 2)[..., 0]
-        own_r = np.take_along_axis(lab_r, jr[..., None], 2)[..., 0]
-        wrong = (nl - own_l) + (nr - own_r)
-        pure = np.maximum(np.where(own_l == nl, nl, 0.0), np.where(own_r == nr, nr, 0.0))
-        wrong = np.where(near, wrong, np.inf)
-        pure = np.where(near & (wrong <= wrong.min()), pure, -1.0)
-        flat = int(np.argmax(pure))
-        f, b = divmod(flat, B)
-        return f, b, float(cost[f, b]), int(jl[f, b]), int(jr[f, b])
+    def best_split(self, hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray | None, mapper: BinMapper,
+                   tol: float = 0.0) -> BinCut | None:
+        """ExKMC at one leaf: the cut of least surrogate cost (threshold or exact category set,
+        with its missing side), ties within ``tol`` broken as ``cut_search.best_surrogate_cut`` says."""
+        return best_surrogate_cut(hist, labels, center_sq, mapper, tol)
 
     @staticmethod
     def leaf_cost(hist: np.ndarray, center_sq: np.ndarray | None, center: int) -> float:

@@ -58,6 +58,7 @@ class ExGreedy(CenterTreePredictor):
         self.random_state = random_state
 
     def fit(self, X, centers=None) -> ExGreedy:
-        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
+        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None);
+        category features and missing values refused as ``ExShallow.fit`` says."""
         self._check_params()
         return fit_shallow(self, X, centers, 0.0, "exgreedy")

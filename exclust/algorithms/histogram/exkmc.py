@@ -27,7 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, prepare_fit
+from exclust.algorithms.histogram.base import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    dataset_categories,
+    prepare_fit,
+)
 from exclust.algorithms.histogram.criteria import SurrogateCost
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.algorithms.histogram.imm import grow_imm
@@ -52,7 +57,6 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     (index 0: the base tree).
     """
     center_sq = data.center_sq  # None: the histograms hold distances, summed as they are
-    n_bins = data.mapper.n_bins
     # Mean ||x||^2: the size of the terms that cancel in the dot-product form (none with distances).
     scale = 0.0 if data.holds_distances else data.sum_sq / max(data.n_rows, 1)
     leaves = tree.leaves()
@@ -65,7 +69,7 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     del computed
 
     cost = {}  # current surrogate cost (less ||x||^2) of each leaf with its label
-    best = {}  # leaf -> (gain, mistakes, f, b, left center, right center)
+    best = {}  # leaf -> (gain, mistakes, its best cut)
 
     def score(leaf: int) -> None:
         h, labels = hists[leaf]
@@ -79,11 +83,10 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
             return
         # Cancellation leaves noise of a few ulps of the leaf's cost terms: below it, gains tie.
         noise = _GAIN_NOISE * (scale * h[0, :, 0].sum() + abs(cost[leaf]))
-        cut = SURROGATE.best_split(h, labels, center_sq, n_bins, tol=noise)
+        cut = SURROGATE.best_split(h, labels, center_sq, data.mapper, tol=noise)
         if cut is not None:
-            f, b, split_cost, jl, jr = cut
-            gain = cost[leaf] - split_cost
-            best[leaf] = (gain if gain > noise else 0.0, mistakes, f, b, jl, jr)
+            gain = cost[leaf] - cut.score
+            best[leaf] = (gain if gain > noise else 0.0, mistakes, cut)
 
     for leaf in leaves:
         score(leaf)
@@ -102,9 +105,9 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
             # leaf made since (a child of a split): same tree, far fewer passes.
             todo = [node for node in rank[: max_leaves - n_leaves] if node not in ahead]
             ahead.update(_smaller_sides(data, tree, hists, best, todo))
-        gain, _, f, b, jl, jr = best.pop(leaf)
-        left, right = tree.split(leaf, f, b)
-        tree.value[left], tree.value[right] = jl, jr
+        _, _, cut = best.pop(leaf)
+        left, right = cut.apply(tree, leaf)
+        tree.value[left], tree.value[right] = cut.left_center, cut.right_center
         order.append(leaf)
         parent, parent_counts = hists.pop(leaf)
         goes_left, h, c = ahead.pop(leaf)
@@ -129,11 +132,12 @@ def _smaller_sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, l
     """
     trial = tree.trial_copy()
     sides = []
+    every_code = np.arange(data.n_bins)
     for leaf in leaves:
-        _, _, f, b, _, _ = best[leaf]
-        parent = hists[leaf][0]
-        goes_left = 2 * float(parent[f, : b + 1, 0].sum()) <= float(parent[f, :, 0].sum())
-        left, right = trial.split(leaf, f, b)
+        cut = best[leaf][2]
+        parent = hists[leaf][0][cut.feature]
+        goes_left = 2 * float(parent[cut.goes_left(every_code, data.mapper), 0].sum()) <= float(parent[:, 0].sum())
+        left, right = cut.apply(trial, leaf)
         sides.append((leaf, goes_left, left if goes_left else right))
     slot = np.full(trial.n_nodes, -1, dtype=np.int64)
     for s, (_, _, node) in enumerate(sides):
@@ -203,12 +207,17 @@ class ExKMC(CenterTreePredictor):
     def _leaf_budget(self) -> int:
         return int(self.n_clusters if self.max_leaves is None else self.max_leaves)
 
-    def fit(self, X, centers=None) -> ExKMC:
-        """Build the expanded tree for X against ``centers`` (k-means on X when None)."""
+    def fit(self, X, centers=None, Z=None) -> ExKMC:
+        """Build the expanded tree for X against ``centers`` (k-means on X, or on Z, when None).
+
+        ``X``, ``centers`` and ``Z`` as ``IMM.fit``: with Z (the clustering space, complete
+        numeric rows aligned with X) the surrogate cost is measured in Z while the cuts are on
+        X's features, which may hold NaN and category features.
+        """
         self._check_params()
         X = self._fit_input(X)
         ds, centers, data = prepare_fit(
-            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
+            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective, Z=Z
         )
         if self.base_tree == "imm":
             tree, _ = grow_imm(data)
@@ -225,7 +234,8 @@ class ExKMC(CenterTreePredictor):
         self.leaf_counts_ = list(range(base_leaves, base_leaves + len(self.split_order_) + 1))
         meta = {"algorithm": "exkmc", "base_tree": self.base_tree, "max_bins": self.max_bins,
                 "objective": self.objective}
-        self.full_tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
+        self.full_tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta,
+                                                 categories=dataset_categories(ds))
         self.tree_ = self.tree_at(self.leaf_counts_[-1])
         data.release()
         return self

@@ -66,10 +66,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, prepare_fit
+from exclust.algorithms.histogram.base import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    prepare_fit,
+    refuse_categories_and_missing,
+    refuse_dataset_kinds,
+)
 from exclust.algorithms.histogram.criteria import ShallowCost
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.estimator import Interval, Real
+from exclust.sources.dataset import as_matrix
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
 # A node with at least this many rows in a part fills each feature's bulk bin (a one-hot zero)
@@ -195,7 +202,11 @@ class ExShallow(CenterTreePredictor):
         self.random_state = random_state
 
     def fit(self, X, centers=None) -> ExShallow:
-        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None)."""
+        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None).
+
+        Category features and missing values are refused (ParameterError naming the column):
+        this cut search knows numeric thresholds only; IMM and ExKMC take them, and a clustering
+        space of other columns (``Z``)."""
         self._check_params()
         return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow")
 
@@ -203,10 +214,13 @@ class ExShallow(CenterTreePredictor):
 def fit_shallow(est, X, centers, depth_factor: float, algorithm: str):
     """Fit ExShallow's tree with ``depth_factor`` onto ``est`` (an ExShallow or ExGreedy whose
     parameters are checked): ``tree_``, ``centers_``, ``weighted_avg_depth_``, ``n_passes_``."""
-    X = est._fit_input(X)
+    title = "ExGreedy" if algorithm == "exgreedy" else "ExShallow"
+    ds = as_matrix(est._fit_input(X), n_clusters=int(est.n_clusters))
+    refuse_dataset_kinds(title, ds)
     ds, centers, data = prepare_fit(
-        X, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
-        distances=True, between_extra=True,
+        ds, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
+        distances=True, between_extra=True,  # NaN that loading did not count, found by the binning sample:
+        check_bins=lambda bins: refuse_categories_and_missing(title, ds.feature_names, bins.is_category, bins.missing),
     )
     tree, weighted_depth = grow_shallow(data, depth_factor)
     est.centers_ = centers

@@ -20,9 +20,11 @@ import numpy as np
 from exclust.algorithms.histogram.base import (
     CENTER_TREE_CONSTRAINTS,
     CenterTreePredictor,
+    dataset_categories,
     prepare_fit,
 )
 from exclust.algorithms.histogram.criteria import Mistakes
+from exclust.algorithms.histogram.cut_search import center_codes
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
@@ -32,8 +34,8 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     k = data.k
     criterion = Mistakes()
     tree = CodeTree()
-    n_bins = data.mapper.n_bins
-    center_codes = data.mapper.transform(data.centers).astype(np.int64)
+    mapper = data.mapper
+    every_code = np.arange(data.n_bins)
     members = {0: np.arange(k)}
     total_mistakes = 0
     if k == 1:
@@ -46,20 +48,24 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     slot[0] = 0
     hists = {0: data.histograms(criterion, tree, slot, ok)[0]}
+    # The centers' codes: their coordinates binned where they live in the features' space, and
+    # where they do not (category features, a clustering space Z) read off their clusters' rows.
+    coordinates = mapper.transform(data.centers).astype(np.int64) if data.centers_in_feature_space else None
+    codes = center_codes(hists[0], mapper, coordinates)
 
     while hists:
         # Split every node of this level; collect the children that need a histogram.
         # (child to compute, its centers, parent hist, sibling or -1, the child's columns of the parent's)
         requests: list[tuple[int, np.ndarray, np.ndarray | None, int, np.ndarray | None]] = []
         for node, hist in sorted(hists.items()):
-            cut = criterion.best_split(hist, center_codes, members[node], n_bins)
+            cut = criterion.best_split(hist, codes, members[node], mapper)
             if cut is None:  # the node's centers coincide on every feature
                 tree.value[node] = int(members[node][0])
                 continue
-            f, b, mistakes = cut
-            total_mistakes += mistakes
-            left, right = tree.split(node, f, b)
-            goes_left = center_codes[members[node], f] <= b
+            f = cut.feature
+            total_mistakes += int(cut.score)
+            left, right = cut.apply(tree, node)
+            goes_left = cut.goes_left(codes[members[node], f], mapper)
             members[left], members[right] = members[node][goes_left], members[node][~goes_left]
             need = [c for c in (left, right) if members[c].size > 1]
             for c in (left, right):
@@ -69,7 +75,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
                 requests.append((need[0], members[need[0]], None, -1, None))
             elif len(need) == 2:
                 # Count the parent's alive rows on the smaller side; the sibling is the difference.
-                n_left = int(hist[f, : b + 1].sum())
+                n_left = int(hist[f, cut.goes_left(every_code, mapper)].sum())
                 small, big = (left, right) if 2 * n_left <= int(hist[f].sum()) else (right, left)
                 small_cols = goes_left if small == left else ~goes_left
                 requests.append((small, members[node], hist, big, small_cols))
@@ -135,12 +141,24 @@ class IMM(CenterTreePredictor):
         self.random_state = random_state
         self.objective = objective
 
-    def fit(self, X, centers=None) -> IMM:
-        """Build the IMM tree for X against ``centers`` (k-means on X when None)."""
+    def fit(self, X, centers=None, Z=None) -> IMM:
+        """Build the IMM tree for X against ``centers`` (k-means on X, or on Z, when None).
+
+        Parameters
+        ----------
+        X : array-like, DataFrame, dask array or Dataset of shape (n, d)
+            The features the tree cuts; NaN (missing) and category features (a Dataset's
+            ``categories``) allowed when the clustering space is given.
+        centers : array of shape (n_clusters, d or Z's width), default=None
+            Reference centers, in Z's space when Z is given.
+        Z : array-like of shape (n, p), default=None
+            The clustering space (complete numeric rows, one per row of X): a row's cluster is
+            its nearest center in Z; None: X itself (or the Dataset's ``cluster_X``).
+        """
         self._check_params()
         X = self._fit_input(X)
         ds, centers, data = prepare_fit(
-            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective
+            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective, Z=Z
         )
         tree, mistakes = grow_imm(data)
         self.centers_ = centers
@@ -149,6 +167,7 @@ class IMM(CenterTreePredictor):
         self.tree_ = tree.to_threshold_tree(
             data.mapper, len(centers), ds.feature_names,
             meta={"algorithm": "imm", "max_bins": self.max_bins, "objective": self.objective},
+            categories=dataset_categories(ds),
         )
         data.release()
         return self

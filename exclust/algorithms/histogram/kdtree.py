@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from exclust.algorithms.histogram.base import CenterTreePredictor, check_centers
+from exclust.algorithms.histogram.base import (
+    CenterTreePredictor,
+    check_centers,
+    dataset_categories,
+    known_missing,
+    refuse_categories_and_missing,
+)
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.criteria import MedianCut
 from exclust.algorithms.histogram.engine import CodeTree
@@ -62,7 +68,10 @@ class KDTree(CenterTreePredictor):
         self.n_clusters = n_clusters
 
     def fit(self, X, centers) -> KDTree:
-        """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``."""
+        """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``.
+
+        Category features and missing values are refused (ParameterError naming the column):
+        the leaves are labelled from sums of the features' raw values."""
         self._check_params()
         max_bins = int(self.max_bins)
         ds = as_matrix(self._fit_input(X))
@@ -78,8 +87,11 @@ class KDTree(CenterTreePredictor):
         m = int(self.max_leaves if self.max_leaves is not None else centers.shape[0])
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         passes = int(ds.distributed)  # the sample is a pass on Dask, none in memory
-        mapper = edges_from_sample(sample, max_bins=max_bins)
+        mapper = edges_from_sample(sample, max_bins=max_bins, categories=dataset_categories(ds),
+                                   missing=known_missing(ds))
         del sample
+        # Its leaves are labelled from sums of the raw values: numbers, complete rows.
+        refuse_categories_and_missing("KDTree", ds.feature_names, mapper.is_category, mapper.missing)
         n_bins = mapper.max_n_bins
         center_sq = np.einsum("ij,ij->i", centers, centers)
         criterion = MedianCut()
