@@ -271,7 +271,10 @@ def evaluate(
         nodes=tree_arrays(tree), ref_mode=ref_mode, centers=centers_arg, track_range=bool(kmedians),
     ), *also])
     leaf = stats["leaf"]
-    if not (np.isfinite(leaf["m2"]).all() and np.isfinite(leaf["mean"]).all()):
+    # Without reference labels every row is scored, so a row the tree did not route (a NaN at a
+    # cut that learned no missing side) is a missing value the cost cannot take either.
+    unrouted = ref_mode == 0 and int(leaf["n"].sum()) < n
+    if unrouted or not (np.isfinite(leaf["m2"]).all() and np.isfinite(leaf["mean"]).all()):
         raise InputError("X holds NaN or infinite values; clean them or load with {fix}", option="nan_policy",
                          value="drop")
     p = _Pass(tree, stats, ref_mode, int(n), int(d))
