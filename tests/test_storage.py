@@ -54,8 +54,10 @@ def test_hive_keys_are_typed_columns(tmp_path, rows, dask_client):
     assert data.category_names["region"] == ["eu", "us"]
     np.testing.assert_array_equal(data.extra["region"].compute(), np.repeat([1, 0, 0], [15, 10, 15]))
     np.testing.assert_array_equal(data.extra["day"].compute(), X[:, 1])
-    with pytest.raises(InputError, match="partition key 'region' holds non-integer values.*not a feature"):
-        load_dataset(tmp_path / "ds", ["x0", "region"])
+    # A text key is a category feature (issue 28): its codes in sorted order, its values the vocabulary.
+    by_region = load_dataset(tmp_path / "ds", ["x0", "region"])
+    assert by_region.categories == {1: ["eu", "us"]}
+    np.testing.assert_array_equal(by_region.X.compute()[:, 1], np.repeat([1.0, 0.0, 0.0], [15, 10, 15]))
 
 
 def test_a_file_outside_the_partition_folders_is_named(tmp_path, rows, dask_client):
