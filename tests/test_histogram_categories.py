@@ -150,3 +150,26 @@ def test_an_explain_run_cuts_category_sets(algorithm):
     age[::10] = np.nan
     labels = run.tree.predict(np.column_stack([age, np.array([0.0, 1.0, 2.0])[y]]))
     assert (labels >= 0).all()  # every row routed, missing ages included (each cut learned a side)
+
+
+def test_rules_name_the_missing_side_only_for_features_that_held_missing_values():
+    """Every cut learns a side, but where a feature held no missing value at fit that side is a default
+    (the larger child): the rules and drawings name it only for the features that held some."""
+    from exclust.algorithms.histogram.imm import IMM
+    from exclust.tree import ThresholdTree
+
+    rng = np.random.default_rng(3)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0], [6.0, 6.0]])
+    X = np.concatenate([c + rng.normal(size=(60, 2)) for c in centers])
+    complete = IMM(4, random_state=0).fit(Dataset(X, ["x0", "x1"]), centers).tree_
+    assert "(or missing)" not in complete.rules_text() and "or missing" not in complete._repr_svg_()
+    assert complete.meta["missing_at_fit"] == []
+    holed = X.copy()
+    holed[::7, 0] = np.nan
+    tree = IMM(4, random_state=0).fit(Dataset(holed, ["x0", "x1"]), centers, Z=X).tree_  # distances from complete Z
+    assert tree.meta["missing_at_fit"] == ["x0"]
+    words = tree.rules_text()
+    assert "x0" in words and "(or missing)" in words
+    assert all("x1" not in part or "(or missing)" not in part.split("x1", 1)[1].split(" and ")[0]
+               for part in words.splitlines())
+    assert ThresholdTree.from_json(tree.to_json()).rules_text() == words

@@ -61,7 +61,8 @@ SET_HEAD = 6  # a set cut's drawing shows at most this many values, then "… (+
 def _edge_word(tree: ThresholdTree, node: int, word: str) -> str:
     """An edge's label: yes / no, with ", or missing" on the side the node sends missing values."""
     side = MISSING_LEFT if word == "yes" else MISSING_RIGHT
-    return f"{word}, or missing" if tree.missing_side[node] == side else word
+    shown = tree.missing_side[node] == side and tree.shows_missing(int(tree.feature[node]))
+    return f"{word}, or missing" if shown else word
 
 
 def _node_lines(tree: ThresholdTree, node: int, two_lines: bool) -> list[str]:

@@ -21,7 +21,16 @@ from typing import Any
 import numpy as np
 
 from exclust.errors import TreeFormatError
-from exclust.tree.node_kinds import CATEGORY_SET, INTERVAL, LEAF, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT, ONE_SIDED
+from exclust.tree.node_kinds import (
+    CATEGORY_SET,
+    INTERVAL,
+    LEAF,
+    MISSING_AT_FIT,
+    MISSING_LEFT,
+    MISSING_NONE,
+    MISSING_RIGHT,
+    ONE_SIDED,
+)
 
 SCHEMA_NAME = "exclust.ThresholdTree"
 SCHEMA_VERSION = 2
@@ -258,6 +267,9 @@ def check_meta(meta: dict[str, Any], n_features: int, nodes: set[int]) -> None:
             if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < math.inf:
                 raise TreeFormatError(f"tree.json: meta.leaf_shares[{key!r}] is {share!r}; it must be a finite "
                                       f"share >= 0; {_FIX}")
+    listed = meta.get(MISSING_AT_FIT)
+    if listed is not None and not (isinstance(listed, list) and all(isinstance(n, str) for n in listed)):
+        raise TreeFormatError(f"tree.json: meta.{MISSING_AT_FIT} must be a list of feature names; {_FIX}")
     cavs = meta.get("concept_activation_vectors")
     if cavs:
         matrix = cavs.get("matrix") if isinstance(cavs, dict) else None

@@ -13,3 +13,6 @@ MISSING_RIGHT = 1
 MISSING_NONE = -1  # not learned (trees written before issue 28): such a row is not routed, its label is -1
 
 UNSEEN_CATEGORY = -1.0  # the code of a category value not in the tree's vocabulary (at predict / label time)
+# tree.meta key: the features that could hold missing values at fit. Where it is present, the rules and
+# drawings say "or missing" only for those features (elsewhere a cut's side is a default, not learned).
+MISSING_AT_FIT = "missing_at_fit"

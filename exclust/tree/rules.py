@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from exclust.tree.node_kinds import CATEGORY_SET, INTERVAL, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT, ONE_SIDED
+from exclust.tree.node_kinds import (
+    CATEGORY_SET,
+    INTERVAL,
+    MISSING_LEFT,
+    MISSING_NONE,
+    MISSING_RIGHT,
+    ONE_SIDED,
+)
 from exclust.tree.style import category_set_text
 
 if TYPE_CHECKING:
@@ -72,7 +79,10 @@ def _intersect(spans: Sequence[_Span], cut: Sequence[_Span]) -> list[_Span]:
 
 
 def missing_words(tree: ThresholdTree, node: int) -> str:
-    """Where a node sends missing values, in words (empty when it learned no side)."""
+    """Where a node sends missing values, in words (empty when it learned no side, or its feature held none
+    at fit)."""
+    if not tree.shows_missing(int(tree.feature[node])):
+        return ""
     side = int(tree.missing_side[node])
     return {MISSING_LEFT: "missing: left", MISSING_RIGHT: "missing: right"}.get(side, "")
 
@@ -146,7 +156,7 @@ def leaf_rule(tree: ThresholdTree, path: list[tuple[int, bool]]) -> str:
         else:
             text = _numeric_condition(name, spans[f])
         if text:
-            parts.append(text + (OR_MISSING if missing_reaches[f] else ""))
+            parts.append(text + (OR_MISSING if missing_reaches[f] and tree.shows_missing(f) else ""))
     return " and ".join(parts) if parts else "all points"
 
 

@@ -36,7 +36,16 @@ from exclust.tree.file_format import (
     tree_arguments,
     tree_to_document,
 )
-from exclust.tree.node_kinds import CATEGORY_SET, INTERVAL, LEAF, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT, ONE_SIDED
+from exclust.tree.node_kinds import (
+    CATEGORY_SET,
+    INTERVAL,
+    LEAF,
+    MISSING_AT_FIT,
+    MISSING_LEFT,
+    MISSING_NONE,
+    MISSING_RIGHT,
+    ONE_SIDED,
+)
 
 
 def _category_bitset(left_categories: Sequence[tuple[int, ...]], categories: Mapping[int, Sequence[Any]]) -> np.ndarray:
@@ -280,6 +289,12 @@ class ThresholdTree:
         """Whether some cut learned a side for missing values; a tree where none did (written before issue 28, or
         by a builder that learns none) labels every row holding a NaN -1, as trees always did."""
         return bool((self.missing_side[self.kind != LEAF] != MISSING_NONE).any())
+
+    def shows_missing(self, feature: int) -> bool:
+        """Whether words and drawings name the missing side of cuts on ``feature``: unless the tree lists the
+        features that could hold missing values at fit (``MISSING_AT_FIT`` in its meta) and this is not one."""
+        listed = self.meta.get(MISSING_AT_FIT)
+        return listed is None or self.feature_names[feature] in listed
 
     def category_values(self, node: int) -> list[Any]:
         """The category values a CATEGORY_SET node sends left, in code order."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
-from exclust.tree.node_kinds import CATEGORY_SET, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT
+from exclust.tree.node_kinds import CATEGORY_SET, MISSING_AT_FIT, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT
 
 MISSING_SIDES = (MISSING_NONE, MISSING_LEFT, MISSING_RIGHT)
 
@@ -177,7 +177,7 @@ class CodeTree:
         vocabulary = {f: list(range(int(mapper.n_bins[f]))) for f in np.flatnonzero(mapper.is_category).tolist()}
         vocabulary.update({int(f): list(range(v)) if isinstance(v, (int, np.integer)) else list(v)
                            for f, v in (categories or {}).items()})
-        return ThresholdTree(
+        tree = ThresholdTree(
             np.where(is_set, CATEGORY_SET, np.where(split, ONE_SIDED, LEAF)), np.where(split, feature, -1), threshold,
             np.where(split, np.asarray(self.left, dtype=np.int64), -1),
             np.where(split, np.asarray(self.right, dtype=np.int64), -1),
@@ -186,3 +186,7 @@ class CodeTree:
             missing_side=np.where(split, np.asarray(self.missing_side), MISSING_NONE),
             left_categories=self.left_codes, categories=vocabulary,
         )
+        # Every cut learned a side, but the rules say "(or missing)" only for the features that could
+        # hold missing values at fit (a missing bin): elsewhere the side is the larger child, a default.
+        tree.meta[MISSING_AT_FIT] = [tree.feature_names[f] for f in np.flatnonzero(mapper.missing).tolist()]
+        return tree
