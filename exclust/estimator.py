@@ -12,11 +12,22 @@ Input follows scikit-learn's ``validate_data``: ``fit`` calls ``self._fit_input(
 ``n_features_in_`` (and ``feature_names_in_`` when X names its columns: a DataFrame, a Dataset
 from a table); ``predict`` and ``score`` call ``self._predict_input(X)``, which refuses, with
 one line, a 1-D row (with the reshape hint), complex, object and string data, sparse matrices,
-the wrong width, and a DataFrame whose columns differ from fit's in name or order. A dask array
-is checked from its metadata (no pass). Rows holding NaN or inf are not refused: predict labels a
-row with inf -1 and routes a NaN to each cut's missing side (-1 at a cut that learned none;
-``exclust.dataplane.parts.label_rows``, the policy ``exclust label`` shares); ``fit`` and ``score``
-refuse them.
+the wrong width, and a DataFrame whose columns differ from fit's in name, order or kind. A dask
+array is checked from its metadata (no pass). Rows holding NaN or inf are not refused: predict
+labels a row with inf -1 and routes a NaN to each cut's missing side (-1 at a cut that learned
+none; ``exclust.dataplane.parts.label_rows``, the policy ``exclust label`` shares); ``score``
+refuses them.
+
+A pandas or Dask DataFrame is read as ``exclust explain`` reads a table (``sources.frames``):
+every column a feature; text, ``category`` and boolean columns are category features (their
+vocabulary goes into the tree, ``tree_.categories``, and codes later frames: a value the fit
+never saw takes the cut's missing side); a NaN or null stays missing. At fit, the tree builders
+that learn missing sides (IMM, ExKMC) take both; the others refuse them in one line of their own,
+and the estimators that read numbers in every cell (``_numbers_only``: the reference clusterings,
+kernel and concept MMDT) refuse category columns and missing values. The reference clustering a
+tree fits when given no centers needs complete rows, as in a run: fit refuses (never drops) rows
+with NaN in its columns (the frame's numeric columns, or ``Z``). A bare array holding NaN is
+refused at fit (``sources.dataset.ESTIMATOR_NAN_POLICY``).
 
 Build state (the arrays and random generator a fit works with) lives in a builder object that
 ``fit`` creates and drops; only the fitted attributes (names ending in ``_``) stay on the
@@ -35,6 +46,7 @@ from sklearn.utils.validation import check_is_fitted
 from exclust.dataplane.parts import is_lazy
 from exclust.errors import InputError, InputTypeError, ParameterError
 from exclust.sources.dataset import Dataset
+from exclust.sources.frames import all_numeric, frame_dataset, frame_rows, is_frame, refuse_category_features
 
 __all__ = ["ExclustEstimator", "TreeExplainer", "Interval", "StrOptions", "Integral", "Real", "RANDOM_STATE"]
 
@@ -98,13 +110,27 @@ class ExclustEstimator(BaseEstimator):
         except ValueError as err:
             raise InputError(_one_line(err)) from None
 
+    # What an estimator fits when it reads numbers in every cell (a reference clustering, a
+    # mixture): its line refusing category features and missing values; None for a tree builder,
+    # which takes them (``TreeExplainer``) or gives its own line.
+    _numbers_only: str | None = "clusters numbers"
+
     def _fit_input(self, X):
         """X for fit to load, with ``n_features_in_`` and ``feature_names_in_`` recorded.
 
-        In-memory input goes through scikit-learn's checks (shape, dtype, sparse, empty); a
-        DataFrame comes back as it is (exclust keeps its column names), anything else as a
-        float64 array. A Dataset or a dask array comes back as it is, its width recorded.
+        A pandas or Dask DataFrame becomes a Dataset of every column (``sources.frames.frame_dataset``:
+        text, category and boolean columns as category features, NaN kept as missing), refused in
+        one line by an estimator that reads numbers only (``_numbers_only``). Other in-memory
+        input goes through scikit-learn's checks (shape, dtype, sparse, empty) into a float64
+        array. A Dataset or a dask array comes back as it is, its width recorded.
         """
+        # A reference clustering given a Dataset fits its clustering columns (``Dataset.clustering``);
+        # a frame's columns are all its features.
+        checks_cells = is_frame(X) or (isinstance(X, Dataset) and isinstance(self, TreeExplainer))
+        if is_frame(X):
+            X = frame_dataset(X)
+        if checks_cells and self._numbers_only is not None:
+            refuse_category_features(X, type(self).__name__, self._numbers_only)
         if isinstance(X, Dataset):
             self._record_features(X.n_features, X.feature_names)
             return X
@@ -112,11 +138,7 @@ class ExclustEstimator(BaseEstimator):
             X = _check_lazy(X, None, type(self).__name__)
             self._record_features(X.shape[1])
             return X
-        if hasattr(X, "dask"):  # a dask DataFrame: its columns are checked where fit loads it
-            self._record_features(len(X.columns), X.columns)
-            return X
-        checked = self._validate(X, reset=True)
-        return X if hasattr(X, "columns") else checked
+        return self._validate(X, reset=True)
 
     def _record_features(self, n_features: int, names: Any = None) -> None:
         """Set ``n_features_in_``, and ``feature_names_in_`` when the names were given (see ``given_names``)."""
@@ -141,9 +163,42 @@ class ExclustEstimator(BaseEstimator):
                 _check_width(X.n_features, self.n_features_in_, type(self).__name__)
                 return X.X
             X = X.X
+        if is_frame(X):
+            rows = self._frame_rows(X)
+            if rows is not X:  # coded with the fit's vocabularies: float64 rows of the right width
+                return _check_lazy(rows, self.n_features_in_, type(self).__name__) if is_lazy(rows) else rows
         if is_lazy(X):
             return _check_lazy(X, self.n_features_in_, type(self).__name__)
         return self._validate(X, reset=False)
+
+    def _fitted_vocabularies(self) -> dict[str, list[Any]]:
+        """The fit's category features by name (the tree's vocabularies, ``tree_.categories``)."""
+        tree = getattr(self, "tree_", None)
+        categories = getattr(tree, "categories", None) or {}
+        return {str(tree.feature_names[f]): list(v) for f, v in categories.items()}
+
+    def _frame_rows(self, X) -> Any:
+        """A predict frame as rows: its names checked as scikit-learn checks them, then a numeric
+        frame of a numeric fit as it is (scikit-learn's checks follow), any other coded with the
+        fit's vocabularies (``sources.frames.frame_rows``: unseen values -> ``UNSEEN_CATEGORY``)."""
+        from sklearn.utils.validation import _check_feature_names
+
+        vocabularies = self._fitted_vocabularies()
+        lazy = hasattr(X, "dask")
+        if not lazy:
+            try:
+                _check_feature_names(self, X, reset=False)
+            except ValueError as err:
+                raise InputError(_one_line(err)) from None
+            if not vocabularies and all_numeric(X):
+                return X
+        fitted = getattr(self, "feature_names_in_", None)
+        names = [str(c) for c in X.columns]
+        if fitted is not None and names != list(fitted):
+            raise InputError(f"The feature names should match those that were passed during fit: fitted on "
+                             f"{list(fitted)}, got {names}")
+        _check_width(len(names), self.n_features_in_, type(self).__name__)
+        return frame_rows(X, names, vocabularies, type(self).__name__)
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
         # Every parameter, defaults included: MMDT(threshold='exact') must say which threshold it uses.
@@ -178,6 +233,8 @@ class TreeExplainer(ExclustEstimator):
     ``_tree_input(X)`` maps the rows given to ``predict`` onto the tree's features (the identity
     here; the concept estimators project onto their concept activation vectors).
     """
+
+    _numbers_only = None  # a tree builder takes category features and missing values, or refuses them itself
 
     def _tree_input(self, X: Any) -> Any:
         return X

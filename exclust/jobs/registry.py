@@ -126,15 +126,10 @@ class Algorithm:
         """Fit ``est`` on what it reads from the run (the reference's summary, centers or labels).
         A mixture's algorithms (a summary, or a base clustering of their own) read numbers in
         every cell: category features and missing values are refused first, in one line."""
-        if self.needs in (SUMMARY, OWN) and getattr(data, "categories", None):
-            names = [data.feature_names[j] for j in sorted(data.categories)]
-            raise InputError(f"{self.title} fits a mixture over numbers, so category features ({names}) cannot be "
-                             "among its features: leave them out, or choose a tree that cuts categories (imm, "
-                             "exkmc, cart, ...)")
-        if self.needs in (SUMMARY, OWN) and getattr(data, "missing", None):
-            from exclust.sources.dataset import require_complete
+        if self.needs in (SUMMARY, OWN):
+            from exclust.sources.frames import refuse_category_features
 
-            require_complete(data, self.title)
+            refuse_category_features(data, self.title, "fits a mixture over numbers")
         FIT_BY_NEED[self.needs](est, data, ref)
         return est
 

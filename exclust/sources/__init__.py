@@ -7,7 +7,8 @@ metadata alone, read a part on a worker, guard what a run reads) plus one regist
 through fsspec: listing), ``parquet.py`` (the Parquet source) with ``parquet_reader.py`` (a
 planned piece read on a worker), ``delta.py`` and ``iceberg.py`` (table sources) with
 ``table_plan.py`` (a snapshot's read planned from its metadata), ``in_memory.py`` (numpy, pandas
-and Dask arrays and frames), ``dataset.py`` (``Dataset``, ``load_dataset``, validation),
+and Dask arrays and frames), ``frames.py`` (a DataFrame handed to an estimator: fit's
+Dataset, predict's coded rows), ``dataset.py`` (``Dataset``, ``load_dataset``, validation),
 ``feature_choice.py`` (the feature columns when none are named), ``categories.py`` (category
 columns detected, their vocabularies and codes), ``guards.py`` (what a run reads,
 as the outputs must know it), ``extras.py`` (an optional extra's package imported where its

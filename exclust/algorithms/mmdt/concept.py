@@ -153,6 +153,8 @@ _COMMON_CONSTRAINTS = {
 class _ConceptTree(TreeExplainer):
     """What both concept estimators share: rows are projected onto the CAVs before the tree routes them."""
 
+    _numbers_only = "fits a mixture over numbers"  # an embedding: category features and NaN refused at fit
+
     def _n_clusters(self) -> int | None:
         """The number of clusters of the base mixture: ``n_clusters`` or its mixture's name ``n_components``
         (either may be given; both only when they agree)."""

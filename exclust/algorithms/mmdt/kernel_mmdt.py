@@ -266,6 +266,8 @@ class KernelMMDT(TreeExplainer):
     base, sample, tree, price), ``feature_names_in_``, ``n_features_in_``.
     """
 
+    _numbers_only = "fits a mixture over numbers"  # category features and NaN refused at fit, as in a run
+
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 2, None, closed="left")],
         "kernel": [str],  # a name of exclust.algorithms.mmdt.similarity.KERNELS in any case, checked by kernel_code
