@@ -97,6 +97,7 @@ def test_run_form_reads_well_and_starts_a_run(stack, browser):  # noqa: F811
     browser.get(f"{ui}/deployments/deployment/{deployment.id}/run")
     expected = set(ExplainParams.model_fields)
     fields = _wait_for(lambda: (f := _fields(browser)) and expected <= set(f) and f, 90, "the Run form")
+    assert {"categorical", "cluster_on"} <= set(fields)  # issue 28: category codes and the clustering's columns
     page = browser.find_element(By.TAG_NAME, "body").text
     for class_name in ("ReferenceKind", "ThresholdVariant", "NanPolicy", "KmediansPrice", "Algorithm", "ExplainParams"):
         assert class_name not in page  # titled by field names, not by class names
