@@ -174,8 +174,9 @@ class ExclustEstimator(BaseEstimator):
     def _fitted_vocabularies(self) -> dict[str, list[Any]]:
         """The fit's category features by name (the tree's vocabularies, ``tree_.categories``)."""
         tree = getattr(self, "tree_", None)
-        categories = getattr(tree, "categories", None) or {}
-        return {str(tree.feature_names[f]): list(v) for f, v in categories.items()}
+        if tree is None:
+            return {}
+        return {str(tree.feature_names[f]): list(v) for f, v in (getattr(tree, "categories", None) or {}).items()}
 
     def _frame_rows(self, X) -> Any:
         """A predict frame as rows: its names checked as scikit-learn checks them, then a numeric

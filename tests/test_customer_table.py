@@ -3,6 +3,7 @@
 with ``exclust label``, from Parquet, from a Delta table and from an Iceberg table."""
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -13,10 +14,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from exclust.cli import main
+from exclust.scoring.metrics import evaluate
 from exclust.tree import MISSING_NONE, ThresholdTree
 from exclust.tree.node_kinds import CATEGORY_SET, LEAF
 
 FEATURES = "age,country,plan,vip"
+
+# The run's scoring pass measures a tree's costs on the clustering columns once issue 28's scoring in
+# the clustering space (evaluate(..., Z=), branch zspace28) is in; before it, a feature holding nulls
+# stops `exclust explain` at the score step ("X holds NaN"), so these tests are expected to fail there.
+pytestmark = pytest.mark.xfail("Z" not in inspect.signature(evaluate).parameters, strict=True,
+                               raises=AssertionError, reason="scoring measures costs on the features, not cluster_on")
 
 
 def customers(n: int, seed: int, unseen: int = 0) -> pd.DataFrame:
