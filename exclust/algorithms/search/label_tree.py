@@ -41,6 +41,12 @@ Data: the search runs in memory on an exact uniform sample of at most ``sample_r
 (``parts.uniform_sample``: the same rows for numpy and Dask input however chunked, so both give
 the same tree; one pass on Dask). Candidate thresholds are midpoints between consecutive
 distinct sample values.
+
+Issue 28: a category feature (a Dataset's ``categories``) is cut by a set of its categories, at
+each node the one of fewest two-leaf majority mistakes (exact over the partitions of up to 8
+categories, Fisher-ordered by their shares over the clusters beyond: ``category_cuts.py``), and
+a cut on a feature holding missing values sends them to the side of fewer mistakes. With
+category features the exact search tries that one set cut per feature and node, not every set.
 """
 from __future__ import annotations
 

@@ -40,6 +40,10 @@ of at most ``sample_rows`` rows (one pass on Dask, the same rows however chunked
 ``LOOKAHEAD_MAX_LEAVES`` leaves, and only propose trees; with the greedy rules' trees built on
 all rows (``starts``) they are priced together on all rows, and the cheapest is improved by
 moves priced on all rows while the budget lasts (``all_rows.py``, ``refine.py``).
+
+Issue 28: the cost is measured in the clustering space ``Z``, the cuts on X; category features
+are cut by sets and cuts learn where missing values go, in the lookahead and the moves on all
+rows (``category_cuts.py``); a greedy start refusing such features is skipped, the reason logged.
 """
 from __future__ import annotations
 
