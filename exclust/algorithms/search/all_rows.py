@@ -71,22 +71,17 @@ def fit_start(name: str, model, data, centers: np.ndarray, Z=None) -> bool:
     return True
 
 
-def greedy_models(starts, k: int, leaves: int, max_bins: int, seed) -> dict:
+def greedy_models(rules: dict, starts, k: int, leaves: int, max_bins: int, seed) -> dict:
     """The unfitted greedy rules of ``starts`` (names of ``GREEDY_RULES``; ExKMC with more leaves
-    than clusters)."""
-    from exclust.algorithms.histogram.exgreedy import ExGreedy
-    from exclust.algorithms.histogram.exkmc import ExKMC
-    from exclust.algorithms.histogram.exshallow import ExShallow
-    from exclust.algorithms.histogram.imm import IMM
+    than clusters); ``rules``: name -> estimator class (``tree_search.rule_classes``)."""
     from exclust.errors import ParameterError
 
     unknown = set(starts) - set(GREEDY_RULES)
     if unknown:
         raise ParameterError(f"The 'starts' parameter takes {', '.join(GREEDY_RULES)}, got {sorted(unknown)}")
     if leaves > k:
-        return {"exkmc": ExKMC(k, max_leaves=leaves, max_bins=max_bins, random_state=seed)}
-    kinds = {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow}
-    return {name: kinds[name](k, max_bins=max_bins, random_state=seed) for name in starts}
+        return {"exkmc": rules["exkmc"](k, max_leaves=leaves, max_bins=max_bins, random_state=seed)}
+    return {name: rules[name](k, max_bins=max_bins, random_state=seed) for name in starts}
 
 
 def greedy_starts(data, centers: np.ndarray, models: dict, Z=None) -> tuple[dict, int]:
@@ -121,26 +116,19 @@ def sample_dataset(rows: np.ndarray, categories: dict | None):
                    missing={f"x{j}": 1 for j in np.flatnonzero(np.isnan(rows).any(axis=0)).tolist()})
 
 
-def greedy_seeds(data, centers: np.ndarray, n_leaves: int, max_bins: int, Z=None, sides=None) -> dict:
+def greedy_seeds(rules: dict, data, centers: np.ndarray, n_leaves: int, max_bins: int, Z=None, sides=None) -> dict:
     """The greedy rules' trees on the searched rows (``data``: the sample's Dataset, ``Z`` its rows
     in the clustering space), as nested tuples: the local search's starts. A rule refusing the
-    rows is left out (``fit_start``)."""
-    from exclust.algorithms.cart import CART
-    from exclust.algorithms.histogram.exgreedy import ExGreedy
-    from exclust.algorithms.histogram.exkmc import ExKMC
-    from exclust.algorithms.histogram.exshallow import ExShallow
-    from exclust.algorithms.histogram.imm import IMM
-
+    rows is left out (``fit_start``). ``rules``: name -> estimator class."""
     k = centers.shape[0]
     labels = nearest_centers(data.X if Z is None else Z, centers)
     if n_leaves == k:
-        models = {"exgreedy": ExGreedy(k, max_bins=max_bins), "exshallow": ExShallow(k, max_bins=max_bins),
-                  "imm": IMM(k, max_bins=max_bins)}
+        models = {name: rules[name](k, max_bins=max_bins) for name in ("exgreedy", "exshallow", "imm")}
     else:
-        models = {"exkmc": ExKMC(k, max_leaves=n_leaves, max_bins=max_bins)}
+        models = {"exkmc": rules["exkmc"](k, max_leaves=n_leaves, max_bins=max_bins)}
     trees = {name: m.tree_ for name, m in models.items() if fit_start(f"{name} (sample)", m, data, centers, Z)}
     if np.unique(labels).size > 1:
-        trees["cart"] = CART(max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
+        trees["cart"] = rules["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
     # Beyond one leaf per cluster a start may have fewer leaves (CART stops at pure leaves).
     fits = (lambda t: t.n_leaves == n_leaves) if n_leaves == k else (lambda t: 2 <= t.n_leaves <= n_leaves)
     return {name: tree_as_nested(t, sides) for name, t in trees.items() if fits(t)}

@@ -323,8 +323,6 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
     by name; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample alone. ``Z``: the
     sample's rows in the clustering space (None: ``rows``); ``categories``: the category features;
     ``sides``: the features whose cuts keep a missing side (default: those holding NaN in ``rows``)."""
-    from exclust.algorithms.cart import CART
-
     k = centers.shape[0]
     data = sample_dataset(rows, categories)
     sides = np.isnan(rows).any(axis=0) if sides is None else sides
@@ -332,13 +330,13 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         labels = nearest_centers(rows if Z is None else Z, centers)
         if np.unique(labels).size < 2:
             return {}
-        tree = CART(max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
+        tree = rule_classes()["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
         fits = tree.n_leaves == n_leaves or (n_leaves > k and tree.n_leaves >= 2)  # CART: at most n_leaves
         return {"cart": tree_as_nested(tree, sides)} if fits else {}
     search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers, Z=Z,
                      n_categories=category_counts(categories, rows.shape[1]))
     everything = np.ones(rows.shape[0], dtype=np.bool_)
-    greedy = greedy_seeds(data, centers, n_leaves, max_bins, Z, sides)
+    greedy = greedy_seeds(rule_classes(), data, centers, n_leaves, max_bins, Z, sides)
     proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
     for name, spread in SEARCHES.items():
         search.spread = spread
@@ -354,6 +352,17 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
             proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
     return proposals
+
+
+def rule_classes() -> dict:
+    """The greedy rules that start the search, by name (imported here, on use)."""
+    from exclust.algorithms.cart import CART
+    from exclust.algorithms.histogram.exgreedy import ExGreedy
+    from exclust.algorithms.histogram.exkmc import ExKMC
+    from exclust.algorithms.histogram.exshallow import ExShallow
+    from exclust.algorithms.histogram.imm import IMM
+
+    return {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow, "exkmc": ExKMC, "cart": CART}
 
 
 class TreeSearch(CenterTreePredictor):
@@ -410,19 +419,10 @@ class TreeSearch(CenterTreePredictor):
         self.random_state = random_state
 
     def fit(self, X, centers=None, Z=None) -> TreeSearch:
-        """Search the tree for X against ``centers`` (k-means on X, or on Z, when None).
-
-        Parameters
-        ----------
-        X : array-like, DataFrame, dask array or Dataset of shape (n, d)
-            The features the tree cuts: numeric (NaN allowed when the clustering space is other
-            columns) and category features (a Dataset's ``categories``), cut by sets of codes.
-        centers : array of shape (n_clusters, d or Z's width), default=None
-            Reference centers, in Z's space when Z is given.
-        Z : array-like of shape (n, p), default=None
-            The clustering space (complete numeric rows, one per row of X), where the k-means cost
-            is measured; None: X itself (or the Dataset's ``cluster_X``), which must then be complete.
-        """
+        """Search the tree for X (numeric features, NaN allowed when Z is given, and a Dataset's
+        category features) against ``centers`` (k-means when None), the cost measured in ``Z``
+        (complete rows of the clustering space, one per row of X; None: the Dataset's
+        ``cluster_X``, else X itself, which must then be complete)."""
         from exclust.algorithms.histogram.base import clustering_space, dataset_categories, known_missing
         from exclust.algorithms.histogram.binning import edges_from_sample
         from exclust.errors import ParameterError
@@ -453,7 +453,7 @@ class TreeSearch(CenterTreePredictor):
         proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536, Z=z_rows,
                                      categories=categories, sides=known_missing(ds) | np.isnan(rows).any(axis=0))
         logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
-        models = greedy_models(self.starts, k, leaves, int(self.max_bins), self.random_state)
+        models = greedy_models(rule_classes(), self.starts, k, leaves, int(self.max_bins), self.random_state)
         greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
         sample, drawn = binning_sample(ds, self.random_state)
         mapper = edges_from_sample(sample, max_bins=int(self.max_bins), categories=categories,
