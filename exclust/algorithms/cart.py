@@ -3,7 +3,17 @@
 Each point is labelled by the reference clustering; a ``DecisionTreeClassifier`` minimizing
 Gini impurity is grown best-first to ``max_leaf_nodes`` leaves (default: one per reference
 cluster), and converted into a ``ThresholdTree`` whose leaf values are the leaves' majority
-reference labels. scikit-learn needs the rows in memory, so data larger than
+reference labels.
+
+Issue 28: missing values (NaN) are scikit-learn's own (since 1.3 its trees learn a side for
+them at every cut, the child with more rows where a node saw none), kept as the tree's missing
+sides. Category features (a Dataset's ``categories``) are cut by sets: scikit-learn knows no
+categories, so each category feature is recoded by the rank of its categories in one Fisher
+order over all fitted rows (their rows' shares over the clusters projected on the leading
+principal direction, ``cut_search.leading_direction_order``; for two clusters Breiman's order by
+the share of one cluster, which makes the best Gini set cut at the root a prefix), and a
+threshold on the ranks is the set cut of the categories ranked below it. Categories without
+rows in the fitted rows go where missing values go. scikit-learn needs the rows in memory, so data larger than
 ``max_sample_rows`` is fitted on a uniform random sample drawn on the workers (only the sample
 travels); the estimator says so in ``sampled_``, ``n_fit_rows_``, ``tree_.meta`` and the log.
 """
@@ -21,7 +31,8 @@ from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.scoring.curves import CurveSeries
 from exclust.scoring.score_pass import prepare_labels
 from exclust.sources.dataset import as_matrix
-from exclust.tree import LEAF, ONE_SIDED, ThresholdTree
+from exclust.tree import CATEGORY_SET, LEAF, ONE_SIDED, ThresholdTree
+from exclust.tree.node_kinds import MISSING_AT_FIT, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +57,13 @@ def sklearn_threshold_as_float64(t: float) -> float:
 
 
 def sklearn_tree_to_threshold_tree(
-    model, n_features: int, feature_names=None, n_clusters: int | None = None, meta: dict | None = None
+    model, n_features: int, feature_names=None, n_clusters: int | None = None, meta: dict | None = None,
+    ranks: dict | None = None, categories: dict | None = None,
 ) -> ThresholdTree:
-    """Convert a fitted ``DecisionTreeClassifier`` into a ``ThresholdTree`` (same routing)."""
+    """Convert a fitted ``DecisionTreeClassifier`` into a ``ThresholdTree`` (same routing, missing
+    values to the side scikit-learn learned). ``ranks``: per recoded category feature, each code's
+    rank (NaN: no rank), so a threshold on the ranks becomes a set cut (``categories``: the
+    vocabularies)."""
     t = model.tree_
     m = t.node_count
     is_leaf = t.children_left == -1
@@ -62,10 +77,43 @@ def sklearn_tree_to_threshold_tree(
     value = np.where(is_leaf, majority, -1)
     left = np.where(is_leaf, -1, t.children_left)
     right = np.where(is_leaf, -1, t.children_right)
+    sides = np.where(is_leaf, MISSING_NONE, np.where(t.missing_go_to_left, MISSING_LEFT, MISSING_RIGHT))
+    sets: list[tuple[int, ...]] = [()] * m
+    for i in np.flatnonzero(~is_leaf & np.isin(feature, list(ranks or {}))).tolist():
+        rank = (ranks or {})[int(feature[i])]
+        kind[i] = CATEGORY_SET
+        sets[i] = tuple(np.flatnonzero(rank <= float(t.threshold[i])).tolist())  # NaN ranks: never left
+        threshold[i] = np.nan
     return ThresholdTree(
         kind, feature, threshold, left, right, value,
         n_features=n_features, feature_names=feature_names, n_clusters=n_clusters, meta=meta,
+        missing_side=sides, left_categories=sets, categories=categories,
     )
+
+
+def rank_categories(X: np.ndarray, labels: np.ndarray, categories: dict) -> tuple[np.ndarray, dict]:
+    """X with each category feature's codes replaced by their rank in the Fisher order of the
+    categories by their rows' shares over the clusters (codes without rows: NaN, a missing
+    value), and per feature each code's rank (NaN where it has none)."""
+    from exclust.algorithms.histogram.cut_search import leading_direction_order
+
+    X = np.array(X, dtype=np.float64, copy=True)
+    k = int(labels.max()) + 1 if labels.size else 1
+    ranks: dict[int, np.ndarray] = {}
+    for f, vocabulary in categories.items():
+        C = len(vocabulary)
+        codes = X[:, f]
+        valid = np.isfinite(codes) & (codes >= 0) & (codes < C)
+        counts = np.zeros((C, k))
+        np.add.at(counts, (codes[valid].astype(np.int64), labels[valid]), 1.0)
+        held = np.flatnonzero(counts.sum(axis=1) > 0)
+        rank = np.full(C, np.nan)
+        if held.size:
+            rows = counts[held].sum(axis=1)
+            rank[leading_direction_order(counts[held] / rows[:, None], rows, held)] = np.arange(held.size)
+        X[:, f] = np.where(valid, rank[np.where(valid, codes, 0).astype(np.int64)], np.nan)
+        ranks[int(f)] = rank
+    return X, ranks
 
 
 def draw_sample(X, labels, max_rows: int, random_state=None) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -132,6 +180,7 @@ class CART(TreeExplainer):
         if labels is None:
             raise InputError("CART needs the reference labels: fit(X, labels)")
         ds = as_matrix(self._fit_input(X))
+        categories = {int(f): list(v) for f, v in ds.categories.items()}
         labels = prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)
         ys = cluster_ids(np.asarray(ys))
@@ -163,6 +212,7 @@ class CART(TreeExplainer):
             "n_fit_rows": self.n_fit_rows_,
             "n_rows": self.n_rows_,
             "criterion": "gini",
+            MISSING_AT_FIT: [ds.feature_names[f] for f in np.flatnonzero(np.isnan(Xs).any(axis=0)).tolist()],
         }
         if leaves == 1 or n_found == 1:
             # scikit-learn refuses max_leaf_nodes=1; one leaf holds the majority label.
@@ -170,14 +220,17 @@ class CART(TreeExplainer):
             self.tree_ = ThresholdTree(
                 [LEAF], [-1], [np.nan], [-1], [-1], [majority],
                 n_features=ds.n_features, feature_names=ds.feature_names, n_clusters=n_clusters, meta=meta,
+                categories=categories,
             )
             self.model_ = None
         else:
+            ranked, ranks = rank_categories(Xs, ys, categories) if categories else (Xs, {})
             model = DecisionTreeClassifier(max_leaf_nodes=int(leaves), random_state=self.random_state)
-            model.fit(Xs, ys)
+            model.fit(ranked, ys)
             self.model_ = model
             self.tree_ = sklearn_tree_to_threshold_tree(
-                model, ds.n_features, ds.feature_names, n_clusters=n_clusters, meta=meta
+                model, ds.n_features, ds.feature_names, n_clusters=n_clusters, meta=meta, ranks=ranks,
+                categories=categories,
             )
         self.n_clusters_ = n_clusters
         self.feature_names_ = list(ds.feature_names)

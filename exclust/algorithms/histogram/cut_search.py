@@ -252,11 +252,7 @@ def _fisher_order(h: np.ndarray, held: np.ndarray) -> np.ndarray:
     """``held`` categories sorted by the projection of their rows' shares over the clusters on
     the leading principal direction of those shares (weighted by rows); ties by code."""
     rows = h[held].sum(axis=1).astype(np.float64)
-    shares = h[held] / np.maximum(rows, 1.0)[:, None]
-    weights = rows / max(rows.sum(), 1.0)
-    centred = shares - weights @ shares
-    _, _, vt = np.linalg.svd(centred * np.sqrt(weights)[:, None], full_matrices=False)
-    return held[np.lexsort((held, centred @ vt[0]))]
+    return leading_direction_order(h[held] / np.maximum(rows, 1.0)[:, None], rows, held)
 
 
 def _set_cut_mistakes(h: np.ndarray, miss: np.ndarray, cats: np.ndarray) -> tuple[int, np.ndarray, bool] | None:
@@ -341,3 +337,15 @@ def best_mistake_cut(hist: np.ndarray, center_codes: np.ndarray, members: np.nda
     mistakes = np.where(valid, mistakes, np.iinfo(np.int64).max)
     f, b = divmod(int(np.argmin(mistakes)), B)
     return BinCut(f, -1 if f in sets else b, sets.get(f, ()), int(side[f, b]), float(mistakes[f, b]))
+
+
+def leading_direction_order(points: np.ndarray, rows: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """``held`` categories sorted by the projection of their ``points`` (one row per held category:
+    its rows' shares over the clusters, or its rows' mean) on the leading principal direction of
+    those points weighted by ``rows``; ties by code. The Fisher-style order whose prefixes are the
+    set cuts tried when a category feature holds too many categories for every subset."""
+    rows = np.asarray(rows, dtype=np.float64)
+    weights = rows / max(rows.sum(), 1.0)
+    centred = points - weights @ points
+    _, _, vt = np.linalg.svd(centred * np.sqrt(weights)[:, None], full_matrices=False)
+    return held[np.lexsort((held, centred @ vt[0]))]

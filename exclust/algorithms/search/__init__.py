@@ -4,7 +4,8 @@ Lives here: ``tree_search.py`` (``TreeSearch``: lookahead over the best few cuts
 from the greedy trees, on a uniform sample of the rows in memory, proposing trees; ``BestTree``,
 the ``best`` algorithm), ``all_rows.py`` (every choice between the proposals and the greedy trees
 made on all rows), ``refine.py`` (the local search on all rows), ``row_statistics.py`` (the rows
-kept where they live and the passes that price trees and cuts on them), ``optimal_tree.py`` (the
+kept where they live and the passes that price trees and cuts on them), ``category_cuts.py`` (set
+cuts on category features and cuts learning where missing values go), ``optimal_tree.py`` (the
 exact best k-leaf tree by k-means cost on small instances: the yardstick of the tests and
 benchmarks), ``label_tree.py`` (``LabelTree``: a small tree explaining any clustering from its
 labels alone), ``optimal.py`` (``OptimalTree``: the proven optimum at the bin edges, or a proven

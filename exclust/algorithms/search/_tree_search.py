@@ -1,4 +1,5 @@
-"""Numba kernels of the tree search (``tree_search.py``): the cost of every cut of one node."""
+"""Numba kernels of the tree search (``tree_search.py``): the cost of every cut of one node; and
+``window_minimum``, which keeps one candidate per valley of those costs."""
 from __future__ import annotations
 
 import numba
@@ -47,42 +48,44 @@ def cut_costs(X, raw, order, in_node, centers):
     the cut after that position (inf where the next row has the same value, so no threshold
     parts them), and the cut's threshold (midpoint of the two values); and the node's own cost.
 
-    ``X`` holds the rows moved to their mean (for the sums), ``raw`` the rows as given (for the
-    thresholds). ``order[f]`` sorts all rows on feature f; ``in_node`` marks the node's rows. Sums are
-    running prefix sums: one sweep per feature, O(rows * d) each.
+    ``X`` holds the rows of the clustering space moved to their mean (for the sums: the features
+    themselves, or other columns Z), ``raw`` the features as given (for the thresholds). ``order[f]``
+    sorts all rows on feature f; ``in_node`` marks the node's rows. Sums are running prefix sums:
+    one sweep per feature, O(rows * p) each.
     """
-    n, d = X.shape
+    n, w = X.shape
+    d = raw.shape[1]
     center_sq = np.zeros(centers.shape[0])
     for j in range(centers.shape[0]):
-        for a in range(d):
+        for a in range(w):
             center_sq[j] += centers[j, a] * centers[j, a]
     rows = np.empty(n, dtype=np.int64)
-    total = np.zeros(d)
+    total = np.zeros(w)
     total_sq = 0.0
     m = 0
     for i in range(n):
         if in_node[i]:
-            for a in range(d):
+            for a in range(w):
                 total[a] += X[i, a]
                 total_sq += X[i, a] * X[i, a]
             m += 1
     costs = np.full((d, max(m - 1, 0)), np.inf)
     thresholds = np.zeros((d, max(m - 1, 0)))
-    left = np.empty(d)
-    right = np.empty(d)
+    left = np.empty(w)
+    right = np.empty(w)
     for f in range(d):
         node_rows_in_order(order[f], in_node, rows)
         left[:] = 0.0
         left_sq = 0.0
         for p in range(m - 1):
             i = rows[p]
-            for a in range(d):
+            for a in range(w):
                 left[a] += X[i, a]
                 left_sq += X[i, a] * X[i, a]
             low, high = raw[i, f], raw[rows[p + 1], f]
             if low == high:
                 continue
-            for a in range(d):
+            for a in range(w):
                 right[a] = total[a] - left[a]
             costs[f, p] = (side_cost(p + 1, left, left_sq, centers, center_sq)
                            + side_cost(m - p - 1, right, total_sq - left_sq, centers, center_sq))
@@ -162,3 +165,16 @@ def greedy_cut_costs(X, raw, order, in_node, centers, members):
             costs[f, p] = prefix[n_left - 1] + suffix[p + 1, n_left - 1]
             thresholds[f, p] = t
     return costs, thresholds, own
+
+
+def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
+    """Per row, the least of ``values[:, i - half : i + half + 1]`` at every i (edges repeated):
+    spans doubled, O(size * log half)."""
+    size, n = 2 * half + 1, values.shape[1]
+    least = np.pad(values, ((0, 0), (half, half)), mode="edge")  # least[:, i]: min over [i, i + span)
+    span = 1
+    while 2 * span <= size:
+        least[:, :-span] = np.minimum(least[:, :-span], least[:, span:])
+        span *= 2
+    rest = size - span
+    return np.minimum(least[:, :n], least[:, rest:rest + n])

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from dataclasses import dataclass
@@ -52,21 +53,85 @@ class AllRowsResult:
 GREEDY_RULES = ("imm", "exgreedy", "exshallow")
 
 
-def greedy_starts(data, centers: np.ndarray, models: dict) -> tuple[dict, int]:
+def fit_start(name: str, model, data, centers: np.ndarray, Z=None) -> bool:
+    """Fit a greedy start on ``data`` (against ``centers``, in the clustering space ``Z`` when
+    given); False, with the reason in the log, when the rule refuses what the data hold
+    (category features, missing values) or cannot fit centers of another space."""
+    from exclust.errors import ParameterError
+
+    if Z is not None and "Z" not in inspect.signature(model.fit).parameters:
+        logger.info("TreeSearch: start %s skipped: it measures its cost on the features only, and the reference "
+                    "clustering lives in other columns", name)
+        return False
+    try:
+        model.fit(data, centers, **({} if Z is None else {"Z": Z}))
+    except ParameterError as exc:
+        logger.info("TreeSearch: start %s skipped: %s", name, exc)
+        return False
+    return True
+
+
+def greedy_models(rules: dict, starts, k: int, leaves: int, max_bins: int, seed) -> dict:
+    """The unfitted greedy rules of ``starts`` (names of ``GREEDY_RULES``; ExKMC with more leaves
+    than clusters); ``rules``: name -> estimator class (``tree_search.rule_classes``)."""
+    from exclust.errors import ParameterError
+
+    unknown = set(starts) - set(GREEDY_RULES)
+    if unknown:
+        raise ParameterError(f"The 'starts' parameter takes {', '.join(GREEDY_RULES)}, got {sorted(unknown)}")
+    if leaves > k:
+        return {"exkmc": rules["exkmc"](k, max_leaves=leaves, max_bins=max_bins, random_state=seed)}
+    return {name: rules[name](k, max_bins=max_bins, random_state=seed) for name in starts}
+
+
+def greedy_starts(data, centers: np.ndarray, models: dict, Z=None) -> tuple[dict, int]:
     """The trees of the greedy ``models`` (name -> unfitted estimator) built on all rows of
-    ``data`` (a Dataset), as nested tuples, and the passes they took. A tree of other than
-    ``n_leaves`` leaves (more than ``n_clusters`` given to ExKMC: 2 to ``n_leaves``) is left out."""
+    ``data`` (a Dataset), and the passes they took. A tree of other than ``n_leaves`` leaves
+    (more than ``n_clusters`` given to ExKMC: 2 to ``n_leaves``) is left out, and so is a rule
+    refusing the data (``fit_start``). ``Z``: the clustering space's rows."""
     starts, passes = {}, 0
     for name, model in models.items():
         t0 = time.perf_counter()
-        model.fit(data, centers)
+        if not fit_start(name, model, data, centers, Z):
+            continue
         passes += int(getattr(model, "n_passes_", 0))
         logger.info("TreeSearch: %s on all rows in %.1f s", name, time.perf_counter() - t0)
         tree = model.tree_
         leaves = int(getattr(model, "max_leaves", None) or centers.shape[0])
         if 2 <= tree.n_leaves <= leaves and (leaves > centers.shape[0] or tree.n_leaves == leaves):
-            starts[name] = tree_as_nested(tree)
+            starts[name] = tree
     return starts, passes
+
+
+def nearest_centers(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Each row's nearest center (squared Euclidean)."""
+    return ((X[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+
+
+def sample_dataset(rows: np.ndarray, categories: dict | None):
+    """The in-memory sample as the greedy rules take it: a Dataset keeping the category features."""
+    from exclust.sources.dataset import Dataset
+
+    return Dataset(rows, [f"x{j}" for j in range(rows.shape[1])], categories=dict(categories or {}),
+                   missing={f"x{j}": 1 for j in np.flatnonzero(np.isnan(rows).any(axis=0)).tolist()})
+
+
+def greedy_seeds(rules: dict, data, centers: np.ndarray, n_leaves: int, max_bins: int, Z=None, sides=None) -> dict:
+    """The greedy rules' trees on the searched rows (``data``: the sample's Dataset, ``Z`` its rows
+    in the clustering space), as nested tuples: the local search's starts. A rule refusing the
+    rows is left out (``fit_start``). ``rules``: name -> estimator class."""
+    k = centers.shape[0]
+    labels = nearest_centers(data.X if Z is None else Z, centers)
+    if n_leaves == k:
+        models = {name: rules[name](k, max_bins=max_bins) for name in ("exgreedy", "exshallow", "imm")}
+    else:
+        models = {"exkmc": rules["exkmc"](k, max_leaves=n_leaves, max_bins=max_bins)}
+    trees = {name: m.tree_ for name, m in models.items() if fit_start(f"{name} (sample)", m, data, centers, Z)}
+    if np.unique(labels).size > 1:
+        trees["cart"] = rules["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
+    # Beyond one leaf per cluster a start may have fewer leaves (CART stops at pure leaves).
+    fits = (lambda t: t.n_leaves == n_leaves) if n_leaves == k else (lambda t: 2 <= t.n_leaves <= n_leaves)
+    return {name: tree_as_nested(t, sides) for name, t in trees.items() if fits(t)}
 
 
 def _price(moments: np.ndarray, centers: np.ndarray, one_to_one: bool) -> tuple[float, np.ndarray]:

@@ -41,6 +41,12 @@ Data: the search runs in memory on an exact uniform sample of at most ``sample_r
 (``parts.uniform_sample``: the same rows for numpy and Dask input however chunked, so both give
 the same tree; one pass on Dask). Candidate thresholds are midpoints between consecutive
 distinct sample values.
+
+Issue 28: a category feature (a Dataset's ``categories``) is cut by a set of its categories, at
+each node the one of fewest two-leaf majority mistakes (exact over the partitions of up to 8
+categories, Fisher-ordered by their shares over the clusters beyond: ``category_cuts.py``), and
+a cut on a feature holding missing values sends them to the side of fewer mistakes. With
+category features the exact search tries that one set cut per feature and node, not every set.
 """
 from __future__ import annotations
 
@@ -48,11 +54,14 @@ import heapq
 
 import numpy as np
 
+from exclust.algorithms.histogram.binning import category_counts
+from exclust.algorithms.search.category_cuts import Cut, cut_order, goes_left, mistakes_side_cost, special_cuts
+from exclust.algorithms.search.row_statistics import tree_as_nested
 from exclust.dataplane.parts import uniform_sample
 from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.scoring.score_pass import prepare_labels
-from exclust.sources.dataset import as_matrix
+from exclust.sources.dataset import Dataset, as_matrix
 from exclust.tree import LEAF
 
 MAX_FREE_CLUSTERS = 4  # clusters on both sides of a cut whose required leaf is tried on either side
@@ -91,10 +100,15 @@ def covering_assignment(counts: np.ndarray, required) -> tuple[float, np.ndarray
 
 class _Search:
     def __init__(self, X: np.ndarray, y: np.ndarray, n_clusters: int, n_candidates: int | None,
-                 lookahead: int | None) -> None:
+                 lookahead: int | None, n_categories: np.ndarray | None = None) -> None:
         self.X = np.ascontiguousarray(X)
         self.y = y
         self.k = n_clusters
+        # Category features and features holding missing values: their cuts come from
+        # ``category_cuts.special_cuts`` (a set cut; thresholds learning a missing side).
+        self.n_categories = np.zeros(X.shape[1], dtype=np.int64) if n_categories is None else n_categories
+        self.special = (self.n_categories > 0) | np.isnan(self.X).any(axis=0)
+        self.one_hot = np.eye(self.k)[y] if self.special.any() else None
         self.order = np.argsort(self.X, axis=0, kind="stable").T
         self.n_candidates = n_candidates  # None: every cut
         self.lookahead = lookahead  # None: no depth limit (exact)
@@ -114,9 +128,16 @@ class _Search:
         hit = self.cut_memo.get(key)
         if hit is not None:
             return hit
-        found: list[tuple[float, int, float]] = []
+        found: list[tuple] = []
         for_cluster: list[tuple[float, int, float] | None] = [None] * self.k
         for f in range(self.X.shape[1]):
+            if self.special[f]:
+                assert self.one_hot is not None
+                how_many = int(mask.sum()) if self.n_candidates is None else self.n_candidates
+                found += [(cost, f, cut) for cost, cut in special_cuts(
+                    self.X[mask, f], self.one_hot[mask], int(self.n_categories[f]), mistakes_side_cost, how_many,
+                    kmeans=False)]
+                continue
             idx = self.order[f][mask[self.order[f]]]
             values = self.X[idx, f]
             between = np.flatnonzero(values[1:] != values[:-1])
@@ -136,13 +157,13 @@ class _Search:
                 held = for_cluster[c]
                 if held is None or one_side[i, c] < held[0]:
                     for_cluster[c] = (float(one_side[i, c]), f, float(thresholds[i]))
-        found.sort()
+        found.sort(key=_cut_key)
         self.cut_memo[key] = (found, for_cluster)
         return found, for_cluster
 
     def sides(self, mask, f, t):
-        goes_left = self.X[:, f] <= t
-        return mask & goes_left, mask & ~goes_left
+        left = goes_left(self.X[:, f], t)
+        return mask & left, mask & ~left
 
     # ------------------------------------------------------------------ search
     def best(self, mask: np.ndarray, m: int, required: tuple, depth: int | None) -> tuple[float, tuple | None]:
@@ -174,7 +195,7 @@ class _Search:
             # majority; with many clusters only the n_candidates cheapest of them are tried, as
             # every candidate multiplies the search below it (d31 at 62 leaves ran for minutes).
             extra = sorted({for_cluster[c] for c in required if for_cluster[c] is not None})
-            candidates = sorted(set(candidates[: self.n_candidates] + extra[: self.n_candidates]))
+            candidates = sorted(set(candidates[: self.n_candidates] + extra[: self.n_candidates]), key=_cut_key)
         for _, f, t in candidates:
             left, right = self.sides(mask, f, t)
             in_left, in_right = self.counts(left) > 0, self.counts(right) > 0
@@ -275,6 +296,11 @@ class _Search:
             heapq.heappush(heap, (gain, leaf, found[0][1], found[0][2]))
 
 
+def _cut_key(candidate: tuple) -> tuple:
+    """Candidates (mistakes, feature, cut) in order: fewest mistakes, then feature, then cut."""
+    return candidate[0], candidate[1], cut_order(candidate[2])
+
+
 def _nest(splits: list, value: dict):
     children = {leaf: (f, t, lo, hi) for leaf, f, t, lo, hi in splits}
 
@@ -296,30 +322,46 @@ def relabel(tree, X: np.ndarray, y: np.ndarray, n_clusters: int) -> tuple[float,
     mistakes, chosen = covering_assignment(counts, range(n_clusters))
     value = dict(zip(leaves.tolist(), chosen.tolist(), strict=True))
 
-    def build(i):
-        if tree.kind[i] == LEAF:
+    as_nested = tree_as_nested(tree, np.isnan(X).any(axis=0))
+
+    def build(i, node):
+        if node is None:
             return ("leaf", int(value[i]))
-        return (int(tree.feature[i]), float(tree.threshold[i]), build(tree.left[i]), build(tree.right[i]))
+        return (node[0], node[1], build(tree.left[i], node[2]), build(tree.right[i], node[4]))
 
-    return mistakes, build(0)
+    return mistakes, build(0, as_nested)
 
 
-def nested_as_tree(nested, n_features: int, feature_names, n_clusters: int, meta: dict):
-    """A nested tree as a ThresholdTree."""
+def nested_as_tree(nested, n_features: int, feature_names, n_clusters: int, meta: dict, X: np.ndarray,
+                   categories: dict | None = None):
+    """A nested tree as a ThresholdTree: a ``Cut`` keeps its missing side (and set); a float cut
+    sends missing values to its child holding more of the rows ``X`` (a default: its feature held
+    none, and ``MISSING_AT_FIT`` lists those that did)."""
     from exclust.tree import TreeBuilder
+    from exclust.tree.node_kinds import MISSING_AT_FIT, MISSING_LEFT, MISSING_RIGHT
 
     builder = TreeBuilder(n_features=n_features)
 
-    def add(node_id, node) -> None:
+    def add(node_id, node, rows) -> None:
         if node[0] == "leaf":
             builder.make_leaf(node_id, node[1])
             return
-        lo, hi = builder.split(node_id, node[0], node[1])
-        add(lo, node[2])
-        add(hi, node[3])
+        f, cut = node[0], node[1]
+        left = goes_left(X[:, f], cut)
+        if isinstance(cut, Cut) and cut.is_set:
+            lo, hi = builder.split_categories(node_id, f, cut.codes, cut.missing_side)
+        elif isinstance(cut, Cut):
+            lo, hi = builder.split(node_id, f, cut.threshold, missing_side=cut.missing_side)
+        else:
+            larger = MISSING_LEFT if (rows & left).sum() > (rows & ~left).sum() else MISSING_RIGHT
+            lo, hi = builder.split(node_id, f, cut, missing_side=larger)
+        add(lo, node[2], rows & left)
+        add(hi, node[3], rows & ~left)
 
-    add(builder.add_node(), nested)
-    return builder.build(feature_names=feature_names, n_clusters=n_clusters, meta=meta)
+    add(builder.add_node(), nested, np.ones(X.shape[0], dtype=bool))
+    tree = builder.build(feature_names=feature_names, n_clusters=n_clusters, meta=meta, categories=categories)
+    tree.meta[MISSING_AT_FIT] = [tree.feature_names[f] for f in np.flatnonzero(np.isnan(X).any(axis=0)).tolist()]
+    return tree
 
 
 class LabelTree(TreeExplainer):
@@ -380,6 +422,7 @@ class LabelTree(TreeExplainer):
         if labels is None:
             raise InputError("LabelTree needs the cluster labels: fit(X, labels)")
         ds = as_matrix(self._fit_input(X))
+        categories = {f: list(v) for f, v in ds.categories.items()}
         labels = prepare_labels(labels, ds.X, "labels")
         rows, ys = uniform_sample(ds.X, labels, size=int(self.sample_rows), random_state=self.random_state)
         rows, ys = np.asarray(rows, dtype=np.float64), cluster_ids(np.asarray(ys))
@@ -390,18 +433,20 @@ class LabelTree(TreeExplainer):
         if np.unique(rows, axis=0).shape[0] < k:
             raise InputError(f"the labelled rows cannot be cut into {k} leaves: fewer distinct rows than clusters")
         exact = rows.shape[0] <= int(self.exact_rows)
-        search = _Search(rows, ys, k, None if exact else int(self.n_candidates), None if exact else int(self.lookahead))
+        search = _Search(rows, ys, k, None if exact else int(self.n_candidates), None if exact else int(self.lookahead),
+                         category_counts(categories, rows.shape[1]))
         everything = np.ones(rows.shape[0], dtype=np.bool_)
         mistakes, nested = search.best(everything, leaves, tuple(range(k)), search.lookahead)
         self.cart_mistakes_ = None
         if not exact and np.unique(ys).size > 1:
-            cart = CART(max_leaf_nodes=leaves, random_state=self.random_state).fit(rows, ys).tree_
+            sample = Dataset(rows, list(ds.feature_names), categories=categories)
+            cart = CART(max_leaf_nodes=leaves, random_state=self.random_state).fit(sample, ys).tree_
             self.cart_mistakes_, cart_nested = relabel(cart, rows, ys, k)
             if self.cart_mistakes_ < mistakes:
                 mistakes, nested = self.cart_mistakes_, cart_nested
         meta = {"algorithm": "label-tree", "n_leaves": int(leaves), "exact": bool(exact),
                 "n_search_rows": int(rows.shape[0]), "noise": "left out (no leaf, not counted)"}
-        self.tree_ = nested_as_tree(nested, ds.n_features, ds.feature_names, k, meta)
+        self.tree_ = nested_as_tree(nested, ds.n_features, ds.feature_names, k, meta, rows, categories)
         self.mistakes_ = int(mistakes)
         self.exact_ = bool(exact)
         self.n_search_rows_ = int(rows.shape[0])

@@ -34,7 +34,13 @@ import time
 
 import numpy as np
 
-from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers
+from exclust.algorithms.histogram.base import (
+    CENTER_TREE_CONSTRAINTS,
+    CenterTreePredictor,
+    check_centers,
+    refuse_categories_and_missing,
+    refuse_dataset_kinds,
+)
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
 from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
@@ -124,9 +130,13 @@ class OptimalTree(CenterTreePredictor):
         self._check_params()
         k = int(self.n_clusters)
         ds = as_matrix(self._fit_input(X), n_clusters=k)
+        # Its bounds and cells know numeric thresholds on complete rows only (issue 28): refused in one line.
+        refuse_dataset_kinds("OptimalTree", ds)
         lazy = ds.distributed
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         sample = np.asarray(sample, dtype=np.float64)
+        refuse_categories_and_missing("OptimalTree", ds.feature_names, [False] * ds.n_features,
+                                      np.isnan(sample).any(axis=0))
         mapper = edges_from_sample(sample, int(self.max_bins))
         shift = sample.mean(axis=0)
         cells = map_reduce(block_cells, ds.X, args=(mapper, shift), combine=merge_cells) if lazy \

@@ -25,8 +25,10 @@ import time
 
 import numpy as np
 
+from exclust.algorithms.search.category_cuts import Cut, best_set_split, category_points, own_cost
 from exclust.algorithms.search.optimal_tree import count_leaves
-from exclust.algorithms.search.row_statistics import FlatTree, RowStatistics, own_cost
+from exclust.algorithms.search.row_statistics import FlatTree, RowStatistics
+from exclust.tree.node_kinds import MISSING_LEFT, MISSING_RIGHT
 
 logger = logging.getLogger("exclust")
 
@@ -34,24 +36,60 @@ logger = logging.getLogger("exclust")
 MIN_GAIN = 1e-9
 
 
-def best_cuts(binned: np.ndarray, n_bins: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per leaf of ``binned`` (leaves, d, bins, d + 2): the least cost of two sides at their own
-    means, and its feature and bin (inf, -1, -1 where no cut leaves rows on both sides). Of
-    several edges giving the same partition (empty bins) only the last counts."""
+def best_cuts(binned: np.ndarray, mapper) -> tuple[np.ndarray, np.ndarray, list]:
+    """Per leaf of ``binned`` (leaves, d, codes, p + 2): the least cost of two sides at their own
+    means, its feature, and the cut (inf, -1, None where no cut leaves rows on both sides).
+
+    A cut is a float threshold (a bin edge) on a feature without a missing bin; on a feature with
+    one, a ``Cut`` whose missing side is the cheaper (``category_cuts``); on a category feature,
+    its best set cut (``category_cuts.best_set_split``). Of several edges giving the same
+    partition (empty bins) only the last counts."""
     m, d, bins, _ = binned.shape
-    prefix = np.cumsum(binned, axis=2)
+    n_bins, missing_bin = mapper.n_bins, mapper.missing_bin
+    values = binned.copy()
+    miss = np.zeros((m, d, 1, binned.shape[-1]))
+    for f in np.flatnonzero(missing_bin >= 0).tolist():
+        miss[:, f, 0] = binned[:, f, missing_bin[f]]
+        values[:, f, missing_bin[f]] = 0.0
+    prefix = np.cumsum(values, axis=2)
+    total = prefix[:, :, -1:, :]
     left_rows = prefix[..., 0]
-    right_rows = prefix[:, :, -1:, 0] - left_rows
-    cost = own_cost(prefix) + own_cost(prefix[:, :, -1:, :] - prefix)
-    next_rows = np.concatenate([binned[:, :, 1:, 0], np.zeros((m, d, 1))], axis=2)
+    right_rows = total[..., 0] - left_rows
+    cost_ml = own_cost(prefix + miss) + own_cost(total - prefix)
+    cost_mr = own_cost(prefix) + own_cost(total - prefix + miss)
+    miss_left = (cost_ml < cost_mr) | ((cost_ml == cost_mr) & (left_rows > right_rows))
+    cost = np.where(miss_left, cost_ml, cost_mr)
+    next_rows = np.concatenate([values[:, :, 1:, 0], np.zeros((m, d, 1))], axis=2)
     edge = np.arange(bins)[None, None, :] < (n_bins[None, :, None] - 1)
-    valid = (left_rows > 0.5) & (right_rows > 0.5) & edge & (next_rows > 0.5)
-    cost = np.where(valid, cost, np.inf).reshape(m, d * bins)
+    valid = (left_rows > 0.5) & (right_rows > 0.5) & edge & (next_rows > 0.5) & ~mapper.is_category[None, :, None]
+    cost = np.where(valid, cost, np.inf)
+    sets: dict[tuple[int, int], Cut] = {}
+    for f in np.flatnonzero(mapper.is_category).tolist():
+        C = int(n_bins[f])
+        for leaf in range(m):
+            per = values[leaf, f, :C]
+            found = best_set_split(per, miss[leaf, f, 0], own_cost, category_points(per, kmeans=True))
+            if found is not None:
+                cost[leaf, f, 0] = found[0]
+                sets[(leaf, f)] = Cut(0.0, found[1], found[2])
+    cost = cost.reshape(m, d * bins)
     flat = cost.argmin(axis=1)
     least = cost[np.arange(m), flat]
     feature, bin_ = np.divmod(flat, bins)
-    found = np.isfinite(least)
-    return least, np.where(found, feature, -1), np.where(found, bin_, -1)
+    found_any = np.isfinite(least)
+    cuts: list = []
+    for leaf in range(m):
+        f, b = int(feature[leaf]), int(bin_[leaf])
+        if not found_any[leaf]:
+            cuts.append(None)
+        elif mapper.is_category[f]:
+            cuts.append(sets[(leaf, f)])
+        elif missing_bin[f] >= 0:
+            side = MISSING_LEFT if miss_left[leaf, f, b] else MISSING_RIGHT
+            cuts.append(Cut(mapper.threshold(f, b), (), side))
+        else:
+            cuts.append(mapper.threshold(f, b))
+    return least, np.where(found_any, feature, -1), cuts
 
 
 def cherries(flat: FlatTree) -> np.ndarray:
@@ -70,55 +108,57 @@ def sweep(stats: RowStatistics, nested) -> tuple[float, list, FlatTree]:
     # Cherries' two leaves side by side, so that they share a batch (their union's histogram).
     in_pairs = np.stack([flat.leaf_id[flat.left[twins]], flat.leaf_id[flat.right[twins]]], axis=1).ravel()
     order = np.concatenate([in_pairs, np.setdiff1d(np.arange(flat.n_leaves), in_pairs)]).astype(np.int64)
-    n_bins = stats.mapper.n_bins
-    leaf_total = np.zeros((flat.n_leaves, stats.d + 2))
+    mapper = stats.mapper
+    leaf_total = np.zeros((flat.n_leaves, stats.p + 2))
     split_cost = np.full(flat.n_leaves, np.inf)
-    split_at = np.full((flat.n_leaves, 2), -1, dtype=np.int64)
+    split_feature = np.full(flat.n_leaves, -1, dtype=np.int64)
+    split_cut: list = [None] * flat.n_leaves
     recut = {}
     for chosen, binned in stats.binned_batches(flat, order):
         leaf_total[chosen] = binned[:, 0].sum(axis=1)
-        cost, f, b = best_cuts(binned, n_bins)
-        split_cost[chosen], split_at[chosen, 0], split_at[chosen, 1] = cost, f, b
+        cost, f, cut = best_cuts(binned, mapper)
+        split_cost[chosen], split_feature[chosen] = cost, f
+        for leaf, one in zip(chosen.tolist(), cut, strict=True):
+            split_cut[leaf] = one
         position = {int(leaf): i for i, leaf in enumerate(chosen)}
         for c in twins:
             a, z = int(flat.leaf_id[flat.left[c]]), int(flat.leaf_id[flat.right[c]])
             if a in position and z in position:
                 union = binned[position[a]] + binned[position[z]]
-                least, feature, bin_ = best_cuts(union[None], n_bins)
-                recut[int(c)] = (float(least[0]), int(feature[0]), int(bin_[0]))
+                least, feature, union_cut = best_cuts(union[None], mapper)
+                recut[int(c)] = (float(least[0]), int(feature[0]), union_cut[0])
     leaf_cost = own_cost(leaf_total)
     total = float(leaf_cost.sum())
     tol = MIN_GAIN * max(total, 1e-300)
     moves: list[tuple] = []
-    split_gain = np.where(split_at[:, 0] >= 0, leaf_cost - split_cost, -np.inf)
+    split_gain = np.where(split_feature >= 0, leaf_cost - split_cost, -np.inf)
     for c in twins:
         a, z = int(flat.leaf_id[flat.left[c]]), int(flat.leaf_id[flat.right[c]])
         pair = leaf_cost[a] + leaf_cost[z]
-        cost_u, f_u, b_u = recut[int(c)]
+        cost_u, f_u, cut_u = recut[int(c)]
         if f_u >= 0 and pair - cost_u > tol:
-            moves.append((pair - cost_u, (a, z), -1, (int(c), f_u, b_u), True))
+            moves.append((pair - cost_u, (a, z), -1, (int(c), f_u, cut_u), True))
         merge = float(own_cost(leaf_total[a] + leaf_total[z])) - pair
         gains = split_gain - merge
         gains[[a, z]] = -np.inf
         for leaf in np.flatnonzero(gains > tol):
             moves.append((float(gains[leaf]), (a, z, int(leaf)), int(c),
-                          (int(flat.leaf_node[leaf]), int(split_at[leaf, 0]), int(split_at[leaf, 1])), False))
+                          (int(flat.leaf_node[leaf]), int(split_feature[leaf]), split_cut[leaf]), False))
     moves.sort(key=lambda m: (-m[0], m[1]))
     return total, moves, flat
 
 
-def apply_moves(flat: FlatTree, moves: list, thresholds) -> tuple[object, float, int]:
+def apply_moves(flat: FlatTree, moves: list) -> tuple[object, float, int]:
     """The tree after every move whose leaves no better move took: (nested tree, summed gain,
     moves applied)."""
     used: set = set()
     merged: set = set()
     split: dict = {}
     gained, applied = 0.0, 0
-    for gain, leaves, merge, (node, f, b), is_recut in moves:
+    for gain, leaves, merge, (node, f, t), is_recut in moves:
         if used.intersection(leaves):
             continue
         used.update(leaves)
-        t = thresholds(f, b)
         if is_recut:  # the cherry's cut re-chosen: merge it, then cut the merged leaf
             merged.add(node)
             split[("recut", node)] = (f, t)
@@ -134,14 +174,14 @@ def apply_moves(flat: FlatTree, moves: list, thresholds) -> tuple[object, float,
 def _rebuild_with_recuts(flat: FlatTree, merged: set, split: dict, node: int = 0):
     if node in merged:
         recut = split.get(("recut", node))
-        return None if recut is None else (int(recut[0]), float(recut[1]), None, 1, None)
+        return None if recut is None else (int(recut[0]), recut[1], None, 1, None)
     if flat.left[node] < 0:
         if node in split:
             f, t = split[node]
-            return (int(f), float(t), None, 1, None)
+            return (int(f), t, None, 1, None)
         return None
     lo = _rebuild_with_recuts(flat, merged, split, int(flat.left[node]))
-    return (int(flat.feature[node]), float(flat.threshold[node]), lo, count_leaves(lo),
+    return (int(flat.feature[node]), flat.cuts[node], lo, count_leaves(lo),
             _rebuild_with_recuts(flat, merged, split, int(flat.right[node])))
 
 
@@ -164,7 +204,7 @@ def improve(stats: RowStatistics, nested, max_passes: int | None, max_seconds: f
         history.append(total)
         if not moves:
             break
-        nested, gained, applied = apply_moves(flat, moves, stats.mapper.threshold)
+        nested, gained, applied = apply_moves(flat, moves)
         logger.info("%s on all rows: sweep %d (%d passes, %.1f s): cost %.6g, %d moves save %.3g%%", label,
                     len(history), spent, time.perf_counter() - start, total, applied, 100 * gained / max(total, 1e-300))
     return nested, history

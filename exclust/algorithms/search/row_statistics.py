@@ -17,10 +17,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exclust.algorithms.histogram.engine import with_clustering_space
 from exclust.algorithms.search._leaf_statistics import leaf_binned_moments, trees_leaf_moments
+from exclust.algorithms.search.category_cuts import Cut, own_cost
 from exclust.algorithms.search.optimal_tree import count_leaves
 from exclust.dataplane.residency import keep_parts, reduce_kept
 from exclust.tree import LEAF
+from exclust.tree.node_kinds import CATEGORY_SET, MISSING_NONE, MISSING_RIGHT, ONE_SIDED
+from exclust.tree.threshold_tree import _category_bitset
+
+__all__ = ["FlatTree", "RowStatistics", "own_cost", "tree_as_nested"]
 
 # One pass of binned moments returns at most this many bytes; more leaves take more passes.
 HISTOGRAM_BYTES = 1 << 26
@@ -29,7 +35,10 @@ HISTOGRAM_BYTES = 1 << 26
 @dataclass
 class FlatTree:
     """A nested tree as preorder arrays; ``leaf_id[node]`` numbers the leaves left to right (-1
-    on cuts), ``leaf_node[j]`` is leaf j's node."""
+    on cuts), ``leaf_node[j]`` is leaf j's node. ``cuts`` keeps each node's cut as the nested tree
+    gave it (float or ``Cut``; None on leaves); ``kind``, ``missing`` and ``bits`` route rows as
+    the tree layer's kernels do (``tree._routing.routed_leaf_of``): a float cut sends missing
+    values right (its feature holds none)."""
 
     feature: np.ndarray
     threshold: np.ndarray
@@ -37,6 +46,10 @@ class FlatTree:
     right: np.ndarray
     leaf_id: np.ndarray
     leaf_node: np.ndarray
+    cuts: list
+    kind: np.ndarray
+    missing: np.ndarray
+    bits: np.ndarray
 
     @property
     def n_leaves(self) -> int:
@@ -48,6 +61,7 @@ class FlatTree:
         threshold: list[float] = []
         left: list[int] = []
         right: list[int] = []
+        cuts: list = []
 
         def add(node) -> int:
             i = len(feature)
@@ -55,8 +69,11 @@ class FlatTree:
             threshold.append(np.nan)
             left.append(-1)
             right.append(-1)
+            cuts.append(None)
             if node is not None:
-                feature[i], threshold[i] = int(node[0]), float(node[1])
+                cut = node[1]
+                feature[i], cuts[i] = int(node[0]), cut
+                threshold[i] = float(cut.threshold) if isinstance(cut, Cut) else float(cut)
                 left[i] = add(node[2])
                 right[i] = add(node[4])
             return i
@@ -66,31 +83,40 @@ class FlatTree:
         leaf_node = np.flatnonzero(lefts < 0)
         leaf_id = np.full(lefts.size, -1, dtype=np.int64)
         leaf_id[leaf_node] = np.arange(leaf_node.size)
+        codes = [c.codes if isinstance(c, Cut) else () for c in cuts]
+        kind = np.where(lefts < 0, LEAF, np.where([bool(c) for c in codes], CATEGORY_SET, ONE_SIDED)).astype(np.int8)
+        missing = np.array([c.missing_side if isinstance(c, Cut) and c.missing_side != MISSING_NONE
+                            else MISSING_RIGHT for c in cuts], dtype=np.int8)
+        most = max([max(c) + 1 for c in codes if c], default=1)
+        bits = _category_bitset(codes, {0: range(most)})
         return cls(np.asarray(feature, dtype=np.int64), np.asarray(threshold, dtype=np.float64), lefts,
-                   np.asarray(right, dtype=np.int64), leaf_id, leaf_node)
+                   np.asarray(right, dtype=np.int64), leaf_id, leaf_node, cuts, kind, missing, bits)
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return self.feature, self.threshold, self.left, self.right
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """(kind, feature, threshold, left, right, missing, bits): what the kernels route by."""
+        return self.kind, self.feature, self.threshold, self.left, self.right, self.missing, self.bits
 
 
-def tree_as_nested(tree):
-    """A ThresholdTree of one-sided cuts as nested tuples."""
+def tree_as_nested(tree, sides: np.ndarray | None = None):
+    """A ThresholdTree of one-sided and category-set cuts as nested tuples: a set cut, and a
+    threshold cut on a feature of ``sides`` (bool per feature: those holding missing values),
+    keep their missing side in a ``Cut``; other threshold cuts are their float threshold."""
     def build(i):
         if tree.kind[i] == LEAF:
             return None
         left = build(tree.left[i])
-        return (int(tree.feature[i]), float(tree.threshold[i]), left, count_leaves(left), build(tree.right[i]))
+        f, side = int(tree.feature[i]), int(tree.missing_side[i])
+        side = side if side != MISSING_NONE else MISSING_RIGHT
+        cut: float | Cut
+        if tree.kind[i] == CATEGORY_SET:
+            cut = Cut(0.0, tuple(tree.left_categories[i]), side)
+        elif sides is not None and sides[f]:
+            cut = Cut(float(tree.threshold[i]), (), side)
+        else:
+            cut = float(tree.threshold[i])
+        return (f, cut, left, count_leaves(left), build(tree.right[i]))
 
     return build(0)
-
-
-def own_cost(moments: np.ndarray) -> np.ndarray:
-    """k-means cost at their own mean of the rows whose moments (..., d + 2) are given."""
-    n = moments[..., 0]
-    sums = moments[..., 1:-1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cost = moments[..., -1] - np.einsum("...i,...i->...", sums, sums) / n
-    return np.where(n > 0, np.maximum(cost, 0.0), 0.0)
 
 
 def center_costs(moments: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -120,33 +146,41 @@ def clusters_cost(moments: np.ndarray, named: np.ndarray, k: int) -> float:
     return float(own_cost(merged).sum())
 
 
-def _keep_block(X, mapper) -> dict:
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    return {"x": X, "codes": mapper.transform(X)}
+def _keep_block(block, mapper) -> dict:
+    """A row part's features (routing, codes) and clustering-space rows (the moments): X and Z
+    side by side (``engine.with_clustering_space``), or X alone when it is its own space."""
+    block = np.ascontiguousarray(block, dtype=np.float64)
+    d = mapper.n_features
+    X = np.ascontiguousarray(block[:, :d])
+    return {"x": X, "z": np.ascontiguousarray(block[:, d:]) if block.shape[1] > d else X,
+            "codes": mapper.transform(X)}
 
 
 def _block_tree_moments(part, shift, arrays, leaf_id, roots, n_leaves_max, centers):
-    return trees_leaf_moments(part["x"], shift, *arrays, leaf_id, roots, n_leaves_max, centers)
+    return trees_leaf_moments(part["x"], part["z"], shift, *arrays, leaf_id, roots, n_leaves_max, centers)
 
 
 def _block_binned(part, shift, arrays, slot, n_slots, n_bins):
-    return leaf_binned_moments(part["x"], part["codes"], shift, *arrays, slot, n_slots, n_bins)
+    return leaf_binned_moments(part["x"], part["z"], part["codes"], shift, *arrays, slot, n_slots, n_bins)
 
 
 class RowStatistics:
     """The rows (and their bin codes) kept where they live, and the passes the search prices with.
 
-    ``mapper``: the histogram engine's ``BinMapper`` whose edges are the search's thresholds;
-    ``shift``: what every coordinate is moved by. ``n_passes`` counts the passes (the keeping
-    one included).
+    ``mapper``: the histogram engine's ``BinMapper`` whose edges are the search's thresholds (its
+    category features binned by code, a missing bin where a feature holds missing values);
+    ``shift``: what every coordinate of the clustering space is moved by; ``Z`` (default None:
+    X): the clustering space's rows, row-aligned with X, whose moments price the trees (issue
+    28: the cuts on X, the cost in Z). ``n_passes`` counts the passes (the keeping one included).
     """
 
-    def __init__(self, X, mapper, shift: np.ndarray) -> None:
+    def __init__(self, X, mapper, shift: np.ndarray, Z=None) -> None:
         self.mapper = mapper
         self.shift = np.ascontiguousarray(shift, dtype=np.float64)
         self.d = int(mapper.n_features)
+        self.p = int(self.shift.shape[0])
         self.n_bins = int(mapper.max_n_bins)
-        self._kept = keep_parts(_keep_block, X, mapper)
+        self._kept = keep_parts(_keep_block, with_clustering_space(X, Z), mapper)
         self.n_passes = 1
 
     def tree_moments(self, trees: list[FlatTree],
@@ -155,16 +189,19 @@ class RowStatistics:
         ``centers`` (moved by ``shift``), the moments of the rows nearest to each center (the
         reference clusters of a k-means reference)."""
         offsets = np.cumsum([0] + [t.feature.size for t in trees])
-        feature = np.concatenate([t.feature for t in trees])
-        threshold = np.concatenate([t.threshold for t in trees])
         starts = list(zip(trees, offsets[:-1], strict=True))
         left = np.concatenate([np.where(t.left >= 0, t.left + o, -1) for t, o in starts])
         right = np.concatenate([np.where(t.right >= 0, t.right + o, -1) for t, o in starts])
+        words = max(t.bits.shape[1] for t in trees)
+        bits = np.concatenate([np.pad(t.bits, ((0, 0), (0, words - t.bits.shape[1]))) for t in trees])
+        arrays = (np.concatenate([t.kind for t in trees]), np.concatenate([t.feature for t in trees]),
+                  np.concatenate([t.threshold for t in trees]), left, right,
+                  np.concatenate([t.missing for t in trees]), bits)
         leaf_id = np.concatenate([t.leaf_id for t in trees])
         most = max(t.n_leaves for t in trees)
-        moved = np.zeros((0, self.d)) if centers is None else np.ascontiguousarray(centers, dtype=np.float64)
+        moved = np.zeros((0, self.p)) if centers is None else np.ascontiguousarray(centers, dtype=np.float64)
         self.n_passes += 1
-        out, nearest = reduce_kept(self._kept, _block_tree_moments, self.shift, (feature, threshold, left, right),
+        out, nearest = reduce_kept(self._kept, _block_tree_moments, self.shift, arrays,
                                    leaf_id, offsets[:-1].astype(np.int64), most, moved)
         return [out[i, : t.n_leaves] for i, t in enumerate(trees)], nearest
 
@@ -173,7 +210,7 @@ class RowStatistics:
         of ``tree`` on all rows, one pass per batch of as many leaves as ``HISTOGRAM_BYTES``
         allows, rounded down to a multiple of ``together`` (so pairs listed side by side share
         a batch)."""
-        per_leaf = self.d * self.n_bins * (self.d + 2) * 8
+        per_leaf = self.d * self.n_bins * (self.p + 2) * 8
         batch = max(together, (HISTOGRAM_BYTES // per_leaf) // together * together)
         for start in range(0, leaves.size, batch):
             chosen = leaves[start:start + batch]
@@ -185,7 +222,7 @@ class RowStatistics:
 
     def passes_per_sweep(self, n_leaves: int, together: int = 2) -> int:
         """Passes ``binned_batches`` takes for ``n_leaves`` leaves."""
-        per_leaf = self.d * self.n_bins * (self.d + 2) * 8
+        per_leaf = self.d * self.n_bins * (self.p + 2) * 8
         batch = max(together, (HISTOGRAM_BYTES // per_leaf) // together * together)
         return -(-int(n_leaves) // batch)
 

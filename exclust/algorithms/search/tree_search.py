@@ -40,6 +40,10 @@ of at most ``sample_rows`` rows (one pass on Dask, the same rows however chunked
 ``LOOKAHEAD_MAX_LEAVES`` leaves, and only propose trees; with the greedy rules' trees built on
 all rows (``starts``) they are priced together on all rows, and the cheapest is improved by
 moves priced on all rows while the budget lasts (``all_rows.py``, ``refine.py``).
+
+Issue 28: the cost is measured in the clustering space ``Z``, the cuts on X; category features
+are cut by sets and cuts learn where missing values go, in the lookahead and the moves on all
+rows (``category_cuts.py``); a greedy start refusing such features is skipped, the reason logged.
 """
 from __future__ import annotations
 
@@ -56,15 +60,23 @@ from exclust.algorithms.histogram.base import (
     check_centers,
     fit_reference_centers,
 )
-from exclust.algorithms.histogram.imm import IMM
-from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs
-from exclust.algorithms.search.all_rows import GREEDY_RULES, greedy_starts, search_all_rows
-from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts, nested_to_tree
+from exclust.algorithms.histogram.binning import category_counts
+from exclust.algorithms.search import category_cuts
+from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs, window_minimum
+from exclust.algorithms.search.all_rows import (
+    GREEDY_RULES,
+    greedy_models,
+    greedy_seeds,
+    greedy_starts,
+    nearest_centers,
+    sample_dataset,
+    search_all_rows,
+)
+from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
 from exclust.dataplane.parts import uniform_sample
 from exclust.estimator import Integral, Interval, Real
 from exclust.sources.dataset import as_matrix
-from exclust.tree import ThresholdTree
 
 logger = logging.getLogger("exclust")
 
@@ -81,18 +93,26 @@ class _Search:
     (indices into ``guide``), as in ExGreedy."""
 
     def __init__(self, X: np.ndarray, centers: np.ndarray | None, n_candidates: int, lookahead: int,
-                 guide: np.ndarray) -> None:
+                 guide: np.ndarray, Z: np.ndarray | None = None, n_categories: np.ndarray | None = None) -> None:
         self.raw = np.ascontiguousarray(X)  # routing and thresholds
-        shift = X.mean(axis=0)  # costs are differences of large sums: work around the mean
-        self.X = np.ascontiguousarray(X - shift)
-        self.centers = np.zeros((0, X.shape[1])) if centers is None else np.ascontiguousarray(centers - shift)
+        space = X if Z is None else Z  # the costs (issue 28: the clustering space Z, cut on X)
+        shift = space.mean(axis=0)  # costs are differences of large sums: work around the mean
+        self.X = np.ascontiguousarray(space - shift)
+        self.centers = np.zeros((0, space.shape[1])) if centers is None else np.ascontiguousarray(centers - shift)
+        # Features cut by sets of categories or holding missing values: their candidates come from
+        # ``category_cuts.special_cuts`` instead of the sorted sweep.
+        self.n_categories = np.zeros(X.shape[1], dtype=np.int64) if n_categories is None else n_categories
+        self.special = (self.n_categories > 0) | np.isnan(X).any(axis=0)
+        self.moments = category_cuts.moments_of(self.X) if self.special.any() else None
         # Below the lookahead, growth (and half the lookahead's candidates) follow ExGreedy's
         # score against the guiding centers: a leaf's best cut toward its own mean alone is
-        # short-sighted where the leaf holds several clusters.
+        # short-sighted where the leaf holds several clusters. Not when the centers live in Z.
+        if Z is not None:
+            guide = guide[:0]
         self.guide_raw = np.ascontiguousarray(guide)
-        self.guide = np.ascontiguousarray(guide - shift)
+        self.guide = np.ascontiguousarray(guide - shift) if Z is None else self.guide_raw
         self.all_members = np.arange(guide.shape[0])
-        self.order = np.ascontiguousarray(np.argsort(self.X, axis=0, kind="stable").T)
+        self.order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
         self.n_candidates = int(n_candidates)
         self.lookahead = int(lookahead)
         self.spread = False  # which of SEARCHES runs: candidates and local search order
@@ -111,7 +131,16 @@ class _Search:
                 costs, thresholds, own = greedy_cut_costs(self.X, self.raw, self.order, mask, self.guide, members)
             else:
                 costs, thresholds, own = cut_costs(self.X, self.raw, self.order, mask, self.centers)
-            hit = self.cuts[key] = (own, costs, thresholds)
+            extra: list = []
+            if self.moments is not None:
+                costs[self.special] = np.inf
+                side_cost = category_cuts.kmeans_side_cost(None if guided else self.centers)
+                for f in np.flatnonzero(self.special).tolist():
+                    found = category_cuts.special_cuts(self.raw[mask, f], self.moments[mask],
+                                                       int(self.n_categories[f]), side_cost, self.n_candidates,
+                                                       kmeans=True)
+                    extra += [(cost, f, cut) for cost, cut in found]
+            hit = self.cuts[key] = (own, costs, thresholds, extra)
         return hit
 
     def best_cuts(self, mask: np.ndarray, how_many: int, members=None,
@@ -119,30 +148,32 @@ class _Search:
         """The ``how_many`` cuts of least cost: (cost, feature, threshold). With ``window``, only
         cuts of least cost among the ``window`` positions either side on their feature count: one
         per valley of the cost, where the plain least costs crowd into one gap between clusters."""
-        _, costs, thresholds = self.node(mask, members)
+        _, costs, thresholds, extra = self.node(mask, members)
         if window > 0 and costs.shape[1] > 1:
             costs = np.where(costs == window_minimum(costs, window), costs, np.inf)
         flat = costs.ravel()
-        if flat.size == 0:
-            return []
-        if how_many == 1:
-            pick = np.array([np.argmin(flat)])  # the first of equal least costs
-            if not np.isfinite(flat[pick[0]]):
-                return []
-        else:
-            finite = np.flatnonzero(np.isfinite(flat))
-            if finite.size > how_many:
-                finite = finite[np.argpartition(flat[finite], how_many - 1)[:how_many]]
-            pick = finite[np.lexsort((finite, flat[finite]))]
-        p = costs.shape[1]
-        return [(float(flat[i]), int(i // p), float(thresholds.ravel()[i])) for i in pick]
+        found: list = []
+        if flat.size:
+            if how_many == 1:
+                pick = np.array([np.argmin(flat)])  # the first of equal least costs
+                pick = pick[np.isfinite(flat[pick])]
+            else:
+                finite = np.flatnonzero(np.isfinite(flat))
+                if finite.size > how_many:
+                    finite = finite[np.argpartition(flat[finite], how_many - 1)[:how_many]]
+                pick = finite[np.lexsort((finite, flat[finite]))]
+            p = costs.shape[1]
+            found = [(float(flat[i]), int(i // p), float(thresholds.ravel()[i])) for i in pick]
+        if extra:  # set cuts and cuts learning a missing side, merged by cost (stable: sweep cuts first)
+            found = sorted(found + extra, key=lambda c: c[0])[:how_many]
+        return found
 
-    def sides(self, mask: np.ndarray, f: int, t: float) -> tuple[np.ndarray, np.ndarray]:
-        goes_left = self.raw[:, f] <= t
-        return mask & goes_left, mask & ~goes_left
+    def sides(self, mask: np.ndarray, f: int, t) -> tuple[np.ndarray, np.ndarray]:
+        left = category_cuts.goes_left(self.raw[:, f], t)
+        return mask & left, mask & ~left
 
-    def split_members(self, members: np.ndarray, f: int, t: float) -> tuple[np.ndarray, np.ndarray]:
-        left = self.guide_raw[members, f] <= t
+    def split_members(self, members: np.ndarray, f: int, t) -> tuple[np.ndarray, np.ndarray]:
+        left = category_cuts.goes_left(self.guide_raw[members, f], t)
         return members[left], members[~left]
 
     # ---------------------------------------------------------------- best-first growth
@@ -203,7 +234,7 @@ class _Search:
             tried = {(f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, window=window)}
             if members.size > 1:
                 tried.update((f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, members, window=window))
-            for f, t in sorted(tried):
+            for f, t in sorted(tried, key=lambda c: (c[0], category_cuts.cut_order(c[1]))):
                 left, right = self.sides(mask, f, t)
                 left_members, right_members = self.split_members(members, f, t)
                 lc, lt = self.solve(left, left_members, budget - 1, depth - 1)
@@ -285,58 +316,27 @@ class _ApplySplits:
         return nested_from_cuts({leaf: (f, t, lo, hi) for leaf, f, t, lo, hi in self.splits})
 
 
-def window_minimum(values: np.ndarray, half: int) -> np.ndarray:
-    """Per row, the least of ``values[:, i - half : i + half + 1]`` at every i (edges repeated):
-    spans doubled, O(size * log half)."""
-    size, n = 2 * half + 1, values.shape[1]
-    least = np.pad(values, ((0, 0), (half, half)), mode="edge")  # least[:, i]: min over [i, i + span)
-    span = 1
-    while 2 * span <= size:
-        least[:, :-span] = np.minimum(least[:, :-span], least[:, span:])
-        span *= 2
-    rest = size - span
-    return np.minimum(least[:, :n], least[:, rest:rest + n])
-
-
-def greedy_seeds(X: np.ndarray, centers: np.ndarray, n_leaves: int, max_bins: int) -> dict:
-    """The greedy rules' trees on the searched rows, as nested tuples: the local search's starts."""
-    from exclust.algorithms.cart import CART
-    from exclust.algorithms.histogram.exgreedy import ExGreedy
-    from exclust.algorithms.histogram.exkmc import ExKMC
-    from exclust.algorithms.histogram.exshallow import ExShallow
-
-    k = centers.shape[0]
-    labels = ((X[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
-    if n_leaves == k:
-        models = {"exgreedy": ExGreedy(k, max_bins=max_bins), "exshallow": ExShallow(k, max_bins=max_bins),
-                  "imm": IMM(k, max_bins=max_bins)}
-    else:
-        models = {"exkmc": ExKMC(k, max_leaves=n_leaves, max_bins=max_bins)}
-    trees = {name: m.fit(X, centers).tree_ for name, m in models.items()}
-    if np.unique(labels).size > 1:
-        trees["cart"] = CART(max_leaf_nodes=n_leaves, random_state=0).fit(X, labels).tree_
-    # Beyond one leaf per cluster a start may have fewer leaves (CART stops at pure leaves).
-    fits = (lambda t: t.n_leaves == n_leaves) if n_leaves == k else (lambda t: 2 <= t.n_leaves <= n_leaves)
-    return {name: tree_as_nested(t) for name, t in trees.items() if fits(t)}
-
-
 def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
-                     max_bins: int) -> dict:
+                     max_bins: int, Z: np.ndarray | None = None, categories: dict | None = None,
+                     sides: np.ndarray | None = None) -> dict:
     """The trees the search proposes from the sample ``rows`` (steps 1 to 3) and its greedy seeds,
-    by name; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample alone."""
-    from exclust.algorithms.cart import CART
-
+    by name; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample alone. ``Z``: the
+    sample's rows in the clustering space (None: ``rows``); ``categories``: the category features;
+    ``sides``: the features whose cuts keep a missing side (default: those holding NaN in ``rows``)."""
     k = centers.shape[0]
+    data = sample_dataset(rows, categories)
+    sides = np.isnan(rows).any(axis=0) if sides is None else sides
     if n_leaves > LOOKAHEAD_MAX_LEAVES:
-        labels = ((rows[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+        labels = nearest_centers(rows if Z is None else Z, centers)
         if np.unique(labels).size < 2:
             return {}
-        tree = CART(max_leaf_nodes=n_leaves, random_state=0).fit(rows, labels).tree_
+        tree = rule_classes()["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
         fits = tree.n_leaves == n_leaves or (n_leaves > k and tree.n_leaves >= 2)  # CART: at most n_leaves
-        return {"cart": tree_as_nested(tree)} if fits else {}
-    search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers)
+        return {"cart": tree_as_nested(tree, sides)} if fits else {}
+    search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers, Z=Z,
+                     n_categories=category_counts(categories, rows.shape[1]))
     everything = np.ones(rows.shape[0], dtype=np.bool_)
-    greedy = greedy_seeds(rows, centers, n_leaves, max_bins)
+    greedy = greedy_seeds(rule_classes(), data, centers, n_leaves, max_bins, Z, sides)
     proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
     for name, spread in SEARCHES.items():
         search.spread = spread
@@ -352,6 +352,17 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
             proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
     return proposals
+
+
+def rule_classes() -> dict:
+    """The greedy rules that start the search, by name (imported here, on use)."""
+    from exclust.algorithms.cart import CART
+    from exclust.algorithms.histogram.exgreedy import ExGreedy
+    from exclust.algorithms.histogram.exkmc import ExKMC
+    from exclust.algorithms.histogram.exshallow import ExShallow
+    from exclust.algorithms.histogram.imm import IMM
+
+    return {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow, "exkmc": ExKMC, "cart": CART}
 
 
 class TreeSearch(CenterTreePredictor):
@@ -407,26 +418,15 @@ class TreeSearch(CenterTreePredictor):
         self.max_seconds = max_seconds
         self.random_state = random_state
 
-    def _greedy_models(self, k: int, leaves: int) -> dict:
-        """The unfitted greedy rules of ``starts`` (ExKMC with more leaves than clusters)."""
-        from exclust.algorithms.histogram.exgreedy import ExGreedy
-        from exclust.algorithms.histogram.exkmc import ExKMC
-        from exclust.algorithms.histogram.exshallow import ExShallow
-        from exclust.errors import ParameterError
-
-        unknown = set(self.starts) - set(GREEDY_RULES)
-        if unknown:
-            raise ParameterError(f"The 'starts' parameter takes {', '.join(GREEDY_RULES)}, got {sorted(unknown)}")
-        bins, seed = int(self.max_bins), self.random_state
-        if leaves > k:
-            return {"exkmc": ExKMC(k, max_leaves=leaves, max_bins=bins, random_state=seed)}
-        kinds = {"imm": IMM, "exgreedy": ExGreedy, "exshallow": ExShallow}
-        return {name: kinds[name](k, max_bins=bins, random_state=seed) for name in self.starts}
-
-    def fit(self, X, centers=None) -> TreeSearch:
-        """Search the tree for X against ``centers`` (k-means on X when None)."""
+    def fit(self, X, centers=None, Z=None) -> TreeSearch:
+        """Search the tree for X (numeric features, NaN allowed when Z is given, and a Dataset's
+        category features) against ``centers`` (k-means when None), the cost measured in ``Z``
+        (complete rows of the clustering space, one per row of X; None: the Dataset's
+        ``cluster_X``, else X itself, which must then be complete)."""
+        from exclust.algorithms.histogram.base import clustering_space, dataset_categories, known_missing
         from exclust.algorithms.histogram.binning import edges_from_sample
         from exclust.errors import ParameterError
+        from exclust.sources.dataset import require_complete
 
         self._check_params()
         k = int(self.n_clusters)
@@ -434,35 +434,44 @@ class TreeSearch(CenterTreePredictor):
         if leaves < k:
             raise ParameterError(f"The 'n_leaves' parameter must be at least n_clusters ({k}), got {leaves}")
         ds = as_matrix(self._fit_input(X), n_clusters=k)
+        space = clustering_space(Z, ds)
+        if space is None:
+            require_complete(ds, "TreeSearch measuring its k-means cost on the features")
+        reference = ds if space is None else space
         if centers is None:
-            centers = fit_reference_centers(ds.X, k, self.random_state)
-        centers = check_centers(centers, k, ds.n_features)
-        (rows,) = uniform_sample(ds.X, size=int(self.sample_rows), random_state=self.random_state)
-        rows = np.asarray(rows, dtype=np.float64)
+            centers = fit_reference_centers(reference.X, k, self.random_state)
+        centers = check_centers(centers, k, reference.n_features)
+        Zx = None if space is None else space.X
+        categories = {f: list(range(v)) if isinstance(v, (int, np.integer)) else list(v)
+                      for f, v in dataset_categories(ds).items()}
+        drawn_rows = uniform_sample(ds.X, *([] if Zx is None else [Zx]), size=int(self.sample_rows),
+                                    random_state=self.random_state)
+        rows = np.asarray(drawn_rows[0], dtype=np.float64)
+        z_rows = None if Zx is None else np.asarray(drawn_rows[1], dtype=np.float64)
         passes = int(ds.distributed)
         t0 = time.perf_counter()
-        proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536)
+        proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536, Z=z_rows,
+                                     categories=categories, sides=known_missing(ds) | np.isnan(rows).any(axis=0))
         logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
-        greedy, greedy_passes = greedy_starts(ds, centers, self._greedy_models(k, leaves))
-        proposals = {**greedy, **proposals}
+        models = greedy_models(rule_classes(), self.starts, k, leaves, int(self.max_bins), self.random_state)
+        greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
+        sample, drawn = binning_sample(ds, self.random_state)
+        mapper = edges_from_sample(sample, max_bins=int(self.max_bins), categories=categories,
+                                   missing=known_missing(ds))
+        sides = mapper.missing & ~mapper.is_category  # numeric features whose cuts learn a missing side
+        proposals = {**{name: tree_as_nested(tree, sides) for name, tree in greedy.items()}, **proposals}
         if not proposals:
             raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
-        sample, drawn = binning_sample(ds, self.random_state)
-        mapper = edges_from_sample(sample, max_bins=int(self.max_bins))
-        stats = RowStatistics(ds.X, mapper, centers.mean(axis=0))
+        stats = RowStatistics(ds.X, mapper, centers.mean(axis=0), Z=Zx)
         try:
             found = search_all_rows(stats, centers, leaves, proposals, self.max_passes, self.max_seconds)
         finally:
             stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
                 "n_search_rows": int(rows.shape[0]), "start": found.start, "max_bins": int(self.max_bins)}
-        tree = nested_to_tree(found.nested, ds.n_features, ds.feature_names, count_leaves(found.nested), meta=meta)
-        value = np.asarray(tree.value).copy()
-        value[tree.leaves] = found.named  # leaves left to right, as the flat tree numbers them
-        self.tree_ = ThresholdTree(tree.kind.tolist(), tree.feature.tolist(), tree.threshold.tolist(),
-                                   tree.left.tolist(), tree.right.tolist(), value.tolist(),
-                                   n_features=tree.n_features, feature_names=tree.feature_names, n_clusters=k,
-                                   meta=meta)
+        self.tree_ = category_cuts.nested_to_threshold_tree(
+            found.nested, found.named, found.leaf_rows, sides, n_features=ds.n_features,
+            feature_names=ds.feature_names, n_clusters=k, categories=categories, meta=meta)
         self.centers_ = centers
         self.cost_ = found.cost
         self.reference_cost_ = found.reference_cost
