@@ -36,6 +36,7 @@ import numpy as np
 
 from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
+from exclust.algorithms.search._scatter_bounds import box_bound
 from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
@@ -97,7 +98,8 @@ class OptimalTree(CenterTreePredictor):
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
     ``proven_optimal_``, ``gap_`` (``cost_ / lower_bound_ - 1``), ``bounds_`` (each bound's value:
-    ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``branch_and_bound``), ``search_seconds_``,
+    ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``scatter`` the root's Bound 5 of
+    ``_scatter_bounds`` (0 below three leaves), ``branch_and_bound``, which includes it), ``search_seconds_``,
     ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
     (every feature binned at every midpoint of all its values: the bound then holds for any tree).
     """
@@ -138,12 +140,14 @@ class OptimalTree(CenterTreePredictor):
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         coordinate = search.coordinate_bound(cells.squares, k)
+        scatter = box_bound(search.stats, everything, k) if k >= 3 else 0.0
         lower, cost, nested = search.solve(everything, k, incumbent=greedy)
         self.search_seconds_ = time.monotonic() - started
         lower = max(float(lower), 0.0)  # a sum of bounds may round below zero
         if lower >= cost or coordinate >= cost:
             lower = cost
-        self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "branch_and_bound": float(lower)}
+        self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "scatter": float(scatter),
+                        "branch_and_bound": float(lower)}
         nested = pad_leaves(search, nested, everything, k)
         leaf_stats = np.stack([search.stats[c].sum(axis=0) for c in tree_cells(search, nested, everything)])
         tree = nested_to_tree(thresholds_of(nested, mapper), ds.n_features, ds.feature_names, count_leaves(nested),
