@@ -140,7 +140,7 @@ def box_bound(stats: np.ndarray, cells: np.ndarray, m: int, cutoff: float = np.i
     margin = SLACK * abs(float(total[1]))
     spectral = cost - float(eigen[: m - 1].sum()) - margin
     if spectral >= cutoff:
-        return spectral
+        return max(spectral, 0.0)
     projected = centred @ vectors
     beta = np.empty(eigen.shape[0])
     for i in range(eigen.shape[0]):

@@ -24,8 +24,10 @@ depends on the machine's speed.
 
 Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, k = 3 one sweep
 per feature (every cut position's best two-leaf sides at once), larger k one such node search per
-probe of the interval bisection, as many as the bounds fail to prune (bench/bench_optimal.py,
-bench/README.md: k <= 3 proven at 10^5 x 10, k = 4 not always within a minute). The cells are
+probe of the interval bisection, as many as the bounds fail to prune; sides of three or more
+leaves are bounded from their scatter matrix (``_scatter_bounds.py``) and skipped when that
+suffices (bench/bench_optimal.py, bench/README.md: k <= 3 proven at 10^5 x 10, k = 4 at 10^4 x 10
+in 20 nodes, k = 4 at 10^5 x 10 within 3.2% after 14 nodes). The cells are
 held in memory on the driver: at most one per row, (2 d + 2) floats each.
 """
 from __future__ import annotations
@@ -36,7 +38,6 @@ import numpy as np
 
 from exclust.algorithms.histogram.base import CENTER_TREE_CONSTRAINTS, CenterTreePredictor, check_centers
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
-from exclust.algorithms.search._scatter_bounds import box_bound
 from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
@@ -140,7 +141,7 @@ class OptimalTree(CenterTreePredictor):
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         coordinate = search.coordinate_bound(cells.squares, k)
-        scatter = box_bound(search.stats, everything, k) if k >= 3 else 0.0
+        scatter = search.scatter_bound(everything, k) if k >= 3 else 0.0
         lower, cost, nested = search.solve(everything, k, incumbent=greedy)
         self.search_seconds_ = time.monotonic() - started
         lower = max(float(lower), 0.0)  # a sum of bounds may round below zero

@@ -153,6 +153,7 @@ class BranchAndBound:
         self.sweeps = 0  # sweeps over a node's cells (histograms)
         self.box_bounds = 0  # Bound 5 computed at the start of a search of three or more leaves
         self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
+        self.scatter_memo: dict[tuple[bytes, int], tuple[float, bool]] = {}
 
     # ------------------------------------------------------------------ small pieces
     def node(self, cells: np.ndarray) -> _Node:
@@ -176,6 +177,18 @@ class BranchAndBound:
                 best, tree = float(total[p]), (f, int(positions[p]), None, 1, None)
         return best, tree
 
+    def scatter_bound(self, cells: np.ndarray, m: int, cutoff: float = np.inf, key=None) -> float:
+        """Bound 5 of the box holding ``cells`` for ``m`` leaves (Bound 4 alone when that reaches
+        ``cutoff``), remembered per box: the 1-D programmes over many cells are not redone."""
+        key = self.key(cells, m) if key is None else key
+        known = self.scatter_memo.get(key)
+        if known is not None and (known[1] or known[0] >= cutoff):
+            return known[0]
+        self.box_bounds += 1
+        bound = float(box_bound(self.stats, cells, m, cutoff))
+        self.scatter_memo[key] = (bound, bound < cutoff)  # complete unless Bound 4 stopped it
+        return bound
+
     def out_of_budget(self) -> bool:
         if not self.timed_out and (self.nodes >= self.max_nodes or time.monotonic() > self.deadline):
             self.timed_out = True
@@ -197,8 +210,7 @@ class BranchAndBound:
             # incumbent) is not searched at all.
             upper, known = (np.inf, None) if incumbent is None else (float(incumbent[0]), incumbent[1])
             limit = min(cutoff, upper)
-            bound = float(box_bound(self.stats, cells, m, limit))
-            self.box_bounds += 1
+            bound = self.scatter_bound(cells, m, limit, key)
             if bound >= limit:
                 out: tuple[float, float, object] = (min(bound, upper), upper, known)
             else:
