@@ -199,9 +199,14 @@ def _random_cells(rng, n_cells, d):
     return np.asarray(stats), members
 
 
-def test_scatter_bounds_are_at_most_every_partition():
-    """Bounds 4 and 5 hold for every partition of the cells into at most m parts (trees or not)."""
+@pytest.mark.parametrize("directions", [16, 1])
+def test_scatter_bounds_are_at_most_every_partition(directions, monkeypatch):
+    """Bounds 4 and 5 hold for every partition of the cells into at most m parts (trees or not),
+    also with the 1-D programme along fewer eigenvectors than features (wide data)."""
+    from exclust.algorithms.search import _scatter_bounds
     from exclust.algorithms.search._scatter_bounds import _spectral, box_bound
+
+    monkeypatch.setattr(_scatter_bounds, "MAX_DIRECTIONS", directions)
 
     rng = np.random.default_rng(7)
     for _ in range(60):

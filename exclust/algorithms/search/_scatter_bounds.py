@@ -59,6 +59,11 @@ from exclust.algorithms.search._optimal_bounds import weighted_kmeans_1d
 # moments' differences and in the eigenvalues, many orders above either.
 SLACK = 1e-9
 
+# Bound 5 runs its 1-D programme along this many leading eigenvectors at most; along the others
+# ``beta_i = lambda_i`` (the between-scatter along a direction is at most the cells' scatter
+# there), still valid, so wide data (digits: 64) do not pay 64 programmes per box.
+MAX_DIRECTIONS = 16
+
 
 @numba.njit(cache=True, nogil=True)
 def _moments_by_bin(codes, stats, cells, feature, n_bins):
@@ -141,9 +146,9 @@ def box_bound(stats: np.ndarray, cells: np.ndarray, m: int, cutoff: float = np.i
     spectral = cost - float(eigen[: m - 1].sum()) - margin
     if spectral >= cutoff:
         return max(spectral, 0.0)
-    projected = centred @ vectors
-    beta = np.empty(eigen.shape[0])
-    for i in range(eigen.shape[0]):
+    projected = centred @ vectors[:, :MAX_DIRECTIONS]
+    beta = eigen.copy()
+    for i in range(min(eigen.shape[0], MAX_DIRECTIONS)):
         kept = float(weighted_kmeans_1d(np.ascontiguousarray(projected[:, i]), count, int(m)))
         beta[i] = max(eigen[i] - kept, 0.0)
     explained = float(beta.sum())  # J empty

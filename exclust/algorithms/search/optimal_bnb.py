@@ -60,7 +60,9 @@ Bound 1: a running maximum from the left for ``L_p`` (it grows with p), from the
 ``R_p``, and after each probe at ``mid`` the probe's side bounds are carried to every ``L_p``,
 ``p >= mid`` and every ``R_p``, ``p <= mid``. An interval's bound is the least over its positions of
 the two sides' sum (each a valid bound for its side at that position, so their sum bounds every
-tree cutting there); positions whose sum reaches the best tree found are never probed.
+tree cutting there); positions whose sum reaches the best tree found are never probed. On data of
+more than ``SPECTRAL_MAX_FEATURES`` features the spectral part is left out (its cost grows as
+d^3 per node) and those sides start from 0, lifted by Bound 1 and the probes as before.
 
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
@@ -81,6 +83,11 @@ from exclust.algorithms.search._optimal_bounds import (
 )
 from exclust.algorithms.search._scatter_bounds import box_bound, position_spectral_bounds
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
+
+# Bound 6's spectral part (every cut position's sides) costs O(cells x d^2) per feature, so
+# O(cells x d^3) per node: with more features than this the sides of three or more leaves start
+# from 0 (Bound 1 and the probes alone), as before Bound 6.
+SPECTRAL_MAX_FEATURES = 16
 
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
@@ -268,7 +275,10 @@ class BranchAndBound:
                         tree = (f, int(positions[p]), self._side(node, f, p, 0, j, costs[f], np.inf)[2], j,
                                 self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
                     continue
-                if spectral is None:
+                if spectral is None and len(node.positions) > SPECTRAL_MAX_FEATURES:
+                    zeros = np.zeros((positions.size, m))
+                    spectral = (zeros, zeros)
+                elif spectral is None:
                     spectral = position_spectral_bounds(self.codes, self.stats, node.cells, f, positions,
                                                         self.n_bins, m - 1)
                 # A side of one or two leaves is exact; one of more is Bound 4 lifted by Bound 1
