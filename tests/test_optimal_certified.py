@@ -75,6 +75,7 @@ def test_each_bound_is_at_most_the_optimum(X, k):
     optimum = brute_force(X, k)
     model = OptimalTree(k, max_bins=256).fit(X)
     assert model.bounds_["coordinate"] <= optimum + 1e-9  # Bound 3
+    assert model.bounds_["scatter"] <= optimum + 1e-9  # Bound 5 at the root
     # Bound 2 when stopped at once: a search with no time left still returns a valid bound.
     cells = block_cells(X, _mapper(X), X.mean(axis=0))
     search = BranchAndBound(cells.codes, cells.stats, _mapper(X).max_n_bins, deadline=-np.inf)
@@ -185,3 +186,69 @@ def test_a_run_on_a_sample_says_why_it_has_no_bound():
     assert _bound(None, Config(), ["a"])[2].startswith("No proven bound: the run's sample")
     Config.objective = "kmedians"
     assert "k-means cost only" in _bound(np.zeros((5, 1)), Config(), ["a"])[2]
+
+
+def _random_cells(rng, n_cells, d):
+    """Cells of a few rows each: (stats rows (count, squared norm, sums), the rows of each cell)."""
+    stats, members = [], []
+    centers = rng.normal(size=(n_cells, d)) * rng.uniform(0.5, 3.0, d)
+    for g in range(n_cells):
+        rows = centers[g] + rng.normal(size=(int(rng.integers(1, 4)), d)) * rng.uniform(0.0, 1.0)
+        stats.append([rows.shape[0], float((rows * rows).sum()), *rows.sum(axis=0)])
+        members.append(rows)
+    return np.asarray(stats), members
+
+
+@pytest.mark.parametrize("directions", [16, 1])
+def test_scatter_bounds_are_at_most_every_partition(directions, monkeypatch):
+    """Bounds 4 and 5 hold for every partition of the cells into at most m parts (trees or not),
+    also with the 1-D programme along fewer eigenvectors than features (wide data)."""
+    from exclust.algorithms.search import _scatter_bounds
+    from exclust.algorithms.search._scatter_bounds import _spectral, box_bound
+
+    monkeypatch.setattr(_scatter_bounds, "MAX_DIRECTIONS", directions)
+
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        n_cells, d, m = int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(2, 4))
+        stats, members = _random_cells(rng, n_cells, d)
+        least = min(sum(leaf_cost(np.concatenate([members[g] for g in np.flatnonzero(np.asarray(labels) == p)]))
+                        for p in set(labels)) for labels in itertools.product(range(m), repeat=n_cells))
+        five = box_bound(stats, np.arange(n_cells), m)
+        outer = sum(np.outer(row[2:], row[2:]) / row[0] for row in stats)
+        four = _spectral(stats.sum(axis=0)[None], outer[None], m)[0, m]
+        assert four <= five + 1e-9 <= least + 2e-9
+        assert box_bound(stats, np.arange(n_cells), m, cutoff=-1.0) <= five + 1e-9  # Bound 4 alone
+
+
+def test_every_cut_positions_side_bound_is_at_most_that_sides_optimum():
+    """Bound 6's per-position spectral bounds never exceed the side's best tree (brute force)."""
+    from exclust.algorithms.search._scatter_bounds import position_spectral_bounds
+
+    rng = np.random.default_rng(9)
+    for _ in range(6):
+        X = np.round(rng.normal(size=(int(rng.integers(8, 13)), 2)) * 3, 1)
+        mapper = _mapper(X)
+        cells = block_cells(X, mapper, X.mean(axis=0))
+        everything = np.arange(cells.n_cells)
+        codes = mapper.transform(X)
+        for f in range(X.shape[1]):
+            occupied = np.unique(cells.codes[:, f])[:-1]
+            left, right = position_spectral_bounds(cells.codes, cells.stats, everything, f, occupied,
+                                                   mapper.max_n_bins, 3)
+            for p, b in enumerate(occupied):
+                for side, rows in ((left, codes[:, f] <= b), (right, codes[:, f] > b)):
+                    for m in (1, 2, 3):
+                        assert side[p, m] <= brute_force(X[rows], m) + 1e-9
+
+
+@pytest.mark.parametrize("budget", [1, 2, 5, 20])
+def test_a_search_stopped_by_its_node_budget_keeps_a_valid_bound_at_four_and_five_leaves(budget):
+    rng = np.random.default_rng(13)
+    for _ in range(3):
+        X = np.round(rng.normal(size=(int(rng.integers(9, 12)), 2)) * 3, 1)
+        for k in (4, 5):
+            optimum = brute_force(X, k)
+            model = OptimalTree(k, max_nodes=budget, max_bins=256).fit(X)
+            assert model.lower_bound_ <= optimum + 1e-9 <= model.cost_ + 2e-9
+            assert model.proven_optimal_ == (model.lower_bound_ == model.cost_)

@@ -24,8 +24,10 @@ depends on the machine's speed.
 
 Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, k = 3 one sweep
 per feature (every cut position's best two-leaf sides at once), larger k one such node search per
-probe of the interval bisection, as many as the bounds fail to prune (bench/bench_optimal.py,
-bench/README.md: k <= 3 proven at 10^5 x 10, k = 4 not always within a minute). The cells are
+probe of the interval bisection, as many as the bounds fail to prune; sides of three or more
+leaves are bounded from their scatter matrix (``_scatter_bounds.py``) and skipped when that
+suffices (bench/bench_optimal.py, bench/README.md: k <= 3 proven at 10^5 x 10, k = 4 at 10^4 x 10
+in 20 nodes, k = 4 at 10^5 x 10 within 3.2% after 14 nodes). The cells are
 held in memory on the driver: at most one per row, (2 d + 2) floats each.
 """
 from __future__ import annotations
@@ -103,7 +105,8 @@ class OptimalTree(CenterTreePredictor):
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
     ``proven_optimal_``, ``gap_`` (``cost_ / lower_bound_ - 1``), ``bounds_`` (each bound's value:
-    ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``branch_and_bound``), ``search_seconds_``,
+    ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``scatter`` the root's Bound 5 of
+    ``_scatter_bounds`` (0 below three leaves), ``branch_and_bound``, which includes it), ``search_seconds_``,
     ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
     (every feature binned at every midpoint of all its values: the bound then holds for any tree).
     """
@@ -148,12 +151,14 @@ class OptimalTree(CenterTreePredictor):
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         coordinate = search.coordinate_bound(cells.squares, k)
+        scatter = search.scatter_bound(everything, k) if k >= 3 else 0.0
         lower, cost, nested = search.solve(everything, k, incumbent=greedy)
         self.search_seconds_ = time.monotonic() - started
         lower = max(float(lower), 0.0)  # a sum of bounds may round below zero
         if lower >= cost or coordinate >= cost:
             lower = cost
-        self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "branch_and_bound": float(lower)}
+        self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "scatter": float(scatter),
+                        "branch_and_bound": float(lower)}
         nested = pad_leaves(search, nested, everything, k)
         leaf_stats = np.stack([search.stats[c].sum(axis=0) for c in tree_cells(search, nested, everything)])
         tree = nested_to_tree(thresholds_of(nested, mapper), ds.n_features, ds.feature_names, count_leaves(nested),

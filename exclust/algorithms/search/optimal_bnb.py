@@ -46,6 +46,24 @@ particular partition into at most m parts, no cheaper than the best one, which
 and that the coordinates share one partition, so it is weak where clusters overlap on every axis;
 it is reported beside the search's bound and the larger of the two is kept.
 
+**Bounds 4 and 5 (the box's scatter; ``_scatter_bounds.py``, proved there).** For three or more
+leaves: the box's one-leaf cost less the ``m - 1`` largest eigenvalues of its cells' scatter
+matrix (Bound 4, Ding and He's k-means bound), and its refinement by 1-D ``m``-means along the
+eigenvectors (Bound 5). ``solve`` computes Bound 5 before searching a box of ``m >= 3`` leaves
+and does not search it when the bound reaches the cutoff (or the incumbent); otherwise the
+search's bound is raised to it.
+
+**Bound 6 (every cut position's sides).** For the cut positions of one (f, j) the search keeps a
+lower bound per position for each side: exact for one or two leaves, else Bound 4 of that side
+(computed for every position of f at once from prefix sums of the per-bin moments), lifted by
+Bound 1: a running maximum from the left for ``L_p`` (it grows with p), from the right for
+``R_p``, and after each probe at ``mid`` the probe's side bounds are carried to every ``L_p``,
+``p >= mid`` and every ``R_p``, ``p <= mid``. An interval's bound is the least over its positions of
+the two sides' sum (each a valid bound for its side at that position, so their sum bounds every
+tree cutting there); positions whose sum reaches the best tree found are never probed. On data of
+more than ``SPECTRAL_MAX_FEATURES`` features the spectral part is left out (its cost grows as
+d^3 per node) and those sides start from 0, lifted by Bound 1 and the probes as before.
+
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
 """
@@ -63,7 +81,13 @@ from exclust.algorithms.search._optimal_bounds import (
     tight_box,
     weighted_kmeans_1d,
 )
+from exclust.algorithms.search._scatter_bounds import box_bound, position_spectral_bounds
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
+
+# Bound 6's spectral part (every cut position's sides) costs O(cells x d^2) per feature, so
+# O(cells x d^3) per node: with more features than this the sides of three or more leaves start
+# from 0 (Bound 1 and the probes alone), as before Bound 6.
+SPECTRAL_MAX_FEATURES = 16
 
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
@@ -134,7 +158,9 @@ class BranchAndBound:
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         self.nodes = 0  # searches of a (box, leaves) pair actually run
         self.sweeps = 0  # sweeps over a node's cells (histograms)
+        self.box_bounds = 0  # Bound 5 computed at the start of a search of three or more leaves
         self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
+        self.scatter_memo: dict[tuple[bytes, int], tuple[float, bool]] = {}
 
     # ------------------------------------------------------------------ small pieces
     def node(self, cells: np.ndarray) -> _Node:
@@ -158,6 +184,18 @@ class BranchAndBound:
                 best, tree = float(total[p]), (f, int(positions[p]), None, 1, None)
         return best, tree
 
+    def scatter_bound(self, cells: np.ndarray, m: int, cutoff: float = np.inf, key=None) -> float:
+        """Bound 5 of the box holding ``cells`` for ``m`` leaves (Bound 4 alone when that reaches
+        ``cutoff``), remembered per box: the 1-D programmes over many cells are not redone."""
+        key = self.key(cells, m) if key is None else key
+        known = self.scatter_memo.get(key)
+        if known is not None and (known[1] or known[0] >= cutoff):
+            return known[0]
+        self.box_bounds += 1
+        bound = float(box_bound(self.stats, cells, m, cutoff))
+        self.scatter_memo[key] = (bound, bound < cutoff)  # complete unless Bound 4 stopped it
+        return bound
+
     def out_of_budget(self) -> bool:
         if not self.timed_out and (self.nodes >= self.max_nodes or time.monotonic() > self.deadline):
             self.timed_out = True
@@ -173,15 +211,25 @@ class BranchAndBound:
         hit = self.memo.get(key)
         if hit is not None and (hit[0] >= hit[1] or hit[0] >= cutoff):
             return hit
-        node = self.node(cells)
         self.nodes += 1
-        if m == 1 or cells.shape[0] <= 1:
-            out: tuple[float, float, object] = (float(node.cost), float(node.cost), None)
-        elif m == 2:
-            best, tree = self.best_two(node)
-            out = (best, best, tree)
+        if m >= 3 and cells.shape[0] > 1:
+            # Bounds 4-5 first: a side whose scatter already proves it reaches the cutoff (or the
+            # incumbent) is not searched at all.
+            upper, known = (np.inf, None) if incumbent is None else (float(incumbent[0]), incumbent[1])
+            limit = min(cutoff, upper)
+            bound = self.scatter_bound(cells, m, limit, key)
+            if bound >= limit:
+                out: tuple[float, float, object] = (min(bound, upper), upper, known)
+            else:
+                lower, cost, tree = self._search(self.node(cells), m, cutoff, incumbent)
+                out = (max(lower, min(bound, cost)), cost, tree)
         else:
-            out = self._search(node, m, cutoff, incumbent)
+            node = self.node(cells)
+            if m == 1 or cells.shape[0] <= 1:
+                out = (float(node.cost), float(node.cost), None)
+            else:
+                best, tree = self.best_two(node)
+                out = (best, best, tree)
         if hit is not None:  # a search stopped earlier at a lower cutoff: keep the best of both
             tree = out[2] if out[1] <= hit[1] else hit[2]
             out = (max(out[0], hit[0]), min(out[1], hit[1]), tree)
@@ -207,6 +255,8 @@ class BranchAndBound:
             best, tree = best_two, two_tree
         heap: list[tuple] = []
         costs = {}
+        # Per (feature, left share): a valid lower bound at every cut position for each side (Bound 6).
+        lows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         for f, positions in enumerate(node.positions):
             if positions.size == 0:
                 continue
@@ -215,7 +265,7 @@ class BranchAndBound:
             one = node.side_costs(f)
             lb2, la2, rb2, ra2 = node.two_leaf_sides(self, f)
             costs[f] = (one, (lb2, rb2), (la2, ra2))
-            last = positions.size - 1
+            spectral = None
             for j in range(1, m):
                 if j <= 2 and m - j <= 2:  # both sides exact at every position: no search
                     total = costs[f][j - 1][0] + costs[f][m - j - 1][1]
@@ -225,46 +275,61 @@ class BranchAndBound:
                         tree = (f, int(positions[p]), self._side(node, f, p, 0, j, costs[f], np.inf)[2], j,
                                 self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
                     continue
-                # Bounds at the ends: a side of one or two leaves is exact; else 0.
-                low_left = float(costs[f][j - 1][0][0]) if j <= 2 else 0.0
-                low_right = float(costs[f][m - j - 1][1][last]) if m - j <= 2 else 0.0
-                heapq.heappush(heap, (low_left + low_right, f, j, 0, last, low_left, low_right, True))
+                if spectral is None and len(node.positions) > SPECTRAL_MAX_FEATURES:
+                    zeros = np.zeros((positions.size, m))
+                    spectral = (zeros, zeros)
+                elif spectral is None:
+                    spectral = position_spectral_bounds(self.codes, self.stats, node.cells, f, positions,
+                                                        self.n_bins, m - 1)
+                # A side of one or two leaves is exact; one of more is Bound 4 lifted by Bound 1
+                # (L_p grows with p: a running maximum from the left; R_p from the right).
+                low_left = np.array(costs[f][j - 1][0], dtype=np.float64) if j <= 2 else \
+                    np.maximum.accumulate(spectral[0][:, j])
+                low_right = np.array(costs[f][m - j - 1][1], dtype=np.float64) if m - j <= 2 else \
+                    np.maximum.accumulate(spectral[1][::-1, m - j])[::-1].copy()
+                lows[(f, j)] = (low_left, low_right)
+                heapq.heappush(heap, (float((low_left + low_right).min()), f, j, 0, positions.size - 1, True))
         while heap:
             bound = heap[0][0]
             if bound >= min(best, cutoff) or self.out_of_budget():
                 break
-            _, f, j, lo, hi, low_left, low_right, fresh = heapq.heappop(heap)
-            if fresh and hi - lo + 1 > FIRST_PROBES:
-                probes = np.unique(np.linspace(lo, hi, FIRST_PROBES).round().astype(np.int64)).tolist()
-            else:
-                probes = [(lo + hi) // 2]
+            _, f, j, lo, hi, fresh = heapq.heappop(heap)
+            low_left, low_right = lows[(f, j)]
             limit = min(best, cutoff)
-            left_lbs, right_lbs = [], []
+            alive = lo + np.flatnonzero(low_left[lo:hi + 1] + low_right[lo:hi + 1] < limit)
+            if alive.size == 0:
+                continue
+            if fresh and alive.size > FIRST_PROBES:
+                spread = np.unique(np.linspace(0, alive.size - 1, FIRST_PROBES).round().astype(np.int64))
+                probes = alive[spread].tolist()
+            else:
+                probes = [int(alive[alive.size // 2])]
             for mid in probes:
-                lb_left, ub_left, tree_left = self._side(node, f, mid, 0, j, costs[f], limit - low_right)
-                lb_left = max(lb_left, low_left)  # L_mid holds L_lo
+                if low_left[mid] + low_right[mid] >= limit:  # raised by an earlier probe of this batch
+                    continue
+                lb_left, ub_left, tree_left = self._side(node, f, mid, 0, j, costs[f], limit - low_right[mid])
+                lb_left = max(lb_left, float(low_left[mid]))
                 lb_right, ub_right, tree_right = self._side(node, f, mid, 1, m - j, costs[f], limit - lb_left)
-                lb_right = max(lb_right, low_right)  # R_mid holds R_hi
+                lb_right = max(lb_right, float(low_right[mid]))
                 if ub_left + ub_right < best:
                     best = ub_left + ub_right
                     tree = (f, int(node.positions[f][mid]), tree_left, j, tree_right)
                     limit = min(best, cutoff)
+                # Bound 1: L_p holds L_mid for p >= mid, R_p holds R_mid for p <= mid.
+                np.maximum(low_left[mid:], lb_left, out=low_left[mid:])
+                np.maximum(low_right[:mid + 1], lb_right, out=low_right[:mid + 1])
                 unfinished = lb_left < ub_left or lb_right < ub_right
                 if self.timed_out and unfinished and lb_left + lb_right < min(best, cutoff):
                     # The budget ran out inside a side: the position itself stays open with its bounds.
-                    heapq.heappush(heap, (lb_left + lb_right, f, j, mid, mid, lb_left, lb_right, False))
-                left_lbs.append(lb_left)
-                right_lbs.append(lb_right)
+                    heapq.heappush(heap, (lb_left + lb_right, f, j, mid, mid, False))
             # The gaps between probes (and before the first, after the last) with their bounds.
-            edges = [lo - 1, *probes, hi + 1]
-            lows_left = [low_left, *left_lbs]
-            lows_right = [*right_lbs, low_right]
+            edges = [int(alive[0]) - 1, *probes, int(alive[-1]) + 1]
             for a in range(len(edges) - 1):
                 start, stop = edges[a] + 1, edges[a + 1] - 1
                 if start <= stop:
-                    bound = lows_left[a] + lows_right[a]
+                    bound = float((low_left[start:stop + 1] + low_right[start:stop + 1]).min())
                     if bound < min(best, cutoff):
-                        heapq.heappush(heap, (bound, f, j, start, stop, lows_left[a], lows_right[a], False))
+                        heapq.heappush(heap, (bound, f, j, start, stop, False))
         lower = min(best, heap[0][0]) if heap else best
         return float(lower), float(best), tree
 
