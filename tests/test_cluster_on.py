@@ -150,15 +150,20 @@ def test_the_score_pass_reads_x_for_routing_and_z_for_costs_on_numpy_and_dask(da
         evaluate(tree, X, centers=centers, Z=Z[1:])
 
 
-def test_metrics_and_report_name_both_column_sets(tmp_path):
-    from exclust.jobs.explain.steps import run_explain
+def test_metrics_and_report_name_both_column_sets_and_scoring_is_one_pass(tmp_path, dask_client):
+    """On a held Parquet input: scores, curve and standing table in one pass that reads no file (X and Z
+    are held together); metrics.json and the report's header name both column sets."""
+    from exclust.jobs.explain.steps import explain
 
-    out = tmp_path / "run"
-    run_explain(config_for(customers(seed=5)), out)
-    metrics = json.loads((out / "metrics.json").read_text())
+    customers(seed=5).to_parquet(tmp_path / "customers.parquet", index=False, row_group_size=300)
+    result = explain(config_for(str(tmp_path / "customers.parquet"), hold=True))
+    pipeline.write_outputs(result, tmp_path / "run")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["features"] == FEATURES and metrics["cluster_on"] == EMBEDDING
-    assert metrics["standing"]["rows"] and metrics["price_kmeans"] is not None
-    html = (out / "report.html").read_text()
+    assert metrics["standing"]["rows"] and metrics["price_kmeans"] is not None and metrics["held"] is True
+    assert metrics["passes"]["score"] == 1 and metrics["passes"].get("report", 0) == 0
+    assert metrics["parquet_reads"] == {step: int(step == "load") for step in metrics["parquet_reads"]}
+    html = (tmp_path / "run" / "report.html").read_text()
     header = html.split('<header class="top">', 1)[1].split("</header>", 1)[0]
     assert "Clustered on: emb0..emb7; explained with: age, country, plan." in header
     assert "k-means cost on the clustering columns is" in header

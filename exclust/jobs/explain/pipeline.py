@@ -122,8 +122,7 @@ def _import_later_steps(config: ExplainConfig) -> None:
 
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
-    # The clustering columns are held beside the rows: scoring reads them in its pass.
-    space = () if data.cluster_X is None else (data.cluster_X,)
+    space = () if data.cluster_X is None else (data.cluster_X,)  # held too: scoring reads them in its pass
     (X, *columns), _ = residency.hold(data.X, *data.extra.values(), *space, force=force)
     cluster_X = columns.pop() if space else None
     return replace(data, X=X, extra=dict(zip(data.extra, columns, strict=True)), cluster_X=cluster_X)
@@ -131,8 +130,7 @@ def _hold(data: Dataset, force: bool | None) -> Dataset:
 
 @dataclass
 class RunSample:
-    """An exact uniform sample of the run's rows (in row order) with their extra columns and,
-    when the clustering was fitted on other columns (``Dataset.cluster_X``), those columns ``Z``."""
+    """An exact uniform sample of the run's rows (in row order), their extra columns and clustering columns Z."""
 
     X: np.ndarray
     extra: dict[str, np.ndarray]
@@ -168,12 +166,9 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     from exclust.sources.dataset import clustering_input
 
     view = clustering_input(data, f"the {config.reference} reference")
-    if view is not data and data.distributed:
-        # The run's one sample, drawn with the clustering columns beside the features: k-means
-        # seeds on its Z (the same rows a sample of Z alone would give), the curve and the
-        # standing table fit on its X and Z, the scatter plot draws its X. One pass, not two.
-        drawn = run_sample(data, config)
-        view.run_sample = RunSample(drawn.Z, drawn.extra, drawn.n_rows)
+    if view is not data and data.distributed:  # one sample of X and Z (k-means seeds on its Z, the same rows
+        drawn = run_sample(data, config)  # as a sample of Z alone), not a sample of each: one pass, not two
+        view.run_sample = RunSample(drawn.Z if drawn.Z is not None else drawn.X, drawn.extra, drawn.n_rows)
     return reference(config.reference).fit_run(view, config)
 
 
@@ -296,9 +291,8 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
-    # Centers live in the clustering's space: the features, or the clustering columns (cluster_X)
-    # when it was fitted on others; every cost is then measured there, the tree routing rows on
-    # its features, in the same one pass. They mean nothing to a tree over concept coordinates.
+    # Centers live in the clustering's space, the features or its own columns (cluster_X: the costs are then measured
+    # there, the tree routing rows on its features, in the same pass); not a tree over concept coordinates'.
     centers = None if ref is None or built.space is not None else ref.centers
     Z = data.cluster_X if built.space is None else None
     # A k-means reference's labels are every row's nearest center: the curve's reference cost
@@ -366,10 +360,9 @@ def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainC
     """Reference labels of the sampled rows, without a pass: the model's own prediction, or the
     sampled label column."""
     if ref.model is not None and hasattr(ref.model, "predict"):
-        # As a Dataset with the run's feature names: the model was fitted on named columns (the
-        # clustering columns, when it was fitted on those).
-        rows = sample.X if sample.Z is None else sample.Z
-        return np.asarray(ref.model.predict(Dataset(rows, list(ref.summary.feature_names))))
+        # As a Dataset with the names of the columns the model was fitted on (the clustering columns when given).
+        return np.asarray(ref.model.predict(Dataset(sample.X if sample.Z is None else sample.Z,
+                                                    list(ref.summary.feature_names))))
     if config.reference_column and config.reference_column in sample.extra:
         return sample.extra[config.reference_column]
     return None
