@@ -17,7 +17,17 @@ from exclust.report.standing import standing_html
 from exclust.scoring.scorecard import HEADLINE, INTEGER_KEYS, MEASURES
 from exclust.tree import ThresholdTree
 from exclust.tree.drawing import draw_tree
-from exclust.tree.style import FONT_STACK, MONO_STACK, cluster_colors, esc, fmt_num, fmt_value, list_text, short
+from exclust.tree.style import (
+    FONT_STACK,
+    MONO_STACK,
+    cluster_colors,
+    columns_text,
+    esc,
+    fmt_num,
+    fmt_value,
+    list_text,
+    short,
+)
 
 
 @lru_cache(maxsize=1)
@@ -208,11 +218,15 @@ def _summary_sentence(tree: ThresholdTree, metrics: Mapping[str, Any], dataset_i
         extras.append(f"it places {1 - float(err):.1%} of the points as the reference clustering does")
     price = metrics.get("price_kmeans")
     if isinstance(price, (int, float, np.number)) and math.isfinite(float(price)):
-        extras.append(f"its k-means cost is {float(price):.3f}× the reference's"
+        where = " on the clustering columns" if metrics.get("cluster_on") else ""
+        extras.append(f"its k-means cost{where} is {float(price):.3f}× the reference's"
                       + (" (less: the tree's clusters scored by their own means beat the reference)"
                          if float(price) < 1 else ""))
     if extras:
         s += " " + " and ".join(extras).capitalize() + "."
+    if metrics.get("cluster_on"):  # clustered in one space, explained in another: both named
+        features = metrics.get("features") or tree.feature_names
+        s += f" Clustered on: {columns_text(metrics['cluster_on'])}; explained with: {columns_text(features)}."
     return s
 
 

@@ -5,7 +5,8 @@ price and weighted average depth, the run's own row highlighted, the cheapest ma
 exact optimum with each tree's gap to it where the instance was small enough, and the proven
 lower bound (issue 30) with each tree's proven gap to it ("within 3.1% of the best possible
 k-leaf tree", "optimal" when met). A run without a table has ``{"note": sentence}``, which is
-shown as is.
+shown as is; the algorithms left out of a table (``left_out``: a run clustered on other columns
+than the features, which some builders cannot price cuts for) are named under it with the reason.
 """
 from __future__ import annotations
 
@@ -126,6 +127,7 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     notes = [f'Price: {cost_words}; lower is better, '
              f'1 matches the reference. Weighted average depth: the number of tests a point passes, averaged over '
              f'all rows. {_sentence(str(standing.get("fitted_on", "")))}']
+    notes.extend(_left_out_sentences(standing.get("left_out") or [], titles))
     if any(p < 1 for p in prices):
         notes.append(PRICE_BELOW_ONE)
     if optimum:
@@ -138,6 +140,19 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     return (f'<section class="card" id="standing"><h2>Where this tree stands</h2><div class="scroll">'
             f'<table class="standing"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
             + "".join(f'<p class="note">{esc(n)}</p>' for n in notes) + "</section>")
+
+
+def _left_out_sentences(left_out: list, titles: Mapping[str, str] | None) -> list[str]:
+    """One sentence per reason some standing algorithms were left out of the table, naming them."""
+    by_reason: dict[str, list[str]] = {}
+    for r in left_out:
+        name = (titles or {}).get(str(r.get("algorithm")), r.get("title") or str(r.get("algorithm")))
+        by_reason.setdefault(str(r.get("reason", "")), []).append(str(name))
+    out = []
+    for reason, names in by_reason.items():
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        out.append(f"Left out: {who}" + (f": {reason}" if reason else "") + ".")
+    return out
 
 
 def _within(gap: Any) -> str:

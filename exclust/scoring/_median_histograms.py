@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from exclust.dataplane._center_distances import reference_label_of
-from exclust.tree._routing import routed_leaf_of
+from exclust.scoring._score_block import scored_leaf_of
 
 
 @numba.njit(cache=True, nogil=True)
@@ -44,9 +44,10 @@ def _add_to_hist(hist, edges, scale, g, j, x, n_bins):
 
 
 @numba.njit(cache=True, nogil=True)
-def median_hist_block(X, kind, feature, threshold, center, left, right, missing, bits, value,
+def median_hist_block(X, Z, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted, value,
                       ref, ref_mode, centers, n_tree, lo, hi, n_bins):
-    """Histogram of the points inside each (group, feature) interval [lo, hi).
+    """Histogram of the points inside each (group, column) interval [lo, hi): rows routed on X,
+    their values (and nearest center) taken from Z (the clustering columns; X itself otherwise).
 
     Groups are the tree's clusters (0..Kt-1, a leaf's value) followed by the reference clusters
     (Kt..Kt+Kr-1). Returns hist[group, feature, bin, :] = (count, sum of ``x - lower edge``
@@ -54,7 +55,7 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, missing,
     point, largest point): the extremes let ties and gaps be seen exactly. A NaN interval is
     skipped.
     """
-    n, d = X.shape
+    n, d = Z.shape
     groups = lo.shape[0]
     hist = np.zeros((groups, d, n_bins, 4))
     hist[:, :, :, 2] = np.inf
@@ -69,13 +70,13 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, missing,
             if w > 0.0:
                 scale[g, j] = n_bins / w
     for i in range(n):
-        leaf = routed_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits)
-        r = reference_label_of(X, i, ref, ref_mode, centers)
+        leaf = scored_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted)
+        r = reference_label_of(Z, i, ref, ref_mode, centers)
         if leaf < 0 or (ref_mode != 0 and r < 0):
             continue
         c = value[leaf]
         for j in range(d):
-            x = X[i, j]
+            x = Z[i, j]
             if lo[c, j] <= x < hi[c, j]:
                 _add_to_hist(hist, edges, scale, c, j, x, n_bins)
         if r >= 0:
@@ -83,7 +84,7 @@ def median_hist_block(X, kind, feature, threshold, center, left, right, missing,
             if g >= groups:
                 continue
             for j in range(d):
-                x = X[i, j]
+                x = Z[i, j]
                 if lo[g, j] <= x < hi[g, j]:
                     _add_to_hist(hist, edges, scale, g, j, x, n_bins)
     return hist

@@ -36,16 +36,32 @@ def label_span(labels):
 
 
 @numba.njit(cache=True, nogil=True)
-def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
+def scored_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted):
+    """``routed_leaf_of`` under the tree's labelling policy: with ``nan_unrouted`` (a tree where no cut
+    learned a missing side, ``ThresholdTree.routes_missing`` False) a row holding NaN anywhere in X
+    reaches no leaf, as ``ThresholdTree.apply`` labels it -1; -1 as well where routing gives none."""
+    if nan_unrouted:
+        for j in range(X.shape[1]):
+            if X[i, j] != X[i, j]:
+                return -1
+    return routed_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits)
+
+
+@numba.njit(cache=True, nogil=True)
+def score_block(X, Z, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted,
                 ref, ref_mode, n_ref, truth, has_truth, n_truth, centers, shift, track_range):
     """Per-leaf and per-reference-cluster statistics and contingency tables of one chunk.
 
+    Rows are routed on X (the tree's features); the statistics, ranges and each row's nearest
+    center are taken on Z, the space the costs are measured in (the clustering columns; X itself
+    when the clustering was fitted on the features: pass X twice).
     Rows whose reference label is missing (noise) are left out of the leaf statistics too, so
     both sides of every price are computed over the same points; ground-truth tables use every
-    row with a truth label. Sums and squares are of ``x - shift``. A row the tree does not route (a
-    missing value at a cut with no missing side) is left out.
+    row with a truth label. Sums and squares are of ``z - shift``. A row the tree does not route (a
+    missing value at a cut with no missing side; with ``nan_unrouted``, any NaN in X: see
+    ``scored_leaf_of``) is left out.
     """
-    n, d = X.shape
+    n, d = Z.shape
     m = kind.shape[0]
     # Rows are accumulated once per (leaf, reference cluster) cell; leaf and reference
     # statistics are both sums of cells, which halves the per-row work of keeping two sides.
@@ -60,10 +76,10 @@ def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
     leaf_truth = np.zeros((m, n_truth), np.int64)
     ref_truth = np.zeros((n_ref, n_truth), np.int64)
     for i in range(n):
-        leaf = routed_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits)
+        leaf = scored_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted)
         if leaf < 0:
             continue
-        r = reference_label_of(X, i, ref, ref_mode, centers)
+        r = reference_label_of(Z, i, ref, ref_mode, centers)
         if has_truth:
             t = label_value(truth[i])
             if t >= 0:
@@ -75,14 +91,14 @@ def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
         cell = leaf * width + (r if r > 0 else 0)
         sq = 0.0
         for j in range(d):
-            v = X[i, j] - shift[j]
+            v = Z[i, j] - shift[j]
             cell_s[cell, j] += v
             sq += v * v
         cell_n[cell] += 1
         cell_q[cell] += sq
         if track_range:
             for j in range(d):
-                v = X[i, j]
+                v = Z[i, j]
                 if v < cell_lo[cell, j]:
                     cell_lo[cell, j] = v
                 if v > cell_hi[cell, j]:
@@ -126,18 +142,21 @@ def score_block(X, kind, feature, threshold, center, left, right, missing, bits,
 
 
 @numba.njit(cache=True, nogil=True)
-def forest_moments(X, kind, feature, threshold, center, left, right, missing, bits):
-    """Per tree and node: (count, sum of x, sum of ||x||^2) of the rows routed to it, shape
-    (trees, nodes, d + 2), and the first such row's index (-1 where none), shape (trees, nodes).
+def forest_moments(X, Z, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted):
+    """Per tree and node: (count, sum of z, sum of ||z||^2) of the rows routed to it, shape
+    (trees, nodes, d + 2) with d the columns of Z, and the first such row's index (-1 where none),
+    shape (trees, nodes). Rows are routed on X (the trees' features), their moments taken on Z
+    (the space the costs are measured in; X itself when that is the features: pass X twice).
 
     Every tree in ONE sweep over the rows (the cost curve's and the standing table's pass): tree
     ``t`` is row ``t`` of the stacked node arrays (``forest_arrays``), so each row is read once
     and routed through every tree while it sits in cache; the pass stays bound by reading the
     rows, not by the number of trees. Per tree and node the sums run over the rows in order, as
-    one sweep per tree would add them. A row holding NaN or inf reaches no node (the tree's
-    ``apply`` leaves it unlabelled).
+    one sweep per tree would add them. A row holding NaN or inf in Z reaches no node (a cost cannot
+    take it; with Z = X the tree's ``apply`` leaves such a row unlabelled too), nor, in tree ``t``
+    with ``nan_unrouted[t]``, a row holding NaN in X (``scored_leaf_of``).
     """
-    n, d = X.shape
+    n, d = Z.shape
     n_trees, width = kind.shape
     mom = np.zeros((n_trees, width, d + 2))
     first = np.full((n_trees, width), -1, dtype=np.int64)
@@ -145,21 +164,21 @@ def forest_moments(X, kind, feature, threshold, center, left, right, missing, bi
         s = 0.0
         finite = True
         for f in range(d):
-            v = X[i, f]
+            v = Z[i, f]
             if not np.isfinite(v):
                 finite = False
             s += v * v
         if not finite:
             continue
         for t in range(n_trees):
-            node = routed_leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t], missing[t],
-                                  bits[t])
+            node = scored_leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t], missing[t],
+                                  bits[t], nan_unrouted[t])
             if node < 0:
                 continue
             if first[t, node] < 0:
                 first[t, node] = i
             mom[t, node, 0] += 1.0
             for f in range(d):
-                mom[t, node, 1 + f] += X[i, f]
+                mom[t, node, 1 + f] += Z[i, f]
             mom[t, node, d + 1] += s
     return mom, first

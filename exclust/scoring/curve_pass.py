@@ -16,7 +16,8 @@ from exclust.tree import ThresholdTree
 from exclust.tree.node_kinds import LEAF, MISSING_NONE
 
 
-def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans", nearest=None):
+def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: str = "kmeans", nearest=None,
+                space=None):
     """One part of the curve's pass.
 
     Per final tree of a family of prefix trees: per leaf node its statistics (column 0 the
@@ -24,28 +25,33 @@ def curve_block(X, finals: list[ThresholdTree], centers: np.ndarray, objective: 
     for k-medians) and one row of the part that reached the leaf (NaN where none did); and the
     part's cost to the nearest reference center (squared l2, or l1). ``nearest``: each row's
     nearest center in squared l2 when already known (k-means only), so the cost needs no search.
+    ``space``: the part's clustering columns Z, where the statistics and the reference cost are
+    taken (the centers live there); the trees route the rows on X. None: X itself.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
+    Z = X if space is None else np.ascontiguousarray(space, dtype=np.float64)
     n, d = X.shape
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     if objective == "kmedians":
         leaves = [np.asarray(tree.apply(X), dtype=np.int64) for tree in finals]
         width = max([t.node_count for t in finals], default=1)
         stacked = np.stack(leaves) if leaves else np.zeros((0, n), dtype=np.int64)
-        sums, firsts, nearest = leaf_l1_sums(X, stacked, width, centers)
+        sums, firsts, nearest = leaf_l1_sums(Z, stacked, width, centers)
         per_tree = [(sums[i, : t.node_count], firsts[i, : t.node_count]) for i, t in enumerate(finals)]
         ref = float(nearest)
     else:
         per_tree = []
         if finals:  # every tree in one sweep over the part's rows
-            mom, first = forest_moments(X, *forest_arrays(finals))
+            # Apart from X, a tree that learned no missing side leaves rows holding NaN unscored (its apply does).
+            unrouted = np.array([space is not None and not tree.routes_missing for tree in finals])
+            mom, first = forest_moments(X, Z, *forest_arrays(finals), unrouted)
             per_tree = [(mom[t, : tree.node_count], first[t, : tree.node_count]) for t, tree in enumerate(finals)]
         if not (centers.shape[0] and n):
             ref = 0.0
         elif nearest is not None:
-            ref = float(assigned_sq_distances(X, np.asarray(nearest, dtype=np.int64), centers).sum())
+            ref = float(assigned_sq_distances(Z, np.asarray(nearest, dtype=np.int64), centers).sum())
         else:
-            ref = float(nearest_center(X, centers)[1].sum())
+            ref = float(nearest_center(Z, centers)[1].sum())
     out = []
     for stats, first in per_tree:
         reps = np.full((stats.shape[0], d), np.nan)
@@ -77,10 +83,13 @@ def forest_arrays(trees: list[ThresholdTree]) -> tuple[np.ndarray, ...]:
     return kind, feature, threshold, center, left, right, missing, bits
 
 
-def curve_block_given_nearest(X, nearest, finals: list[ThresholdTree], centers: np.ndarray, objective: str):
-    """``curve_block`` with the rows' nearest centers as a column of the pass (the k-means
-    reference's labels, which scoring reads in the same pass)."""
-    return curve_block(X, finals, centers, objective, nearest)
+def curve_block_of_columns(X, *rest):
+    """``curve_block`` with columns of the pass named by ``layout`` (a tuple of "nearest", the
+    k-means reference's labels that scoring reads in the same pass, and "space", the clustering
+    columns Z; in the order the columns come): rest = (*columns, layout, finals, centers, objective)."""
+    *columns, layout, finals, centers, objective = rest
+    given = dict(zip(layout, columns, strict=True))
+    return curve_block(X, finals, centers, objective, given.get("nearest"), given.get("space"))
 
 
 def merge_curves(a, b):

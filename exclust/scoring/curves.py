@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exclust.dataplane.parts import Reduction, map_reduce
-from exclust.scoring.curve_pass import curve_block, curve_block_given_nearest, merge_curves
+from exclust.scoring.curve_pass import curve_block, curve_block_of_columns, merge_curves
 from exclust.tree import ThresholdTree
 
 # What the curve's "cost" field says it shows, per objective.
@@ -99,19 +99,22 @@ class CurvePlan:
     def n_clusters(self) -> int:
         return max(self.centers.shape[0], max(t.n_clusters for s in self.series.values() for t in s.trees))
 
-    def reduction(self, nearest=None, reference: bool = True) -> Reduction:
+    def reduction(self, nearest=None, reference: bool = True, space=None) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass.
         ``nearest``: every row's nearest center in squared l2 (numpy or dask, aligned with the
         rows), when known; the reference cost then reads it instead of searching the centers.
         ``reference=False``: the trees only, the reference cost left at 0 (a caller that has it
-        from scoring's own statistics: one sweep over the rows less)."""
+        from scoring's own statistics: one sweep over the rows less). ``space``: the clustering
+        columns Z (row-aligned with the rows, read in the same pass) when the centers live there
+        rather than in the trees' features: the costs are measured on Z, the rows routed on X."""
         finals = [s.trees[-1] for s in self.series.values()]
-        if not reference:
-            return Reduction(curve_block, (), (finals, self.centers[:0], self.objective), merge_curves)
-        if nearest is not None and self.objective == "kmeans":
-            return Reduction(curve_block_given_nearest, (nearest,), (finals, self.centers, self.objective),
-                             merge_curves)
-        return Reduction(curve_block, (), (finals, self.centers, self.objective), merge_curves)
+        centers = self.centers if reference else self.centers[:0]
+        given = {"nearest": nearest if reference and self.objective == "kmeans" else None, "space": space}
+        layout = tuple(name for name, column in given.items() if column is not None)
+        if not layout:
+            return Reduction(curve_block, (), (finals, centers, self.objective), merge_curves)
+        return Reduction(curve_block_of_columns, tuple(given[name] for name in layout),
+                         (layout, finals, centers, self.objective), merge_curves)
 
     def tree_costs(self, result) -> tuple[dict[str, list[float]], float]:
         """From the pass's ``result``: every series' cost per tree (the objective's cost, see the

@@ -27,20 +27,22 @@ from exclust.scoring.score_pass import (
     prepare_labels,
     prepare_X,
     row_map_reduce,
+    scored_tree,
     stats_chunk,
-    tree_arrays,
 )
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
 
 
-def _hist_chunk(X, ref, truth, *, nodes, value, ref_mode, centers, n_tree, lo, hi, n_bins):
-    """One k-medians pass on one chunk: per (group, feature) histogram inside [lo, hi).
+def _hist_chunk(X, ref, truth, space, *, nodes, value, ref_mode, centers, n_tree, lo, hi, n_bins):
+    """One k-medians pass on one chunk: per (group, column) histogram inside [lo, hi), rows routed
+    on X, values from ``space`` (the clustering columns Z; X itself when None).
 
     Returns hist[group, feature, bin, (count, offset sum, smallest point, largest point)].
     """
     X = np.asarray(X, dtype=np.float64)
-    return median_hist_block(X, *nodes, value, label_chunk(ref), ref_mode, centers, n_tree, lo, hi, n_bins)
+    Z = X if space is None else np.asarray(space, dtype=np.float64)
+    return median_hist_block(X, Z, *nodes, value, label_chunk(ref), ref_mode, centers, n_tree, lo, hi, n_bins)
 
 
 def _merge_hist(parts: list) -> np.ndarray:
@@ -120,7 +122,7 @@ def _refine(state: dict, active: np.ndarray, hist: np.ndarray, n_bins: int) -> N
 
 
 def _bisect_medians(X, ref, nodes, value, ref_mode, centers, groups: dict, n_tree: int, tol: float,
-              max_passes: int, n_bins: int | None) -> dict:
+                    max_passes: int, n_bins: int | None, space=None) -> dict:
     """l1 cost to per-cluster medians for the tree's clusters and the reference clusters."""
     n = groups["n"].astype(np.float64)
     G, d = groups["lo"].shape
@@ -154,7 +156,7 @@ def _bisect_medians(X, ref, nodes, value, ref_mode, centers, groups: dict, n_tre
         lo_arg = np.where(active, state["lo"], np.nan)
         hi_arg = np.where(active, state["hi"], np.nan)
         hist = row_map_reduce(
-            _hist_chunk, _merge_hist, X, ref, None, nodes=nodes, value=value, ref_mode=ref_mode,
+            _hist_chunk, _merge_hist, X, ref, None, space, nodes=nodes, value=value, ref_mode=ref_mode,
             centers=centers, n_tree=n_tree, lo=lo_arg, hi=hi_arg, n_bins=n_bins,
         )
         passes += 1
@@ -168,15 +170,17 @@ def _bisect_medians(X, ref, nodes, value, ref_mode, centers, groups: dict, n_tre
 
 
 def kmedians_costs(X, ref, tree: ThresholdTree, ref_mode: int, centers: np.ndarray, stats: dict, tree_moments: dict,
-                   *, tol: float, max_passes: int, n_bins: int | None) -> dict[str, Any]:
-    """l1 cost of the tree's clusters and of the reference clusters to their own medians.
+                   *, tol: float, max_passes: int, n_bins: int | None, space=None) -> dict[str, Any]:
+    """l1 cost of the tree's clusters and of the reference clusters to their own medians, in
+    ``space`` (the clustering columns Z, row-aligned with X, prepared by ``score_pass.prepare_space``;
+    None: X itself); rows routed on X.
 
     ``stats``: scoring's merged pass (taken with ranges); ``tree_moments``: its leaves merged by
     tree cluster. Returns ``tree_upper`` / ``tree_lower`` and ``reference_upper`` /
     ``reference_lower`` (achievable cost and certified lower bound), ``tree_gap`` /
     ``reference_gap`` (relative) and ``passes`` (the histogram passes made).
     """
-    d = X.shape[1]
+    d = (X if space is None else space).shape[1]
     value, leaves, n_tree = tree.value, tree.leaves, tree.n_clusters
     has_ref = ref_mode != 0
     ref_mom = stats["ref"]
@@ -195,7 +199,8 @@ def kmedians_costs(X, ref, tree: ThresholdTree, ref_mode: int, centers: np.ndarr
         "lo": np.concatenate([lo_t, ref_lo]),
         "hi": np.concatenate([hi_t, ref_hi]),
     }
-    return _bisect_medians(X, ref, tree_arrays(tree), value, ref_mode, centers, groups, n_tree, tol, max_passes, n_bins)
+    return _bisect_medians(X, ref, scored_tree(tree, space), value, ref_mode, centers, groups, n_tree, tol,
+                           max_passes, n_bins, space)
 
 
 def cluster_medians(X, labels, n_clusters: int, *, max_passes: int = 64, n_bins: int | None = None) -> dict[str, Any]:
@@ -217,7 +222,7 @@ def cluster_medians(X, labels, n_clusters: int, *, max_passes: int = 64, n_bins:
     one_leaf = ThresholdTree([LEAF], [0], [0.0], [0], [0], [0], n_features=d, n_clusters=1)
     X = prepare_X(one_leaf, X, None)
     ref = prepare_labels(labels, X, "labels")
-    arrays = tree_arrays(one_leaf)
+    arrays = scored_tree(one_leaf)
     no_centers = np.zeros((0, d))
     stats = row_map_reduce(stats_chunk, merge_stats, X, ref, None, nodes=arrays, ref_mode=1,
                            centers=no_centers, track_range=True)

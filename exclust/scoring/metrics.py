@@ -25,6 +25,12 @@ Definitions (n points x_1..x_n; a "cluster" is a set of points; costs are sums, 
   label (paper 002, Section 2.3); leaf values are reference cluster ids.
 - ARI as in scikit-learn's ``adjusted_rand_score``, from contingency tables.
 
+Clustering columns (``Z``): when the reference clustering was fitted on other columns than the
+tree's features (``cluster_on``: an embedding, a PCA), the tree routes every row on its features X
+while every cost above is measured on Z, row-aligned with X, in the same one pass: a leaf's
+rows' k-means cost is their scatter in Z, the centers live in Z, and the nearest-center reference
+searches Z.
+
 Noise: a reference label of -1 (or NaN) marks noise (DBSCAN). Noise points are left out of every
 reference-relative number, on BOTH sides: prices, surrogate costs, error rate, ARI vs reference
 (so both costs of a price are over the same points). A ground-truth label of -1 (or NaN) leaves
@@ -52,11 +58,12 @@ from exclust.scoring.score_pass import (
     merge_stats,
     prepare_centers,
     prepare_labels,
+    prepare_space,
     prepare_X,
     row_reduction,
+    scored_tree,
     squared_distances_to_centers,
     stats_chunk,
-    tree_arrays,
 )
 from exclust.scoring.scorecard import Score
 from exclust.tree import ThresholdTree
@@ -185,10 +192,10 @@ def _truth(p: _Pass, has_truth: bool) -> dict[str, Any]:
 
 
 def _kmedians_price(p: _Pass, X, ref, centers: np.ndarray, *, tol: float, max_passes: int,
-                    n_bins: int | None) -> dict[str, Any]:
+                    n_bins: int | None, space=None) -> dict[str, Any]:
     """k-medians costs and price (paper 002, Definition 1): passes of their own (``exclust.scoring.kmedians_cost``)."""
     km = kmedians_costs(X, ref, p.tree, p.ref_mode, centers, p.stats, p.tree_moments, tol=tol, max_passes=max_passes,
-                        n_bins=n_bins)
+                        n_bins=n_bins, space=space)
     ref_cost = km["reference_upper"] if p.has_ref else None
     return dict(kmedians_cost_tree=km["tree_upper"], kmedians_cost_tree_lower=km["tree_lower"],
                 kmedians_cost_reference=ref_cost,
@@ -206,6 +213,7 @@ def score(
     centers=None,
     y_true=None,
     *,
+    Z=None,
     kmedians: bool = True,
     feature_names: Sequence[str] | None = None,
     kmedians_tol: float = 1e-6,
@@ -215,7 +223,7 @@ def score(
     """Score a tree's clustering of X against reference labels / centers and ground truth, as a
     dict (``evaluate`` without other reductions; see there)."""
     return evaluate(
-        tree, X, reference_labels, centers, y_true, kmedians=kmedians, feature_names=feature_names,
+        tree, X, reference_labels, centers, y_true, Z=Z, kmedians=kmedians, feature_names=feature_names,
         kmedians_tol=kmedians_tol, max_kmedians_passes=max_kmedians_passes, kmedians_bins=kmedians_bins,
     )[0].as_dict()
 
@@ -234,6 +242,7 @@ def evaluate(
     centers=None,
     y_true=None,
     *,
+    Z=None,
     also: Sequence[Any] = (),
     kmedians: bool = True,
     feature_names: Sequence[str] | None = None,
@@ -249,7 +258,10 @@ def evaluate(
     reference-relative number, on both sides). numpy, pandas or dask; numpy labels with dask X
     are chunked like X. centers: (K, d) fixed
     centers (or a MixtureSummary); without reference_labels the reference becomes each point's
-    nearest center. See the module docstring for every definition; numbers that need a missing
+    nearest center. Z: the clustering columns (n x d_Z; numpy, pandas or dask, row-aligned with X)
+    when the reference was fitted on other columns than the tree's features: the tree routes rows
+    on X, every cost is measured on Z (centers then (K, d_Z)), in the same one pass; default
+    None: the costs are measured on X. See the module docstring for every definition; numbers that need a missing
     input keep their default, None. ``passes`` counts passes over the data (1, plus the
     k-medians passes; ``kmedians=False`` makes none and leaves the k-medians fields None).
 
@@ -260,23 +272,26 @@ def evaluate(
         raise InputError(f"tree must be a ThresholdTree, got {type(tree).__name__}")
     X = prepare_X(tree, X, feature_names)
     n, d = X.shape
-    centers = prepare_centers(centers, d)
+    space = prepare_space(Z, X)
+    d_cost = d if space is None else int(space.shape[1])  # the columns costs are measured on
+    centers = prepare_centers(centers, d_cost)
     ref = prepare_labels(reference_labels, X, "reference_labels")
     truth = prepare_labels(y_true, X, "y_true")
     ref_mode = 1 if ref is not None else (2 if centers is not None else 0)
-    centers_arg = centers if centers is not None else np.zeros((0, d))
+    centers_arg = centers if centers is not None else np.zeros((0, d_cost))
 
     stats, *fused = run_reductions(X, [row_reduction(
-        stats_chunk, merge_stats, ref, truth,
-        nodes=tree_arrays(tree), ref_mode=ref_mode, centers=centers_arg, track_range=bool(kmedians),
+        stats_chunk, merge_stats, ref, truth, space,
+        nodes=scored_tree(tree, space), ref_mode=ref_mode, centers=centers_arg, track_range=bool(kmedians),
     ), *also])
     leaf = stats["leaf"]
     # Without reference labels every row is scored, so a row the tree did not route (a NaN at a
     # cut that learned no missing side) is a missing value the cost cannot take either.
     unrouted = ref_mode == 0 and int(leaf["n"].sum()) < n
     if unrouted or not (np.isfinite(leaf["m2"]).all() and np.isfinite(leaf["mean"]).all()):
-        raise InputError("X holds NaN or infinite values; clean them or load with {fix}", option="nan_policy",
-                         value="drop")
+        where = "X" if space is None else "Z (the clustering columns)"
+        raise InputError(f"{where} holds NaN or infinite values; clean them or load with {{fix}}",
+                         option="nan_policy", value="drop")
     p = _Pass(tree, stats, ref_mode, int(n), int(d))
     if ref_mode == 1 and centers is not None and p.n_ref > centers.shape[0]:
         raise InputError(
@@ -286,7 +301,7 @@ def evaluate(
     if p.has_ref and p.n_scored == 0:
         raise InputError("every reference label is -1 (noise): there is no reference clustering to compare with")
     kmedians_fields = (_kmedians_price(p, X, ref, centers_arg, tol=kmedians_tol, max_passes=max_kmedians_passes,
-                                       n_bins=kmedians_bins) if kmedians else {})
+                                       n_bins=kmedians_bins, space=space) if kmedians else {})
     # Each section fills its own fields (a field named twice is a TypeError here).
     result = Score(**_sizes(p), **_kmeans_price(p), **_surrogate_price(p, centers), **_agreement(p),
                    **_truth(p, truth is not None), **kmedians_fields)

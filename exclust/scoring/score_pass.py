@@ -81,6 +81,14 @@ def tree_arrays(tree: ThresholdTree) -> tuple[np.ndarray, ...]:
             tree.category_bits)
 
 
+def scored_tree(tree: ThresholdTree, space=None) -> tuple:
+    """What scoring's kernels route rows with: the node arrays (``tree_arrays``) and ``nan_unrouted``
+    (``_score_block.scored_leaf_of``): when the costs are measured on other columns than the routed
+    ones (``space``), a tree that learned no missing side leaves rows holding NaN unscored, as its
+    ``apply`` labels them -1 (on X itself such a row's cost is NaN, and scoring refuses it)."""
+    return (*tree_arrays(tree), space is not None and not tree.routes_missing)
+
+
 _NO_LABELS = np.empty(0, dtype=np.float64)
 
 
@@ -102,17 +110,20 @@ def _label_count(labels: np.ndarray, what: str) -> int:
     return int(top) + 1
 
 
-def stats_chunk(X, ref, truth, *, nodes, ref_mode, centers, track_range) -> dict:
-    """Pass 1 on one chunk: per-leaf / per-reference statistics and contingency tables."""
+def stats_chunk(X, ref, truth, space=None, *, nodes, ref_mode, centers, track_range) -> dict:
+    """Pass 1 on one chunk: per-leaf / per-reference statistics and contingency tables. Rows are
+    routed on X; the statistics are of ``space`` (the clustering columns Z, row-aligned with X),
+    or of X itself when None."""
     X = np.asarray(X, dtype=np.float64)
+    Z = X if space is None else np.asarray(space, dtype=np.float64)
     ref = label_chunk(ref)
     truth = label_chunk(truth)
     n_ref = _label_count(ref, "reference labels") if ref_mode == 1 else (centers.shape[0] if ref_mode == 2 else 0)
     n_truth = _label_count(truth, "ground-truth labels") if truth.shape[0] else 0
-    shift = X[0].copy() if X.shape[0] else np.zeros(X.shape[1])
+    shift = Z[0].copy() if Z.shape[0] else np.zeros(Z.shape[1])
     (leaf_n, leaf_s, leaf_q, ref_n, ref_s, ref_q, leaf_ref, leaf_truth, ref_truth,
      leaf_lo, leaf_hi, ref_lo, ref_hi) = score_block(
-        X, *nodes, ref, ref_mode, n_ref, truth, truth.shape[0] > 0, n_truth, centers, shift, track_range
+        X, Z, *nodes, ref, ref_mode, n_ref, truth, truth.shape[0] > 0, n_truth, centers, shift, track_range
     )
     return {
         "rows": X.shape[0],
@@ -162,26 +173,28 @@ def merge_stats(parts: list[dict]) -> dict:
 def _call_with_optional_labels(block, *rest):
     *columns, present, func, params = rest
     given = iter(columns)
-    ref, truth = (next(given) if has else None for has in present)
-    return func(block, ref, truth, **params)
+    ref, truth, space = (next(given) if has else None for has in present)
+    return func(block, ref, truth, space, **params)
 
 
 def _merge_pair(merge: Callable, a, b):
     return merge([a, b])
 
 
-def row_reduction(func: Callable, merge: Callable, ref, truth, **params):
-    """``func(X_part, ref_part, truth_part, **params)`` as one reduction of a pass
-    (``exclust.dataplane.parts``): parts merged with ``merge([a, b])``; absent labels come as None."""
-    present = (ref is not None, truth is not None)
-    columns = [c for c in (ref, truth) if c is not None]
+def row_reduction(func: Callable, merge: Callable, ref, truth, space=None, **params):
+    """``func(X_part, ref_part, truth_part, space_part, **params)`` as one reduction of a pass
+    (``exclust.dataplane.parts``): parts merged with ``merge([a, b])``; absent labels come as None.
+    ``space``: the clustering columns Z (row-aligned with X), read in the same pass as X's rows;
+    None when the costs are measured on X itself."""
+    present = (ref is not None, truth is not None, space is not None)
+    columns = [c for c in (ref, truth, space) if c is not None]
     return Reduction(_call_with_optional_labels, columns, (present, func, params),
                      functools.partial(_merge_pair, merge))
 
 
-def row_map_reduce(func: Callable, merge: Callable, X, ref, truth, **params):
-    """``func(X_part, ref_part, truth_part, **params)`` on every row part, merged up a tree: one pass."""
-    return run_reductions(X, [row_reduction(func, merge, ref, truth, **params)])[0]
+def row_map_reduce(func: Callable, merge: Callable, X, ref, truth, space=None, **params):
+    """``func(X_part, ref_part, truth_part, space_part, **params)`` on every row part, merged up a tree: one pass."""
+    return run_reductions(X, [row_reduction(func, merge, ref, truth, space, **params)])[0]
 
 
 # --------------------------------------------------------------------------- input
@@ -216,6 +229,27 @@ def prepare_X(tree: ThresholdTree, X, feature_names: Sequence[str] | None):
     if X.shape[0] == 0:
         raise InputError("no rows to score")
     return X
+
+
+def prepare_space(Z, X):
+    """The clustering columns Z (None stays None) as X's kind, row-aligned with X's parts: the
+    space the costs are measured in while the tree routes rows on X. Refused when its rows
+    differ from X's or hold NaN or inf (a cost needs every value; checked in the pass)."""
+    if Z is None:
+        return None
+    import pandas as pd
+
+    if isinstance(Z, Dataset):
+        Z = Z.X
+    if isinstance(Z, pd.DataFrame):
+        Z = Z.to_numpy(dtype=np.float64)
+    Z, distributed = arrays.entering(Z, measure_chunks=True)
+    if not distributed:
+        Z = np.asarray(Z, dtype=np.float64)
+    if Z.ndim != 2 or Z.shape[1] == 0:
+        raise InputError(f"Z (the clustering columns) must be a 2-D array with one row per row of X, got shape "
+                         f"{Z.shape}")
+    return align(Z, X, "Z (the clustering columns)")
 
 
 def prepare_labels(labels, X, what: str):

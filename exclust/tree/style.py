@@ -8,6 +8,7 @@ from __future__ import annotations
 import colorsys
 import html
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +155,20 @@ def list_text(values: Sequence[Any], integer_like: bool = False, head: int = 8) 
         return f"{len(values)} × {len(values[0])} table"
     shown = ", ".join(fmt_value(v, integer_like=integer_like) for v in values[:head])
     return shown if len(values) <= head else f"{shown}, … ({len(values)} values)"
+
+
+def columns_text(names: Sequence[str], head: int = 8) -> str:
+    """Column names in one line: a numbered run as ``emb0..emb7``, else listed (at most ``head``, then
+    ``… (N columns)``)."""
+    names = [str(n) for n in names]
+    if len(names) >= 3:
+        parts = [re.fullmatch(r"(.*?)(\d+)", n) for n in names]
+        if all(parts) and len({m.group(1) for m in parts if m}) == 1:
+            numbers = [int(m.group(2)) for m in parts if m]
+            if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+                return f"{names[0]}..{names[-1]}"
+    shown = ", ".join(names[:head])
+    return shown if len(names) <= head else f"{shown}, … ({len(names)} columns)"
 
 
 def category_text(value: Any) -> str:

@@ -122,17 +122,20 @@ def _import_later_steps(config: ExplainConfig) -> None:
 
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
-    (X, *columns), _ = residency.hold(data.X, *data.extra.values(), force=force)
-    return replace(data, X=X, extra=dict(zip(data.extra, columns, strict=True)))
+    space = () if data.cluster_X is None else (data.cluster_X,)  # held too: scoring reads them in its pass
+    (X, *columns), _ = residency.hold(data.X, *data.extra.values(), *space, force=force)
+    cluster_X = columns.pop() if space else None
+    return replace(data, X=X, extra=dict(zip(data.extra, columns, strict=True)), cluster_X=cluster_X)
 
 
 @dataclass
 class RunSample:
-    """An exact uniform sample of the run's rows (in row order) with their extra columns."""
+    """An exact uniform sample of the run's rows (in row order), their extra columns and clustering columns Z."""
 
     X: np.ndarray
     extra: dict[str, np.ndarray]
     n_rows: int
+    Z: np.ndarray | None = None
 
 
 def run_sample(data: Dataset, config: ExplainConfig) -> RunSample:
@@ -141,9 +144,11 @@ def run_sample(data: Dataset, config: ExplainConfig) -> RunSample:
     if data.run_sample is not None:
         return data.run_sample
     names = list(data.extra)
-    X, *columns = parts.uniform_sample(data.X, *data.extra.values(), size=RUN_SAMPLE_ROWS,
+    space = () if data.cluster_X is None else (data.cluster_X,)
+    X, *columns = parts.uniform_sample(data.X, *data.extra.values(), *space, size=RUN_SAMPLE_ROWS,
                                        random_state=config.random_state)
-    sample = RunSample(X, dict(zip(names, columns, strict=True)), data.n_rows)
+    Z = np.asarray(columns.pop(), dtype=np.float64) if space else None
+    sample = RunSample(X, dict(zip(names, columns, strict=True)), data.n_rows, Z)
     data.run_sample = sample
     return sample
 
@@ -160,7 +165,11 @@ def fit_reference(data: Dataset, config: ExplainConfig) -> Reference:
     # On the clustering's own columns (``cluster_on``; the features when none), complete rows only.
     from exclust.sources.dataset import clustering_input
 
-    return reference(config.reference).fit_run(clustering_input(data, f"the {config.reference} reference"), config)
+    view = clustering_input(data, f"the {config.reference} reference")
+    if view is not data and data.distributed:  # one sample of X and Z (k-means seeds on its Z, the same rows
+        drawn = run_sample(data, config)  # as a sample of Z alone), not a sample of each: one pass, not two
+        view.run_sample = RunSample(drawn.Z if drawn.Z is not None else drawn.X, drawn.extra, drawn.n_rows)
+    return reference(config.reference).fit_run(view, config)
 
 
 def fit_gmm(data: Dataset, config: ExplainConfig) -> Reference:
@@ -282,14 +291,15 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
-    # Centers live in feature space: they mean nothing to a tree over concept coordinates, nor
-    # to the features when the clustering was fitted on other columns (cluster_X).
-    centers = None if ref is None or built.space is not None or data.cluster_X is not None else ref.centers
+    # Centers live in the clustering's space, the features or its own columns (cluster_X: the costs are then measured
+    # there, the tree routing rows on its features, in the same pass); not a tree over concept coordinates'.
+    centers = None if ref is None or built.space is not None else ref.centers
+    Z = data.cluster_X if built.space is None else None
     # A k-means reference's labels are every row's nearest center: the curve's reference cost
     # reads them (computed once for both) instead of searching the centers again.
     nearest = labels if ref is not None and ref.kind == "kmeans" and built.reference_labels is None else None
-    also = [p.reduction(nearest) for p in (plan, standing) if p is not None and not isinstance(p, dict)]
-    scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, also=also,
+    also = [p.reduction(nearest, space=Z) for p in (plan, standing) if p is not None and not isinstance(p, dict)]
+    scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, Z=Z, also=also,
                                kmedians=config.wants_kmedians_price)
     curve = plan.finish(fused.pop(0)) if plan is not None else None
     if standing is not None and not isinstance(standing, dict):
@@ -309,7 +319,7 @@ def wants_curve(config: ExplainConfig) -> bool:
 
 def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
     """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
-    if not wants_curve(config) or ref is None or data.cluster_X is not None:  # (its trees read feature-space centers)
+    if not wants_curve(config) or ref is None:
         return None
     from exclust.jobs.explain.cost_curve import plan_curve
 
@@ -320,7 +330,8 @@ def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig,
     return plan_curve(sample.X, sample_labels, ref.centers, list(range(config.k, top + 1)),
                       series=registry.algorithm(config.algorithm).curve,
                       fitted=built.estimator if built is not None else None, feature_names=data.feature_names,
-                      random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective)
+                      random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective,
+                      space=sample.Z, like=data)
 
 
 def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None):
@@ -331,10 +342,9 @@ def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: Ex
     if not config.standing:
         return None
     entry = registry.algorithm(config.algorithm)
-    if entry.needs == registry.OWN or ref is None or built.space is not None or data.cluster_X is not None:
+    if entry.needs == registry.OWN or ref is None or built.space is not None:
         return standing.skipped(standing.NO_CENTERS.format(
-            what=f"fitted on the columns {data.cluster_names}, not the features" if data.cluster_names else
-            f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
+            what=f"the base clustering {entry.title} fits itself ({entry.own_reference or 'its own'})"))
     if ref.kind.startswith("labels:"):
         return standing.skipped(standing.NO_CENTERS.format(what="the given labels of column "
                                                                 f"'{config.reference_column}'"))
@@ -343,15 +353,16 @@ def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: Ex
     sample = run_sample(data, config)
     return standing.plan_standing(config, built.tree, ref.centers, sample.X,
                                   _sample_reference_labels(sample, ref, config),
-                                  sample.n_rows, data.feature_names, curve)
+                                  sample.n_rows, data.feature_names, curve, space=sample.Z, like=data)
 
 
 def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):
     """Reference labels of the sampled rows, without a pass: the model's own prediction, or the
     sampled label column."""
     if ref.model is not None and hasattr(ref.model, "predict"):
-        # As a Dataset with the run's feature names: the model was fitted on named columns.
-        return np.asarray(ref.model.predict(Dataset(sample.X, list(ref.summary.feature_names))))
+        # As a Dataset with the names of the columns the model was fitted on (the clustering columns when given).
+        return np.asarray(ref.model.predict(Dataset(sample.X if sample.Z is None else sample.Z,
+                                                    list(ref.summary.feature_names))))
     if config.reference_column and config.reference_column in sample.extra:
         return sample.extra[config.reference_column]
     return None

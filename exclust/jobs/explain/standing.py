@@ -41,10 +41,11 @@ import numpy as np
 from exclust.dataplane.parts import kernel_threading, passes_paused
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.explain.cost_curve import BASELINE_ROWS, baseline_rows
+from exclust.jobs.explain.cost_curve import BASELINE_ROWS, NOT_IN_SPACE, baseline_rows, fits_in_space, sample_dataset
 from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
+from exclust.tree.style import columns_text
 
 # What the table says when a run gets none.
 NO_CENTERS = ("No standing table: the reference is {what}, with no centers the other algorithms could "
@@ -64,10 +65,13 @@ class StandingPlan:
     optimum_note: str | None = None  # why there is no optimum row
     bound: dict[str, Any] | None = None  # issue 30: the proven lower bound on any k-leaf tree's cost
     bound_note: str | None = None  # why there is no bound, or what it holds for
+    # Standing algorithms left out of the table: {"algorithm", "title", "reason"} each.
+    left_out: list[dict[str, str]] | None = None
 
-    def reduction(self, nearest=None):
+    def reduction(self, nearest=None, space=None):
         # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
-        return self.plan.reduction(nearest, reference=self.objective != "kmeans")
+        # ``space``: the clustering columns the costs are measured on (CurvePlan.reduction).
+        return self.plan.reduction(nearest, reference=self.objective != "kmeans", space=space)
 
     def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
@@ -101,7 +105,8 @@ class StandingPlan:
                 ratio = _ratio(r["price"], optimum["price"]) if r["price"] is not None and optimum["price"] else None
                 r["gap"] = None if ratio is None else ratio - 1.0
         out = {"cost": CURVE_COSTS[self.objective], "reference_cost": reference, "rows": rows,
-               "optimum": optimum, "optimum_note": self.optimum_note, "fitted_on": self.fitted_on}
+               "optimum": optimum, "optimum_note": self.optimum_note, "fitted_on": self.fitted_on,
+               "left_out": list(self.left_out or [])}
         out.update(_bound_rows(self.bound, self.bound_note, rows, reference))
         return out
 
@@ -118,19 +123,31 @@ def skipped(reason: str) -> dict[str, Any]:
 
 
 def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sample: np.ndarray,
-                  sample_labels, n_rows: int, feature_names, curve: CurvePlan | None = None) -> StandingPlan:
+                  sample_labels, n_rows: int, feature_names, curve: CurvePlan | None = None, *,
+                  space: np.ndarray | None = None, like: Dataset | None = None) -> StandingPlan:
     """Fit the registry's standing algorithms on the run's uniform ``sample`` (its reference
     labels ``sample_labels``) from ``centers``, cut to the curve's ``BASELINE_ROWS`` as the curve
-    is; trees the cost curve's ``curve`` holds at the same leaf count are taken from it. No pass."""
+    is; trees the cost curve's ``curve`` holds at the same leaf count are taken from it. No pass.
+    ``space``: the sample's clustering columns when the centers live there (``cluster_on``): the
+    algorithms that cannot fit with them are left out with the reason (``left_out``), and the
+    exact optimum and the proven bound, which search the features' own k-means cost, are not
+    computed. ``like``: the run's Dataset (category vocabularies, missing values, column names)."""
     centers = np.asarray(centers, dtype=np.float64)
     k = int(centers.shape[0])
     all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
-    certified, bound, bound_note = _bound(sample if all_rows else None, config, feature_names)
-    optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names), bound)
-    sample, sample_labels = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state)
-    data = Dataset(sample, list(feature_names))
+    if space is None:
+        certified, bound, bound_note = _bound(sample if all_rows else None, config, feature_names)
+        optimum, note = _optimum(sample if all_rows else None, config, n_rows, list(feature_names), bound)
+    else:
+        certified, bound, optimum, bound_note = None, None, None, None
+        note = (f"No exact optimum or proven bound: they search the k-means cost in the features' own "
+                             f"space, and this run's costs are measured on the clustering columns "
+                             f"{columns_text(like.cluster_names or ()) if like is not None else ''}.")
+    sample, sample_labels, space = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state, space)
+    data = sample_dataset(sample, feature_names, space, like)
     reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
     trees: dict[str, ThresholdTree] = {config.algorithm: own_tree}
+    left_out: list[dict[str, str]] = []
     # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
     # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
     # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
@@ -141,6 +158,10 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
                 continue
             if entry.needs == registry.LABELS and sample_labels is None:
                 continue
+            if space is not None and not fits_in_space(name):
+                left_out.append({"algorithm": name, "title": registry.title(name),
+                                 "reason": NOT_IN_SPACE.format(columns=columns_text(data.cluster_names or ()))})
+                continue
             leaves = int(config.leaves or config.k) if entry.leaf_budget else k
             trees[name] = _from_curve(curve, name, leaves) or entry.fit_in_run(entry.make(config, data), data,
                                                                                reference).tree_
@@ -148,10 +169,13 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
         trees["optimal"] = certified
     of = f"{data.n_rows:,} rows" + ("" if data.n_rows == n_rows else f" of {n_rows:,}")
     fitted_on = (f"the other trees fitted on a uniform sample of {of} from the run's centers (CART on the "
-                 "reference labels), the run's tree on all rows; every tree scored on all rows")
+                 "reference labels), the run's tree on all rows; every tree scored on all rows"
+                 + (f", its cost measured on the clustering columns {columns_text(data.cluster_names or ())}"
+                    if space is not None else ""))
     plan = CurvePlan([int(own_tree.n_leaves)], {name: CurveSeries([tree]) for name, tree in trees.items()},
                      centers, fitted_on, config.objective)
-    return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note, bound, bound_note)
+    return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note, bound, bound_note,
+                        left_out)
 
 
 def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTree | None:
