@@ -235,7 +235,7 @@ class TreeExplainer(ExclustEstimator):
     here; the concept estimators project onto their concept activation vectors).
     """
 
-    _numbers_only = None  # a tree builder takes category features and missing values, or refuses them itself
+    _numbers_only: str | None = None  # a tree builder takes category features and missing values, or refuses them itself
 
     def _tree_input(self, X: Any) -> Any:
         return X
@@ -247,17 +247,19 @@ class TreeExplainer(ExclustEstimator):
         rows = self._tree_input(self._predict_input(X))  # NotFittedError before tree_ is read
         return self.tree_.predict(rows)
 
-    def score(self, X: Any, y: Any = None) -> float:
-        """The negative cost of the tree's clusters on X, as ``KMeans.score`` (higher is better): the
+    def score(self, X: Any, y: Any = None, Z: Any = None) -> float:
+        """The negative cost of the tree's clusters, as ``KMeans.score`` (higher is better): the
         k-means cost (squared distances to each tree cluster's mean), or the k-medians cost
-        (l1 distances to each tree cluster's median, more passes) when ``objective="kmedians"``,
-        measured in the coordinates the tree cuts (concept coordinates for the concept estimators).
-        One pass (k-means); X holding NaN or inf is refused."""
+        (l1 distances to each tree cluster's median, more passes) when ``objective="kmedians"``.
+        Rows are routed on X; the cost is measured on ``Z`` (the clustering columns, row-aligned
+        with X, as given to ``fit(..., Z=)``) when given, else in the coordinates the tree cuts
+        (concept coordinates for the concept estimators). One pass (k-means); a cost column
+        holding NaN or inf is refused."""
         from exclust.scoring.metrics import evaluate
 
         rows = self._tree_input(self._predict_input(X))
         kmedians = getattr(self, "objective", "kmeans") == "kmedians"
-        result = evaluate(self.tree_, rows, kmedians=kmedians)[0]
+        result = evaluate(self.tree_, rows, kmedians=kmedians, Z=Z)[0]
         cost = result.kmedians_cost_tree if kmedians else result.kmeans_cost_tree
         assert cost is not None  # evaluate prices the tree under the objective it is asked for
         return -float(cost)

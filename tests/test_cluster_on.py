@@ -168,3 +168,17 @@ def test_metrics_and_report_name_both_column_sets_and_scoring_is_one_pass(tmp_pa
     assert "Clustered on: emb0..emb7; explained with: age, country, plan." in header
     assert "k-means cost on the clustering columns is" in header
     assert "Left out: ExShallow, ExGreedy and KDTree: it prices its cuts" in html
+
+
+def test_an_estimator_fitted_with_z_scores_on_z():
+    """``IMM.fit(X, Z=)`` then ``score(X, Z=)``: the negative k-means cost of the tree's clusters on Z,
+    rows routed on X (its text and null columns included), as numpy recomputes it."""
+    import exclust
+
+    frame = customers(n=600, seed=3)
+    X, Z = frame[FEATURES], frame[EMBEDDING].to_numpy()
+    model = exclust.IMM(n_clusters=3, random_state=0).fit(X, Z=Z)
+    groups = model.predict(X)
+    assert (groups >= 0).all()  # every null age and every country routed
+    assert model.score(X, Z=Z) == pytest.approx(-kmeans_cost(Z, groups), rel=1e-9)
+    assert model.score(X, Z=Z[::-1]) != pytest.approx(model.score(X, Z=Z))  # the cost is read from Z
