@@ -230,9 +230,9 @@ class ExKMC(CenterTreePredictor):
 
     Memory: a leaf's histograms hold d x bins x (2k + 1) numbers; they are computed in
     passes of at most ``HISTOGRAM_BYTES`` (512 MB) and kept only for leaves that may still be
-    split (``expand_by_surrogate``), so k = 640 fits in about 1 GB beside the rows' per-center
-    values; at ``max_leaves = n_clusters`` no leaf is split and only IMM's leaves' costs are
-    computed.
+    split (``expand_by_surrogate``): a few of those budgets at any k (a pass, the histograms
+    kept, the sides computed ahead), beside the rows' per-center values. At ``max_leaves =
+    n_clusters`` no leaf is split and only IMM's leaves' costs are computed.
 
     At ``max_leaves = n_clusters`` the tree is IMM's, whose price collapses at many clusters
     (see ``IMM``'s notes: 6.93 at k = 160 where ExShallow reaches 2.38); leaves beyond k
