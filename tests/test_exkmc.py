@@ -9,8 +9,13 @@ import pytest
 from conftest import SHARED_FIXTURES, shared_dataset
 from sklearn import datasets
 
+from exclust.algorithms.histogram import exkmc
+from exclust.algorithms.histogram.binning import edges_from_sample
+from exclust.algorithms.histogram.criteria import SurrogateCost
+from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.algorithms.histogram.exkmc import ExKMC
 from exclust.algorithms.histogram.imm import IMM
+from exclust.dataplane.parts import kernel_threading
 from exclust.scoring.curves import kmeans_costs
 
 
@@ -204,3 +209,52 @@ def test_expansion_computes_smaller_sides_ahead_in_few_passes(rng):
     expansion_passes = model.n_passes_ - imm.n_passes_
     # One pass scores IMM's leaves; then far fewer than one per split.
     assert 2 <= expansion_passes <= 1 + splits // 2, expansion_passes
+
+
+def test_a_leaf_histogram_is_the_same_to_the_bit_in_any_pass(rng):
+    """The surrogate kernel sums every cell over its slot's rows in row order, whatever other
+    slots the pass holds and however many threads run it: a leaf's histogram dropped to save
+    memory is computed again to the bit."""
+    C = rng.uniform(-4, 4, (7, 5))
+    X = C[rng.integers(0, 7, 3000)] + rng.normal(size=(3000, 5))
+    data = EncodedData(X, edges_from_sample(X, max_bins=32), C)
+    tree = CodeTree()
+    left, right = tree.split(0, 0, 15)
+    tree.split(left, 2, 10)
+    leaves = tree.leaves()
+    slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+    slot[leaves] = np.arange(len(leaves))
+    with kernel_threading(2):
+        together, together_counts = data.histograms(SurrogateCost(), tree, slot, len(leaves))
+    for s, leaf in enumerate(leaves):
+        alone = np.full(tree.n_nodes, -1, dtype=np.int64)
+        alone[leaf] = 0
+        with kernel_threading(1):
+            h, counts = data.histograms(SurrogateCost(), tree, alone, 1)
+        np.testing.assert_array_equal(h[0], together[s])
+        np.testing.assert_array_equal(counts[0], together_counts[s])
+        first, _ = data.histograms(SurrogateCost(), tree, alone, 1, 1)  # the first feature only
+        np.testing.assert_array_equal(first[0], together[s][:1])
+
+
+def test_histograms_in_several_passes_give_the_same_tree(rng, monkeypatch):
+    """At many clusters a leaf's histograms are tens of MB, so ExKMC computes them in passes of
+    at most ``HISTOGRAM_BYTES`` and keeps only those of leaves that may still be split. With
+    room for one leaf only (a pass per leaf, a split's sides computed both), the tree, its split
+    order and its surrogate costs are those of one pass for every leaf."""
+    C = rng.uniform(-6, 6, (6, 4))
+    X = C[rng.integers(0, 6, 3000)] + 2.5 * rng.normal(size=(3000, 4))
+    whole = ExKMC(6, 20).fit(X, C)
+    imm_only = ExKMC(6, 6).fit(X, C)
+    monkeypatch.setattr(exkmc, "HISTOGRAM_BYTES", 1)
+    tight = ExKMC(6, 20).fit(X, C)
+    assert len(whole.split_order_) == 14
+    assert tight.tree_ == whole.tree_ and tight.split_order_ == whole.split_order_
+    np.testing.assert_allclose(tight.surrogate_costs_, whole.surrogate_costs_, rtol=1e-12)
+    assert tight.n_passes_ > whole.n_passes_
+    # No split to make (k leaves): IMM's tree, and its cost from one feature's histograms.
+    tight_imm = ExKMC(6, 6).fit(X, C)
+    assert tight_imm.tree_ == imm_only.tree_
+    assert np.array_equal(tight_imm.predict(X), IMM(6).fit(X, C).predict(X))
+    assert tight_imm.surrogate_costs_ == imm_only.surrogate_costs_ == whole.surrogate_costs_[:1]
+    assert tight_imm.surrogate_costs_[0] == pytest.approx(surrogate_cost(tight_imm.tree_, X, C), rel=1e-9)

@@ -128,37 +128,35 @@ def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remem
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def surrogate_histograms(codes, dots, labels, feature, cuts, left, right, resume, remember, slot, n_slots, n_bins,
-                         nt):
+                         n_features, nt):
     """ExKMC: per (slot, feature, bin) the row count, the sums of <x, mu_j>, and label counts.
 
-    Returns ``sums`` (n_slots, d, n_bins, k + 1): channel 0 the count, channel 1 + j the sum of
-    dot products with center j; and ``label_counts`` (n_slots, d, n_bins, k): rows per
-    reference cluster, which tell which cuts isolate points of other centers than a leaf's.
-    The requested rows, grouped by slot, are cut into ``nt`` blocks with a private histogram each.
+    Returns ``sums`` (n_slots, n_features, n_bins, k + 1): channel 0 the count, channel 1 + j
+    the sum of dot products with center j; and ``label_counts`` (n_slots, n_features, n_bins, k):
+    rows per reference cluster, which tell which cuts isolate points of other centers than a
+    leaf's. Only the first ``n_features`` features are counted (1: enough for a leaf's cost).
+
+    The ``nt`` threads take the features in turn (thread t: features t, t + nt, ...), each
+    writing its own features' cells: no private copy of the histograms per thread (at many
+    clusters one copy is gigabytes), and every cell is summed over its slot's rows in row
+    order whatever the threads and whatever other slots the pass holds, so a leaf's histogram
+    is the same to the bit in any pass that computes it.
     """
-    d = codes.shape[1]
     k = dots.shape[1]
     order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
-    parts = np.zeros((nt, n_slots, d, n_bins, k + 1), dtype=np.float64)
-    counts = np.zeros((nt, n_slots, d, n_bins, k), dtype=np.int32)
-    step = (m + nt - 1) // nt
+    out = np.zeros((n_slots, n_features, n_bins, k + 1), dtype=np.float64)
+    label_counts = np.zeros((n_slots, n_features, n_bins, k), dtype=np.int64)
     for t in numba.prange(nt):
-        for r in range(t * step, min(m, (t + 1) * step)):
-            i = order[r]
-            s = row_slot[i]
-            lab = labels[i]
-            for f in range(d):
+        for f in range(t, n_features, nt):
+            for r in range(m):
+                i = order[r]
+                s = row_slot[i]
                 b = codes[i, f]
-                parts[t, s, f, b, 0] += 1.0
-                counts[t, s, f, b, lab] += 1
+                out[s, f, b, 0] += 1.0
+                label_counts[s, f, b, labels[i]] += 1
                 for j in range(k):
-                    parts[t, s, f, b, 1 + j] += dots[i, j]
-    out = np.zeros((n_slots, d, n_bins, k + 1), dtype=np.float64)
-    label_counts = np.zeros((n_slots, d, n_bins, k), dtype=np.int64)
-    for t in range(nt):
-        out += parts[t]
-        label_counts += counts[t]
+                    out[s, f, b, 1 + j] += dots[i, j]
     return out, label_counts
 
 

@@ -142,25 +142,34 @@ class Mistakes(Criterion):
 
 
 # --------------------------------------------------------------------------- ExKMC: surrogate cost
-def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins):
+def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins, n_features):
     return surrogate_histograms(
         part["codes"], part["dots"], part["labels"], *tree_arrays, *resume_nodes(part, routing), slot, n_slots,
-        n_bins, kernel_threads(),
+        n_bins, n_features, kernel_threads(),
     )
 
 
 class SurrogateCost(Criterion):
     """ExKMC: the k-means (or, from l1 distances, k-medians) cost against the fixed centers.
 
-    Request: ``n_slots``. Histograms: (n_slots, d, n_bins, k + 1) count and sums of
-    ``<x, mu_j>`` (or of distances), and (n_slots, d, n_bins, k) rows per reference cluster.
-    ``center_sq`` (``EncodedData.center_sq``) is None when distances are held.
+    Request: ``n_slots`` and ``n_features`` (default None: every feature; 1: the first only,
+    which gives each slot's totals, ``leaf_cost``). Histograms: (n_slots, d, n_bins, k + 1)
+    count and sums of ``<x, mu_j>`` (or of distances), and (n_slots, d, n_bins, k) rows per
+    reference cluster (d: ``n_features``). ``center_sq`` (``EncodedData.center_sq``) is None
+    when distances are held. A slot's histogram is the same to the bit whatever else its pass
+    computes (see the kernel), so a leaf's histogram may be dropped and computed again.
     """
 
     block = staticmethod(_block_surrogate)
 
-    def pass_args(self, data, slot, n_slots):
-        return slot, n_slots, data.n_bins
+    def pass_args(self, data, slot, n_slots, n_features=None):
+        return slot, n_slots, data.n_bins, data.d if n_features is None else int(n_features)
+
+    @staticmethod
+    def slot_bytes(data, n_features=None) -> int:
+        """Bytes of one slot's histograms (sums and label counts) in a pass."""
+        d = data.d if n_features is None else int(n_features)
+        return d * data.n_bins * (2 * data.k + 1) * 8
 
     def best_split(self, hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarray | None, mapper: BinMapper,
                    tol: float = 0.0) -> BinCut | None:

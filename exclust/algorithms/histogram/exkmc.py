@@ -43,6 +43,9 @@ from exclust.tree import LEAF, ThresholdTree
 
 BASE_TREES = ("imm", "none")
 _GAIN_NOISE = 1e-9
+# Histogram bytes a pass computes, and leaf histograms kept between passes, at most (about):
+# at many clusters a leaf's histograms are tens of MB, so leaves are taken in several passes.
+HISTOGRAM_BYTES = 1 << 29
 SURROGATE = SurrogateCost()  # ExKMC's split criterion (stateless)
 
 
@@ -55,24 +58,25 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
     is the drop of the tree's surrogate cost, which may be zero: a zero-gain cut can still
     make room for later gains. Returns the split order and the surrogate cost after each split
     (index 0: the base tree).
+
+    Memory at many clusters: a leaf's histograms are d x bins x (2k + 1) numbers (52 MB at
+    k = 640, d = 20), so they are computed in passes of at most ``HISTOGRAM_BYTES`` and kept
+    only for leaves that can still be split: with r splits left, a leaf ranked r-th or lower
+    never is (every leaf above it stays above it, and each split takes the top one). Without
+    splits left only the leaves' costs are computed (from one feature's histogram). Of the
+    leaves that can be split, those ranked beyond what ``HISTOGRAM_BYTES`` holds drop their
+    histograms; when one is split, both its sides are computed (not the smaller one and the
+    parent's difference), the only case in which the sums can differ in their last bits.
     """
     center_sq = data.center_sq  # None: the histograms hold distances, summed as they are
     # Mean ||x||^2: the size of the terms that cancel in the dot-product form (none with distances).
     scale = 0.0 if data.holds_distances else data.sum_sq / max(data.n_rows, 1)
-    leaves = tree.leaves()
-    slot = np.full(tree.n_nodes, -1, dtype=np.int64)
-    for s, leaf in enumerate(leaves):
-        slot[leaf] = s
-    computed, label_counts = data.histograms(SURROGATE, tree, slot, len(leaves))
-    hists = {leaf: (computed[s], label_counts[s]) for s, leaf in enumerate(leaves)}
-    del label_counts
-    del computed
-
+    held = max(1, HISTOGRAM_BYTES // SURROGATE.slot_bytes(data))  # leaf histograms held at once
     cost = {}  # current surrogate cost (less ||x||^2) of each leaf with its label
     best = {}  # leaf -> (gain, mistakes, its best cut)
+    hists: dict[int, tuple] = {}  # leaf -> (histogram, label counts), for leaves that may be split
 
-    def score(leaf: int) -> None:
-        h, labels = hists[leaf]
+    def score(leaf: int, h: np.ndarray, labels: np.ndarray) -> None:
         if tree.value[leaf] < 0:
             tree.value[leaf] = SURROGATE.cheapest_center(h, center_sq)
         label = tree.value[leaf]
@@ -87,63 +91,118 @@ def expand_by_surrogate(data: EncodedData, tree: CodeTree, max_leaves: int) -> d
         if cut is not None:
             gain = cost[leaf] - cut.score
             best[leaf] = (gain if gain > noise else 0.0, mistakes, cut)
+            hists[leaf] = (h, labels)
 
-    for leaf in leaves:
-        score(leaf)
-    order: list[int] = []
-    costs = [data.cost_offset + sum(cost.values())]
-    n_leaves = len(leaves)
-    ahead: dict[int, tuple] = {}  # leaf -> its smaller side's histograms, computed ahead
-    while n_leaves < max_leaves and best:
+    def ranked() -> list[int]:
         # Largest gain; among equal gains (zero, mostly) the leaf holding most points of other
         # centers, where later cuts can gain; then the lowest node id (the oldest leaf).
-        rank = sorted(best, key=lambda node: (best[node][0], best[node][1], -node), reverse=True)
-        leaf = rank[0]
+        return sorted(best, key=lambda node: (best[node][0], best[node][1], -node), reverse=True)
+
+    def forget(splits_left: int) -> list[int]:
+        """Drop the histograms no split will read; returns the leaves that may still be split."""
+        rank = ranked()
+        may_split = rank[:splits_left]
+        for node in set(hists) - set(may_split[:held]):
+            del hists[node]
+        for node in [node for node in ahead if node not in may_split or len(ahead[node]) == 3 and node not in hists]:
+            del ahead[node]
+        return may_split
+
+    leaves = tree.leaves()
+    n_leaves = len(leaves)
+    ahead: dict[int, tuple] = {}  # leaf -> its sides' histograms, computed ahead
+    if n_leaves >= max_leaves:  # no split to make: the leaves' costs are all that is needed
+        for leaf, h, _ in _leaf_histograms(data, tree, leaves, n_features=1):
+            if tree.value[leaf] < 0:
+                tree.value[leaf] = SURROGATE.cheapest_center(h, center_sq)
+            cost[leaf] = SURROGATE.leaf_cost(h, center_sq, tree.value[leaf])
+    else:
+        for leaf, h, labels in _leaf_histograms(data, tree, leaves):
+            score(leaf, h, labels)
+            if len(hists) > held:
+                forget(max_leaves - n_leaves)
+    order: list[int] = []
+    costs = [data.cost_offset + sum(cost.values())]
+    while n_leaves < max_leaves and best:
+        may_split = forget(max_leaves - n_leaves)
+        leaf = may_split[0]
         if leaf not in ahead:
             # One pass computes the smaller side of every leaf that may be split before the
             # budget runs out, so the greedy order below needs a pass only when it picks a
             # leaf made since (a child of a split): same tree, far fewer passes.
-            todo = [node for node in rank[: max_leaves - n_leaves] if node not in ahead]
-            ahead.update(_smaller_sides(data, tree, hists, best, todo))
+            todo = [node for node in may_split if node not in ahead][: max(1, held - len(ahead))]
+            ahead.update(_sides(data, tree, hists, best, todo))
         _, _, cut = best.pop(leaf)
         left, right = cut.apply(tree, leaf)
         tree.value[left], tree.value[right] = cut.left_center, cut.right_center
         order.append(leaf)
-        parent, parent_counts = hists.pop(leaf)
-        goes_left, h, c = ahead.pop(leaf)
-        small, big = (left, right) if goes_left else (right, left)
-        hists[small] = (h, c)
-        hists[big] = (parent - h, parent_counts - c)
-        del cost[leaf], parent
-        score(left)
-        score(right)
+        sides = ahead.pop(leaf)
+        if len(sides) == 3:  # the smaller side; the other is the parent's minus it
+            parent, parent_counts = hists.pop(leaf)
+            goes_left, h, c = sides
+            small, big = (left, right) if goes_left else (right, left)
+            side_hists = {small: (h, c), big: (parent - h, parent_counts - c)}
+            del parent, parent_counts
+        else:
+            side_hists = {left: sides[0], right: sides[1]}
+            hists.pop(leaf, None)
+        del cost[leaf]
+        score(left, *side_hists.pop(left))
+        score(right, *side_hists.pop(right))
         n_leaves += 1
         costs.append(data.cost_offset + sum(cost.values()))
     return {"order": order, "surrogate_costs": costs}
 
 
-def _smaller_sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, leaves: list[int]) -> dict:
-    """For each of ``leaves`` (each with its best cut in ``best``): (whether the smaller side is
-    the left one, its surrogate histogram, its label counts), in ONE pass.
+def _leaf_histograms(data: EncodedData, tree: CodeTree, leaves: list[int], n_features: int | None = None):
+    """(leaf, surrogate histogram, label counts) of every one of ``leaves``, from passes of at
+    most ``HISTOGRAM_BYTES`` of histograms (at least one leaf a pass)."""
+    per_pass = max(1, HISTOGRAM_BYTES // SURROGATE.slot_bytes(data, n_features))
+    for start in range(0, len(leaves), per_pass):
+        batch = leaves[start:start + per_pass]
+        slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+        slot[batch] = np.arange(len(batch))
+        h, c = data.histograms(SURROGATE, tree, slot, len(batch), n_features)
+        for s, leaf in enumerate(batch):
+            yield (leaf, *_own(h[s], c[s], len(batch)))
+        del h, c
+
+
+def _own(h: np.ndarray, c: np.ndarray, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """One slot's histograms of a pass, copied when the pass has others, so that a leaf kept
+    does not keep its whole pass's arrays alive."""
+    return (h.copy(), c.copy()) if n_slots > 1 else (h, c)
+
+
+def _sides(data: EncodedData, tree: CodeTree, hists: dict, best: dict, leaves: list[int]) -> dict:
+    """For each of ``leaves`` (each with its best cut in ``best``), in ONE pass: (whether the
+    smaller side is the left one, its surrogate histogram, its label counts) when its own
+    histograms are in ``hists``; else (the left side's histograms, the right side's), each a
+    (histogram, label counts) pair.
 
     The rows are routed through a copy of the tree in which every one of these leaves is split
     by its cut: the rows a leaf's side receives there are exactly those it will receive when the
     greedy order splits that leaf, whatever is split before it (only other leaves change).
     """
     trial = tree.trial_copy()
-    sides = []
+    sides: list[tuple[int, bool | None, tuple[int, ...]]] = []
     every_code = np.arange(data.n_bins)
     for leaf in leaves:
         cut = best[leaf][2]
-        parent = hists[leaf][0][cut.feature]
-        goes_left = 2 * float(parent[cut.goes_left(every_code, data.mapper), 0].sum()) <= float(parent[:, 0].sum())
         left, right = cut.apply(trial, leaf)
-        sides.append((leaf, goes_left, left if goes_left else right))
+        if leaf in hists:
+            parent = hists[leaf][0][cut.feature]
+            goes_left = 2 * float(parent[cut.goes_left(every_code, data.mapper), 0].sum()) <= float(parent[:, 0].sum())
+            sides.append((leaf, goes_left, (left if goes_left else right,)))
+        else:
+            sides.append((leaf, None, (left, right)))
     slot = np.full(trial.n_nodes, -1, dtype=np.int64)
-    for s, (_, _, node) in enumerate(sides):
-        slot[node] = s
-    h, c = data.histograms(SURROGATE, trial, slot, len(sides))
-    return {leaf: (goes_left, h[s], c[s]) for s, (leaf, goes_left, _) in enumerate(sides)}
+    nodes = [node for _, _, computed in sides for node in computed]
+    slot[nodes] = np.arange(len(nodes))
+    h, c = data.histograms(SURROGATE, trial, slot, len(nodes))
+    at = {node: _own(h[s], c[s], len(nodes)) for s, node in enumerate(nodes)}
+    return {leaf: (goes_left, *at[computed[0]]) if goes_left is not None else tuple(at[node] for node in computed)
+            for leaf, goes_left, computed in sides}
 
 
 class ExKMC(CenterTreePredictor):
@@ -168,6 +227,12 @@ class ExKMC(CenterTreePredictor):
     objective : {"kmeans", "kmedians"}, default="kmeans"
         The surrogate cost: squared Euclidean, or l1 (reference centers from
         ``exclust.KMedians`` when none are given).
+
+    Memory: a leaf's histograms hold d x bins x (2k + 1) numbers; they are computed in
+    passes of at most ``HISTOGRAM_BYTES`` (512 MB) and kept only for leaves that may still be
+    split (``expand_by_surrogate``): a few of those budgets at any k (a pass, the histograms
+    kept, the sides computed ahead), beside the rows' per-center values. At ``max_leaves =
+    n_clusters`` no leaf is split and only IMM's leaves' costs are computed.
 
     At ``max_leaves = n_clusters`` the tree is IMM's, whose price collapses at many clusters
     (see ``IMM``'s notes: 6.93 at k = 160 where ExShallow reaches 2.38); leaves beyond k

@@ -55,7 +55,7 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
 
     while hists:
         # Split every node of this level; collect the children that need a histogram.
-        # (child to compute, its centers, parent hist, sibling or -1, the child's columns of the parent's)
+        # (child to compute, the centers counted, parent hist, sibling or -1, the child's columns of the parent's)
         requests: list[tuple[int, np.ndarray, np.ndarray | None, int, np.ndarray | None]] = []
         for node, hist in sorted(hists.items()):
             cut = criterion.best_split(hist, codes, members[node], mapper)
@@ -71,14 +71,18 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
             for c in (left, right):
                 if members[c].size == 1:
                     tree.value[c] = int(members[c][0])
-            if len(need) == 1:
-                requests.append((need[0], members[need[0]], None, -1, None))
-            elif len(need) == 2:
-                # Count the parent's alive rows on the smaller side; the sibling is the difference.
-                n_left = int(hist[f, cut.goes_left(every_code, mapper)].sum())
-                small, big = (left, right) if 2 * n_left <= int(hist[f].sum()) else (right, left)
-                small_cols = goes_left if small == left else ~goes_left
+            if not need:
+                continue
+            # Count the parent's alive rows on the smaller side; the other is the difference.
+            n_left = int(hist[f, cut.goes_left(every_code, mapper)].sum())
+            small, big = (left, right) if 2 * n_left <= int(hist[f].sum()) else (right, left)
+            small_cols = goes_left if small == left else ~goes_left
+            if big in need:
+                # Also when only the larger side needs a histogram (IMM often carves one
+                # center off a large node): its rows are not read again, level after level.
                 requests.append((small, members[node], hist, big, small_cols))
+            else:
+                requests.append((small, members[small], None, -1, None))
         hists = {}
         if not requests:
             break
@@ -95,7 +99,8 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
                 # Both counted with the parent's centers: keep each child's own columns (rows
                 # of the other side's centers are mistakes below this cut).
                 hists[sibling] = np.ascontiguousarray((parent_hist - h)[:, :, ~child_cols])
-                hists[child] = np.ascontiguousarray(h[:, :, child_cols])
+                if members[child].size > 1:  # else a leaf, counted only for its sibling's sake
+                    hists[child] = np.ascontiguousarray(h[:, :, child_cols])
             else:
                 hists[child] = h
     return tree, total_mistakes
@@ -129,8 +134,12 @@ class IMM(CenterTreePredictor):
     1.70 at k = 40 and 6.93 at k = 160, where ExShallow reaches 2.38 and CART 2.68 (the
     authors' IMM gives 6.72: the rule, not this port). Counting mistakes ignores how far the
     separated points land from their new center; at tens of clusters and more prefer
-    ExShallow. Its time grows about linearly in k: a node's histogram has one column per
-    center of the node, not per cluster.
+    ExShallow. A node's histogram has one column per center of the node, not per cluster, and
+    only the smaller child of a cut is counted (the other is the parent's minus it), so the
+    rows are not read again level after level. The time still grows faster than k: IMM
+    carves one or a few centers off a large node per cut (109 levels at k = 160 on the data
+    above), and each level's cut search reads that node's (d, bins, m) histogram, about
+    d x bins x k^2 / 2 in all (issue 27, bench/README.md "Many clusters").
     """
 
     _parameter_constraints = CENTER_TREE_CONSTRAINTS
