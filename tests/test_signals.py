@@ -263,3 +263,37 @@ def test_a_heartbeat_failing_while_the_worker_runs_is_still_logged():
     assert ClosingHeartbeatFilter(worker).filter(record)
     worker.status = Status.closing
     assert not ClosingHeartbeatFilter(worker).filter(record)
+
+
+SET_NAME_STOP = r'''
+import os, signal, time
+from exclust.dataplane.stop_signals import listening
+
+class Descriptor:
+    def __set_name__(self, owner, name):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs at the next instructions, inside __set_name__
+        for _ in range(10_000):
+            pass
+
+with listening() as stop:
+    try:
+        class Owner:
+            value = Descriptor()
+        deadline = time.monotonic() + 60  # a bound on a lost signal only
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("not stopped")
+    except KeyboardInterrupt:
+        print("stopped", stop.signum)
+    except RuntimeError as exc:
+        print("wrapped:", exc)
+'''
+
+
+def test_a_stop_inside_a_descriptors_set_name_is_delivered_after_it():
+    """A stop signal that lands while a class is made (a module importing: the sweep's SIGHUP at 3 s of a label run
+    met ``packaging.markers``) inside a descriptor's ``__set_name__``: Python 3.11 would turn the interrupt into a
+    RuntimeError (exit 1, a traceback); it is delivered again once ``__set_name__`` returned."""
+    proc = subprocess.run([sys.executable, "-c", SET_NAME_STOP], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout.strip() == f"stopped {int(signal.SIGTERM)}", proc.stdout + proc.stderr
