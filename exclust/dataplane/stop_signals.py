@@ -23,7 +23,9 @@ finalizer (distributed registers such callbacks), printing "Exception ignored in
 swallowed interrupt reaches ``sys.unraisablehook``: it is dropped there and delivered again once the
 callback has returned; a signal that lands inside a garbage-collector callback is not raised there
 at all but delivered again a moment later (distributed's GC diagnosis times each collection from its
-"start" to its "stop" callback: an interrupt between the two fails an assertion at the next one).
+"start" to its "stop" callback: an interrupt between the two fails an assertion at the next one). So
+is one that lands inside a descriptor's ``__set_name__``, where Python 3.11 wraps any exception in a
+RuntimeError (a class made while a module imports).
 """
 from __future__ import annotations
 
@@ -173,7 +175,7 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
             if _STATE.settled:
                 stop.signum = stop.signum or signum
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
-        if _in_gc_callback(frame):
+        if _in_gc_callback(frame) or _in_set_name(frame):
             threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
             return
         stop.signum = stop.signum or signum
@@ -214,6 +216,17 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
                 signal.signal(signum, action)
         _STATE.stop, _STATE.holds, _STATE.pending = saved.stop, saved.holds, saved.pending
         _STATE.raised, _STATE.settled = saved.raised, saved.settled
+
+
+def _in_set_name(frame) -> bool:
+    """Whether ``frame`` or a caller of it runs a descriptor's ``__set_name__``: Python 3.11 turns any exception
+    raised there, an interrupt included, into ``RuntimeError("Error calling __set_name__ ...")`` (a class being
+    made while a module imports: the sweep's SIGHUP at 3 s landed in ``packaging.markers``; exit 1, a traceback)."""
+    while frame is not None:
+        if frame.f_code.co_name == "__set_name__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _in_gc_callback(frame) -> bool:

@@ -12,8 +12,9 @@ finds the staging gone and writes nothing (``StagingGone``). On a failure the fu
 cancelled and ``run_tasks`` also waits (bounded) until no task of this run is still executing on
 a worker, asked of the workers' own state (``executing_tasks``: a cancelled task whose thread
 still runs stays in a worker's executing set until it returns), so nothing is kept in a module.
-On a stop signal (issue 29: a run stops within 10 s whatever its tasks are doing) the futures are
-cancelled and no task is waited for: a task busy for seconds more (a large file on a loaded
+On a stop signal (issue 29: a run stops within 10 s whatever its tasks are doing; in a Prefect flow
+run, cancelled by SIGTERM, Prefect's ``TerminationSignal``) the futures are cancelled and no task
+is waited for: a task busy for seconds more (a large file on a loaded
 machine) would hold the stop that long. A local cluster the run started (``dask_cluster``) is
 closed at once, before the caller removes what the tasks wrote: its worker processes end, so no
 task writes afterwards, staged or not (a lake table's night files are written in place). On a
@@ -97,8 +98,10 @@ def run_tasks(fn: Callable[..., Any], args: Sequence[tuple], run_id: str, *, tim
 
 
 def _stopping(exc: BaseException) -> bool:
-    """Whether ``exc`` is a stop signal's interrupt (``stop_signals``), or came while the run was being stopped."""
-    return isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set()
+    """Whether ``exc`` stops the run rather than fails it: a stop signal's interrupt (``stop_signals``), any other
+    exception that is not an ``Exception`` (``SystemExit``; Prefect's ``TerminationSignal``, which its flow engine
+    raises on the SIGTERM that cancels a flow run), or anything raised while the run was being stopped."""
+    return not isinstance(exc, Exception) or INTERRUPTED.is_set()
 
 
 def _close_run_cluster(client: Any) -> None:
