@@ -164,7 +164,8 @@ def surrogate_histograms(codes, dots, labels, feature, cuts, left, right, resume
 
 @numba.njit(cache=True, nogil=True)
 def box_statistics(X, codes, feature, cuts, left, right, slot, n_slots, n_bins):
-    """KDTree: per slot, counts per (feature, bin) and per-feature sums of x and x^2."""
+    """KDTree: per slot, counts per (feature, code) and per-feature sums of x and x^2 over the
+    values that are not NaN (a missing value is only counted, in its feature's missing bin)."""
     n, d = X.shape
     counts = np.zeros((n_slots, d, n_bins), dtype=np.int64)
     sums = np.zeros((n_slots, d), dtype=np.float64)
@@ -176,6 +177,7 @@ def box_statistics(X, codes, feature, cuts, left, right, slot, n_slots, n_bins):
         for f in range(d):
             v = X[i, f]
             counts[s, f, codes[i, f]] += 1
-            sums[s, f] += v
-            sq[s, f] += v * v
+            if v == v:
+                sums[s, f] += v
+                sq[s, f] += v * v
     return counts, sums, sq
