@@ -15,9 +15,9 @@ import math
 import numba
 import numpy as np
 
-from exclust.algorithms.histogram._code_histograms import rows_by_slot
-from exclust.algorithms.histogram.cut_search import side_of_missing
-from exclust.tree.node_kinds import MISSING_LEFT, MISSING_RIGHT
+from exclust.algorithms.histogram._code_histograms import rows_by_slot, side_of_missing
+
+MISSING_LEFT, MISSING_RIGHT = 0, 1  # exclust.tree.node_kinds' sides
 
 MAX_BULK_CENTERS = 7  # a slot with more centers never uses a bulk bin (centers! orders per slot)
 BULK_SAMPLE = 512  # rows per slot sampled to find each feature's bulk bin

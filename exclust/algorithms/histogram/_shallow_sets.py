@@ -33,10 +33,8 @@ import itertools
 import numba
 import numpy as np
 
-from exclust.algorithms.histogram._code_histograms import rows_by_slot
-from exclust.algorithms.histogram._shallow_cut import cut_score
-from exclust.algorithms.histogram.cut_search import BinCut, side_of_missing
-from exclust.tree.node_kinds import MISSING_LEFT
+from exclust.algorithms.histogram._code_histograms import rows_by_slot, side_of_missing
+from exclust.algorithms.histogram._shallow_cut import MISSING_LEFT, cut_score
 
 EXACT_CATEGORIES = 8  # C <= this: every subset of the categories is tried
 EXACT_GROUPS = 8  # center groups <= this: every set of groups is priced (2^G columns)
@@ -144,8 +142,9 @@ def _partitions(held: np.ndarray, member_codes: np.ndarray, group: np.ndarray, n
 
 def best_set_cut(cells: np.ndarray, feature: int, n_categories: int, member_codes: np.ndarray, group: np.ndarray,
                  n_groups: int, masks: bool, base: float, bounded: np.ndarray, depth_factor: float,
-                 require_rows: bool) -> BinCut | None:
-    """The set cut of lowest ``cut_score`` of one category feature at one node, or None.
+                 require_rows: bool) -> tuple[float, tuple[int, ...], int] | None:
+    """The set cut of lowest ``cut_score`` of one category feature at one node: (score, its
+    categories sent left, missing side), or None.
 
     ``cells`` (codes, columns) the node's set histogram of the feature (``set_histograms``),
     its missing bin at code ``n_categories``; ``member_codes`` the node's centers' categories and
@@ -178,11 +177,4 @@ def best_set_cut(cells: np.ndarray, feature: int, n_categories: int, member_code
     if best is None:
         return None
     score, left, side = best
-    return BinCut(feature, -1, tuple(np.flatnonzero(left).tolist()), side, float(score))
-
-
-def set_cut_rows(cells: np.ndarray, cut: BinCut, n_categories: int) -> int:
-    """Rows a set cut sends left, from the feature's set histogram."""
-    rows = cells[:n_categories, 0][list(cut.left_codes)].sum()
-    return int(round(rows + (cells[n_categories, 0] if cut.missing_side == MISSING_LEFT else 0.0)))
-
+    return float(score), tuple(np.flatnonzero(left).tolist()), side

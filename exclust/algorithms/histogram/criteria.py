@@ -261,8 +261,9 @@ class ShallowCost(Criterion):
                                                  missing_bin)
             best = BinCut(int(f), int(b), (), int(side), float(score)) if f >= 0 else None
             for cells, feature, n_categories, member_codes, group, n_groups, masks in set_cuts:
-                found = best_set_cut(cells, feature, n_categories, member_codes, group, n_groups, masks, base, bounded,
-                                     factor, require_rows)
+                found_set = best_set_cut(cells, feature, n_categories, member_codes, group, n_groups, masks, base,
+                                         bounded, factor, require_rows)
+                found = None if found_set is None else BinCut(feature, -1, found_set[1], found_set[2], found_set[0])
                 if found is not None and (best is None or found.score < best.score
                                           or (found.score == best.score and found.feature < best.feature)):
                     best = found

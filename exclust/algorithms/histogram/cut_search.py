@@ -36,9 +36,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from exclust.algorithms.histogram._code_histograms import side_of_missing
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.code_tree import MISSING_LEFT, MISSING_RIGHT, CodeTree
 
@@ -91,17 +91,6 @@ def _split_missing(hist: np.ndarray, mapper: BinMapper) -> tuple[np.ndarray, np.
             missing[f] = hist[f, m]
             values[f, m] = 0
     return values, missing
-
-
-@numba.vectorize(["int8(float64, float64, float64, float64)"], cache=True)
-def side_of_missing(cost_left, cost_right, rows_left, rows_right):
-    """MISSING_LEFT where sending the missing bin left is cheaper, or equal with more rows on the left.
-
-    A ufunc: element-wise on arrays here, and on scalars inside the numba kernels that score
-    cuts (ExShallow's ``_shallow_cut.best_shallow_cut``), so every criterion sides alike."""
-    if cost_left < cost_right or (cost_left == cost_right and rows_left > rows_right):
-        return MISSING_LEFT
-    return MISSING_RIGHT
 
 
 # --------------------------------------------------------------------------- surrogate cost
