@@ -1,5 +1,6 @@
 """Issue 28 through the histogram family: IMM and ExKMC on features holding NaN and categories,
-against centers of another space Z, in memory and on a LocalCluster; ExShallow refuses them."""
+against centers of another space Z, in memory and on a LocalCluster (ExShallow, ExGreedy and
+KDTree on them: tests/test_shallow_categories.py)."""
 from __future__ import annotations
 
 import dask.array as da
@@ -7,11 +8,8 @@ import numpy as np
 import pytest
 
 from exclust.algorithms.histogram.base import encode_for_trees
-from exclust.algorithms.histogram.exgreedy import ExGreedy
 from exclust.algorithms.histogram.exkmc import ExKMC
-from exclust.algorithms.histogram.exshallow import ExShallow
 from exclust.algorithms.histogram.imm import grow_imm
-from exclust.errors import ParameterError
 from exclust.sources.dataset import Dataset
 
 
@@ -104,29 +102,6 @@ def test_exkmc_with_a_category_and_z_prices_its_set_cuts_in_z(rng):
     cost = float(((Z - centers[np.asarray(tree.value)[leaf]]) ** 2).sum())
     np.testing.assert_allclose(history["surrogate_costs"][-1], cost, rtol=1e-9)
     data.release()
-
-
-def test_exshallow_refuses_missing_values_and_categories(rng):
-    X, _, centers = _customers(rng, 500)
-    with pytest.raises(ParameterError, match="ExShallow.*'x0'.*missing"):
-        ExShallow(3).fit(_dataset(X), centers)  # found by the binning sample
-    counted = Dataset(X, ["x0", "segment"], missing={"x0": int(np.isnan(X[:, 0]).sum())})
-    with pytest.raises(ParameterError, match="ExGreedy.*'x0'.*missing"):
-        ExGreedy(3).fit(counted, centers)  # counted by loading: refused before any pass
-    X[:, 0] = np.nan_to_num(X[:, 0])
-    with pytest.raises(ParameterError, match="ExShallow.*'segment'.*category"):
-        ExShallow(3).fit(_dataset(X, {1: 5}), centers)
-
-
-def test_kdtree_refuses_missing_values_and_categories(rng):
-    from exclust.algorithms.histogram.kdtree import KDTree
-
-    X, _, centers = _customers(rng, 500)
-    with pytest.raises(ParameterError, match="KDTree.*'x0'.*missing"):
-        KDTree(3).fit(_dataset(X), centers)
-    X[:, 0] = np.nan_to_num(X[:, 0])
-    with pytest.raises(ParameterError, match="KDTree.*'segment'.*category"):
-        KDTree(3).fit(_dataset(X, {1: 5}), centers)
 
 
 @pytest.mark.parametrize("algorithm", ["imm", "exkmc"])

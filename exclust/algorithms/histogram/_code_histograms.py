@@ -162,7 +162,8 @@ def surrogate_histograms(codes, dots, labels, feature, cuts, left, right, resume
 
 @numba.njit(cache=True, nogil=True)
 def box_statistics(X, codes, feature, cuts, left, right, slot, n_slots, n_bins):
-    """KDTree: per slot, counts per (feature, bin) and per-feature sums of x and x^2."""
+    """KDTree: per slot, counts per (feature, code) and per-feature sums of x and x^2 over the
+    values that are not NaN (a missing value is only counted, in its feature's missing bin)."""
     n, d = X.shape
     counts = np.zeros((n_slots, d, n_bins), dtype=np.int64)
     sums = np.zeros((n_slots, d), dtype=np.float64)
@@ -174,6 +175,19 @@ def box_statistics(X, codes, feature, cuts, left, right, slot, n_slots, n_bins):
         for f in range(d):
             v = X[i, f]
             counts[s, f, codes[i, f]] += 1
-            sums[s, f] += v
-            sq[s, f] += v * v
+            if v == v:
+                sums[s, f] += v
+                sq[s, f] += v * v
     return counts, sums, sq
+
+
+@numba.vectorize(["int8(float64, float64, float64, float64)"], cache=True)
+def side_of_missing(cost_left, cost_right, rows_left, rows_right):
+    """MISSING_LEFT where sending the missing bin left is cheaper, or equal with more rows on the left.
+
+    A ufunc: element-wise on arrays here, and on scalars inside the numba kernels that score
+    cuts (ExShallow's ``_shallow_cut.best_shallow_cut``), so every criterion sides alike (0 is
+    ``MISSING_LEFT``, 1 ``MISSING_RIGHT``)."""
+    if cost_left < cost_right or (cost_left == cost_right and rows_left > rows_right):
+        return 0
+    return 1

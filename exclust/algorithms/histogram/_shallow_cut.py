@@ -15,7 +15,9 @@ import math
 import numba
 import numpy as np
 
-from exclust.algorithms.histogram._code_histograms import rows_by_slot
+from exclust.algorithms.histogram._code_histograms import rows_by_slot, side_of_missing
+
+MISSING_LEFT, MISSING_RIGHT = 0, 1  # exclust.tree.node_kinds' sides
 
 MAX_BULK_CENTERS = 7  # a slot with more centers never uses a bulk bin (centers! orders per slot)
 BULK_SAMPLE = 512  # rows per slot sampled to find each feature's bulk bin
@@ -126,7 +128,7 @@ def _subset_sums(order_sums, n_members):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, remember, slot, n_slots, member_group,
-                       n_groups, center_span, n_bins, n_splits, nt, bulk_min_rows):
+                       n_groups, center_span, n_bins, n_splits, nt, bulk_min_rows, missing_bin=None):
     """Per (slot, feature, bin) one cell: the row count, then per center split q the *steps*
     of the distance to the nearest center on the left and on the right (summed over q they give
     the distance itself): cell ``[count, left_0, right_0, left_1, right_1, ...]``. Also, per slot,
@@ -140,7 +142,8 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
     them: for those only one side is ever read, and only that side is written. A row's node
     centers are sorted by distance once; along each feature ``_walk_steps`` writes the few
     splits where its nearest center on a side changes. Rows are visited slot by slot in ``nt``
-    blocks, each with a private histogram.
+    blocks, each with a private histogram. A row in a feature's missing bin (``missing_bin[f]``,
+    -1: none; None: no feature has one) needs both sides: the cut search tries that bin on each.
 
     Bulk bins (slots of at least ``bulk_min_rows`` rows): where one bin of a feature holds most
     of a slot's rows (a one-hot or sparse feature's zero), those rows are skipped for that
@@ -153,6 +156,10 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
     """
     d = codes.shape[1]
     k = dists.shape[1]
+    if missing_bin is None:
+        missing_code = np.full(d, -1, dtype=np.int64)
+    else:
+        missing_code = missing_bin
     order, row_slot = rows_by_slot(codes, feature, split_bin, left, right, slot, n_slots, resume, remember)
     m = order.shape[0]
     start = np.zeros(n_slots + 1, dtype=np.int64)
@@ -236,8 +243,9 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
                 top = n_groups[s, f] - 1
                 if top < 1:
                     continue
-                need_left = np.int64(code < center_span[s, f, 1])
-                need_right = np.int64(code > center_span[s, f, 0])
+                missing = code == missing_code[f]
+                need_left = np.int64((code < center_span[s, f, 1]) | missing)
+                need_right = np.int64((code > center_span[s, f, 0]) | missing)
                 # Arithmetic, not a branch: which side a row needs is data, and mispredicted
                 # branches would cost more than the walk.
                 _walk_steps(flat, cell, groups, f, near, near_d, n_near, top, top * need_left,
@@ -268,7 +276,8 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
             top = n_groups[s, f] - 1
             if top < 1:
                 continue
-            sides = ((0, b < center_span[s, f, 1]), (1, b > center_span[s, f, 0]))
+            missing = b == missing_code[f]
+            sides = ((0, (b < center_span[s, f, 1]) | missing), (1, (b > center_span[s, f, 0]) | missing))
             for side, needed in sides:
                 if not needed:
                     continue
@@ -336,13 +345,31 @@ def depth_penalty(n_left, n_right, k_left, k_right, bounded_left, bounded_right)
 
 
 @numba.njit(cache=True, nogil=True)
-def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, require_rows):
-    """The (feature, bin, score) of lowest score at one node, or (-1, -1, inf) when none.
+def cut_score(cost, base, n_left, n_right, k_left, k_right, bounded_left, bounded_right, depth_factor, require_rows):
+    """The score of one cut: (cost after) / (cost before) plus, with ``require_rows``,
+    ``depth_factor`` times ``depth_penalty``; inf when ``require_rows`` and a side holds fewer
+    rows than centers."""
+    if require_rows and (n_left < k_left or n_right < k_right):
+        return np.inf
+    score = cost / base if base > 0.0 else 0.0
+    if require_rows and depth_factor != 0.0:
+        score += depth_factor * depth_penalty(n_left, n_right, k_left, k_right, bounded_left, bounded_right)
+    return score
 
-    score = (cost after the cut) / (cost before) + depth_factor * depth_penalty, over cuts that
-    leave at least one center on each side and, with ``require_rows``, at least as many rows
-    as centers on each side. Without ``require_rows`` (the fallback when no cut has enough rows)
-    the score is the cost ratio alone. Ties go to the lowest feature, then the lowest bin.
+
+@numba.njit(cache=True, nogil=True)
+def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, require_rows, missing_bin):
+    """The (feature, bin, score, missing side) of lowest score at one node, or (-1, -1, inf, 1) when none.
+
+    score = ``cut_score``: (cost after the cut) / (cost before) + depth_factor * depth_penalty,
+    over threshold cuts that leave at least one center on each side and, with
+    ``require_rows``, at least as many rows as centers on each side. Without ``require_rows``
+    (the fallback when no cut has enough rows) the score is the cost ratio alone. A feature
+    with a missing bin (``missing_bin[f]`` >= 0) prices every cut with that bin on each side
+    and keeps the lower score (``cut_search.side_of_missing``: on a tie, the side holding more
+    value rows); a feature without one sends it to the larger child. Features whose member
+    codes all agree are skipped (a category feature is passed that way: its set cuts are
+    ``_shallow_sets``'). Ties go to the lowest feature, then the lowest bin.
     """
     d = counts.shape[0]
     n_splits = sums.shape[2]
@@ -350,7 +377,8 @@ def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, re
     n = 0
     for b in range(counts.shape[1]):
         n += counts[0, b]
-    best, best_f, best_b = np.inf, -1, -1
+    best, best_f, best_b, best_side = np.inf, -1, -1, MISSING_RIGHT
+    best_left, best_right = 0, 0
     running_left = np.empty(n_splits)
     running_right = np.empty(n_splits)
     total_right = np.empty(n_splits)
@@ -359,10 +387,14 @@ def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, re
         top_code = center_codes[n_centers - 1]
         if center_codes[0] == top_code:
             continue
+        mb = missing_bin[f]
+        n_missing = counts[f, mb] if mb >= 0 else 0
         running_left[:] = 0.0
         running_right[:] = 0.0
         total_right[:] = 0.0
         for b in range(counts.shape[1]):
+            if b == mb:
+                continue
             for q in range(n_splits):
                 total_right[q] += sums[f, b, q, 1]
         q, k_left, n_left, nxt = -1, 0, 0, 0
@@ -378,15 +410,23 @@ def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, re
                 nxt += 1
             if k_left == 0:
                 continue
-            k_right, n_right = n_centers - k_left, n - n_left
-            if require_rows and (n_left < k_left or n_right < k_right):
-                continue
+            k_right, n_right = n_centers - k_left, n - n_left - n_missing
             cost = running_left[q] + total_right[q] - running_right[q]
-            score = cost / base if base > 0.0 else 0.0
-            if require_rows and depth_factor != 0.0:
-                score += depth_factor * depth_penalty(
-                    n_left, n_right, k_left, k_right, bounded[f, 0], bounded[f, 1]
-                )
+            side = -1  # no missing bin: sided once the best cut is known
+            if mb < 0:
+                score = cut_score(cost, base, n_left, n_right, k_left, k_right, bounded[f, 0], bounded[f, 1],
+                                  depth_factor, require_rows)
+            else:
+                score_left = cut_score(cost + sums[f, mb, q, 0], base, n_left + n_missing, n_right, k_left, k_right,
+                                       bounded[f, 0], bounded[f, 1], depth_factor, require_rows)
+                score = cut_score(cost + sums[f, mb, q, 1], base, n_left, n_right + n_missing, k_left, k_right,
+                                  bounded[f, 0], bounded[f, 1], depth_factor, require_rows)
+                side = side_of_missing(score_left, score, np.float64(n_left), np.float64(n_right))
+                if side == MISSING_LEFT:
+                    score = score_left
             if score < best:
-                best, best_f, best_b = score, f, b
-    return best_f, best_b, best
+                best, best_f, best_b, best_side = score, f, b, side
+                best_left, best_right = n_left, n_right
+    if best_side < 0:  # no missing rows can come: the side of the larger child
+        best_side = side_of_missing(0.0, 0.0, np.float64(best_left), np.float64(best_right))
+    return best_f, best_b, best, best_side

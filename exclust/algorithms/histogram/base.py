@@ -11,7 +11,7 @@ import numpy as np
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.engine import EncodedData
 from exclust.dataplane import parts
-from exclust.errors import InputError, ParameterError
+from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
 from exclust.sources.dataset import Dataset, as_matrix
 
@@ -67,23 +67,20 @@ def binning_sample(data, random_state=None) -> tuple[np.ndarray, int]:
 
 
 def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
-                     between_extra: bool = False, Z=None, check_bins=None) -> EncodedData:
+                     between_extra: bool = False, Z=None) -> EncodedData:
     """Passes 1 and 2: bin edges (centers' coordinates included when they live in the data's
     space, ``Z`` None) and the encoded partitions of ``data`` (a Dataset, whose run sample is
     reused when it has one, or a validated matrix); its category features
     (``Dataset.categories``) are binned by code.
 
     ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample; ``Z``, the
-    clustering space's rows, to EncodedData. ``check_bins(mapper)``, when given, sees the bins
-    before the rows are encoded (a builder refusing what they hold)."""
+    clustering space's rows, to EncodedData."""
     ds = data if isinstance(data, Dataset) else as_matrix(data)
     sample, passes = binning_sample(ds, random_state)
     mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers if Z is None else None,
                                between_extra=between_extra, categories=dataset_categories(ds),
                                missing=known_missing(ds))
     del sample
-    if check_bins is not None:
-        check_bins(mapper)
     return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric, Z=Z)
 
 
@@ -113,13 +110,12 @@ def clustering_space(Z, ds: Dataset) -> Dataset | None:
 
 
 def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
-                distances: bool = False, between_extra: bool = False, Z=None, check_bins=None):
+                distances: bool = False, between_extra: bool = False, Z=None):
     """Validate the data and centers of IMM / ExKMC / ExShallow (their parameters are checked by
     ``_check_params``) and encode the data; returns (dataset, centers, data). The k-medians
     objective keeps l1 distances to the centers; ``distances`` keeps squared Euclidean distances
     for k-means instead of dot products. ``Z`` (default None: X, or the dataset's
-    ``cluster_X``): the clustering space, where the centers live and the costs are measured.
-    ``check_bins``: see ``encode_for_trees``."""
+    ``cluster_X``): the clustering space, where the centers live and the costs are measured."""
     k = int(n_clusters)
     ds = as_matrix(X, n_clusters=k)
     space = clustering_space(Z, ds)
@@ -129,29 +125,8 @@ def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmean
     centers = check_centers(centers, k, reference.n_features)
     metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
     data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra,
-                            Z=None if space is None else space.X, check_bins=check_bins)
+                            Z=None if space is None else space.X)
     return ds, centers, data
-
-
-
-def refuse_categories_and_missing(algorithm: str, feature_names, category, missing) -> None:
-    """ParameterError naming the first feature that is a category (``category``, bool per
-    feature) or holds missing values (``missing``), for an algorithm whose cut search knows
-    numeric thresholds on complete rows only (ExShallow, ExGreedy, KDTree)."""
-    for f, name in enumerate(feature_names):
-        kind = "is a category column" if category[f] else "holds missing values" if missing[f] else ""
-        if kind:
-            raise ParameterError(f"{algorithm} cuts numeric features without missing values only: column {name!r} "
-                                 f"{kind}; use IMM or ExKMC, which cut sets of categories and learn where missing "
-                                 "values go")
-
-
-def refuse_dataset_kinds(algorithm: str, ds: Dataset) -> None:
-    """``refuse_categories_and_missing`` from what loading found: ``Dataset.categories`` and
-    ``Dataset.missing`` (no pass)."""
-    categories = dataset_categories(ds)
-    refuse_categories_and_missing(algorithm, ds.feature_names, [f in categories for f in range(ds.n_features)],
-                                  known_missing(ds))
 
 
 class CenterTreePredictor(TreeExplainer):

@@ -27,8 +27,10 @@ set cuts and missing bins sent left); ``Mistakes.best_split`` and ``SurrogateCos
 ``default_left``) and search set cuts of a category feature (exact for the surrogate cost; for
 mistakes, exact over up to 10 categories holding centers, Fisher-ordered prefixes beyond, as
 LightGBM's ``FindBestThresholdCategorical`` orders categories). The cut returned (``BinCut``)
-carries the set and the missing side, which the tree records. ``ShallowCost`` and ``MedianCut``
-know thresholds on numeric, complete features only: ExShallow, ExGreedy and KDTree refuse the others.
+carries the set and the missing side, which the tree records. ``ShallowCost`` prices its cuts
+the same way, each with the missing bin on either side, and cuts category features by sets
+(``_shallow_sets``); ``MedianCut`` sends the missing bin where the halves come out closest to
+equal and cuts a category feature by a prefix of its categories by rows (see each class).
 
 ``MedianCut`` (KDTree) reads the raw rows instead of kept parts: KDTree encodes nothing, so its
 pass is ``parts.map_reduce(MedianCut.block, X, ...)``.
@@ -42,8 +44,15 @@ import numpy as np
 
 from exclust.algorithms.histogram._code_histograms import box_statistics, mistake_histograms, surrogate_histograms
 from exclust.algorithms.histogram.binning import BinMapper
-from exclust.algorithms.histogram.cut_search import BinCut, best_mistake_cut, best_surrogate_cut, side_costs
+from exclust.algorithms.histogram.cut_search import (
+    BinCut,
+    best_mistake_cut,
+    best_surrogate_cut,
+    side_costs,
+    side_of_missing,
+)
 from exclust.dataplane.parts import kernel_threads
+from exclust.tree.node_kinds import MISSING_LEFT
 
 
 def resume_nodes(part: dict, routing: tuple[int, bool, int]) -> tuple[np.ndarray, bool]:
@@ -193,25 +202,38 @@ class SurrogateCost(Criterion):
 
 # --------------------------------------------------------------------------- ExShallow, ExGreedy
 def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
-                   bulk_min_rows):
+                   bulk_min_rows, missing_bin, sets):
     from exclust.algorithms.histogram._shallow_cut import shallow_histograms
 
-    return shallow_histograms(
-        part["codes"], part["dots"], *tree_arrays, *resume_nodes(part, routing), slot, member_group.shape[0],
-        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows,
+    resume, remember = resume_nodes(part, routing)
+    cells, base = shallow_histograms(
+        part["codes"], part["dots"], *tree_arrays, resume, remember, slot, member_group.shape[0],
+        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows, missing_bin,
     )
+    if sets is None:
+        return cells, base
+    from exclust.algorithms.histogram._shallow_sets import set_histograms
+
+    set_features, group, set_groups, masks, width = sets
+    # The first kernel left every row's leaf in ``resume``: this one routes in no step.
+    return cells, base, set_histograms(part["codes"], part["dots"], *tree_arrays, resume, remember, slot,
+                                       member_group.shape[0], set_features, group, set_groups, masks, n_bins, width,
+                                       kernel_threads())
 
 
 class ShallowCost(Criterion):
     """ExShallow and ExGreedy: the cost ratio of a cut (distance to the nearest center on each
     side) plus ``depth_factor`` times the projected mean leaf depth (0: ExGreedy).
 
-    Request: ``member_group``, ``n_groups``, ``center_span``, ``n_splits`` and
-    ``bulk_min_rows`` (see ``_shallow_cut.shallow_histograms``). Histograms: per slot,
-    (d, n_bins, n_splits, 2) summed distances to the nearest center left / right of each
-    center split, (d, n_bins) row counts, and the summed distance to the nearest of the slot's
-    centers. A part's slots of at least ``bulk_min_rows`` rows fill a feature's bulk bin by
-    difference (see the kernel).
+    Request: ``member_group``, ``n_groups``, ``center_span``, ``n_splits``, ``bulk_min_rows``
+    (see ``_shallow_cut.shallow_histograms``) and ``sets``: None, or the category features'
+    layout for ``_shallow_sets.set_histograms`` (features, groups per slot, group counts, masks,
+    width). Histograms: per slot, (d, n_bins, n_splits, 2) summed distances to the nearest
+    center left / right of each center split, (d, n_bins) row counts, the summed distance to
+    the nearest of the slot's centers, and (with ``sets``) the category features' set
+    histograms (None without). A part's slots of at least ``bulk_min_rows`` rows fill a
+    feature's bulk bin by difference (see the kernel). Each feature's missing bin is priced on
+    both sides of every cut; category features are cut by sets (``_shallow_sets``).
     """
 
     holds_distances = True
@@ -220,26 +242,43 @@ class ShallowCost(Criterion):
     def __init__(self, depth_factor: float = 0.0) -> None:
         self.depth_factor = float(depth_factor)
 
-    def pass_args(self, data, slot, member_group, n_groups, center_span, n_splits, bulk_min_rows=1 << 62):
-        return slot, member_group, n_groups, center_span, data.n_bins, n_splits, bulk_min_rows
+    def pass_args(self, data, slot, member_group, n_groups, center_span, n_splits, bulk_min_rows=1 << 62,
+                  sets=None):
+        return (slot, member_group, n_groups, center_span, data.n_bins, n_splits, bulk_min_rows,
+                data.mapper.missing_bin, sets)
 
     def unpack(self, data, reduced, args):
-        cells, base = reduced
+        cells, base = reduced[:2]
         n_splits = args[5]
         n_slots, d, n_bins, _ = cells.shape
         sums = np.cumsum(cells[..., 1:].reshape(n_slots, d, n_bins, n_splits, 2), axis=3)
-        return sums, np.rint(cells[..., 0]).astype(np.int64), base
+        return sums, np.rint(cells[..., 0]).astype(np.int64), base, (reduced[2] if len(reduced) > 2 else None)
 
-    def best_split(self, sums, counts, base, own_codes, bounded):
-        """(feature, bin, score) of one node, ``feature`` -1 when its centers coincide: the
-        depth-penalized cut among feasible ones (each side keeps as many rows as centers), else
-        the least cost ratio among all that part the centers."""
+    def best_split(self, sums, counts, base, own_codes, bounded, missing_bin, set_cuts=()) -> BinCut | None:
+        """The cut of one node (a ``BinCut`` with its missing side), None when its centers
+        coincide: the depth-penalized cut among feasible ones (each side keeps as many rows as
+        centers), else the least cost ratio among all that part the centers. Threshold cuts
+        come from ``_shallow_cut.best_shallow_cut`` (``own_codes``: the node's centers' codes,
+        equal on category features), set cuts from ``_shallow_sets.best_set_cut`` for each of
+        ``set_cuts``: tuples (cells, feature, n_categories, member_codes, group, n_groups, masks)
+        of its arguments; ties go to the lowest feature."""
         from exclust.algorithms.histogram._shallow_cut import best_shallow_cut
+        from exclust.algorithms.histogram._shallow_sets import best_set_cut
 
-        cut = best_shallow_cut(sums, counts, base, own_codes, bounded, self.depth_factor, True)
-        if cut[0] < 0:
-            cut = best_shallow_cut(sums, counts, base, own_codes, bounded, 0.0, False)
-        return cut
+        for factor, require_rows in ((self.depth_factor, True), (0.0, False)):
+            f, b, score, side = best_shallow_cut(sums, counts, base, own_codes, bounded, factor, require_rows,
+                                                 missing_bin)
+            best = BinCut(int(f), int(b), (), int(side), float(score)) if f >= 0 else None
+            for cells, feature, n_categories, member_codes, group, n_groups, masks in set_cuts:
+                found_set = best_set_cut(cells, feature, n_categories, member_codes, group, n_groups, masks, base,
+                                         bounded, factor, require_rows)
+                found = None if found_set is None else BinCut(feature, -1, found_set[1], found_set[2], found_set[0])
+                if found is not None and (best is None or found.score < best.score
+                                          or (found.score == best.score and found.feature < best.feature)):
+                    best = found
+            if best is not None:
+                return best
+        return None
 
 
 # --------------------------------------------------------------------------- KDTree: median cuts
@@ -250,26 +289,73 @@ def _block_box_statistics(X, mapper, tree_arrays, slot, n_slots, n_bins):
 
 class MedianCut(Criterion):
     """KDTree: the highest-variance feature cut at its median. Its block reads raw row blocks
-    (``map_reduce``), not kept parts: per slot, counts (d, B), sums (d,) and squares (d,)."""
+    (``map_reduce``), not kept parts: per slot, counts (d, B), sums (d,) and squares (d,) (of
+    the values that are not NaN).
+
+    Missing values and category features (issue 28), the KD-tree's way: a cut halves the node's
+    rows, so the missing bin goes to the side that leaves the halves closest to equal (the
+    imbalance is the cut's cost; ``cut_search.side_of_missing``, so on a tie, and with no
+    missing rows, to the larger child). A numeric feature's variance is over its values; a
+    category feature's is that of its one-hot columns summed, ``1 - sum_c p_c^2`` (the spread a
+    k-means geometry gives it). A category feature is cut by a set: its categories ordered by
+    rows (most first, then by code), the prefix whose rows come closest to half of the node's.
+    """
 
     block = staticmethod(_block_box_statistics)
 
-    def best_split(self, counts: np.ndarray, sums: np.ndarray, sq: np.ndarray):
-        """(feature, bin) of the highest-variance feature's median, or None if no feature can be cut.
+    def best_split(self, counts: np.ndarray, sums: np.ndarray, sq: np.ndarray, mapper: BinMapper | None = None
+                   ) -> BinCut | None:
+        """The cut of the highest-variance feature at its median, or None if no feature can be cut.
 
-        Features whose points all share one bin cannot be cut; of the rest, the highest variance
-        wins. The cut is the bin edge whose left side holds the number of points closest to half
-        (lower edge on ties), always with points on both sides.
+        Features whose values all share one bin cannot be cut; of the rest, the highest variance
+        wins. The cut is the bin edge (or, on a category feature, the prefix of its categories
+        by rows) whose left side holds the number of points closest to half (lower edge on
+        ties), always with values on both sides; ``BinCut.score`` is the variance.
         """
         n = counts[0].sum()
         if n < 2:
             return None
-        var = sq / n - (sums / n) ** 2
-        cuttable = (counts > 0).sum(axis=1) >= 2
+        if mapper is None or not (mapper.is_category.any() or mapper.missing.any()):
+            # Numbers, complete rows: every feature's values fill every code.
+            var = sq / n - (sums / n) ** 2
+            cuttable = (counts > 0).sum(axis=1) >= 2
+            if not cuttable.any():
+                return None
+            f = int(np.argmax(np.where(cuttable, var, -np.inf)))
+            return self._halving(f, counts[f], 0, n, float(var[f]))
+        values = [counts[f, : int(nb)] for f, nb in enumerate(mapper.n_bins.tolist())]
+        n_values = np.array([v.sum() for v in values])
+        safe = np.maximum(n_values, 1)
+        shares = [v / safe[f] for f, v in enumerate(values)]
+        var = np.where(mapper.is_category, [1.0 - (p * p).sum() for p in shares], sq / safe - (sums / safe) ** 2)
+        cuttable = np.array([(v > 0).sum() >= 2 for v in values])
         if not cuttable.any():
             return None
         f = int(np.argmax(np.where(cuttable, var, -np.inf)))
-        cum = np.cumsum(counts[f])
-        ok = (cum > 0) & (cum < n)
-        b = int(np.argmin(np.where(ok, np.abs(2 * cum - n), np.iinfo(np.int64).max)))
-        return f, b
+        missing = int(counts[f, mapper.missing_bin[f]]) if mapper.missing[f] else 0
+        if not mapper.is_category[f]:
+            return self._halving(f, values[f], missing, n, float(var[f]))
+        order = np.lexsort((np.arange(values[f].size), -values[f]))
+        order = order[values[f][order] > 0]  # the categories holding rows, most first
+        return self._halving(f, values[f][order], missing, n, float(var[f]), order, values[f].size)
+
+    @staticmethod
+    def _halving(f: int, values: np.ndarray, missing: int, n: int, var: float, order=None, n_categories: int = 0
+                 ) -> BinCut:
+        """The cut of ``values`` (rows per bin, or per category of ``order`` out of
+        ``n_categories``) whose left side is closest to half of ``n``, the ``missing`` rows on
+        the side that balances best."""
+        cum = np.cumsum(values)
+        n_values = cum[-1]
+        ok = (cum > 0) & (cum < n_values)
+        off_left, off_right = np.abs(2 * (cum + missing) - n), np.abs(2 * cum - n)
+        side = side_of_missing(off_left.astype(np.float64), off_right.astype(np.float64), cum.astype(np.float64),
+                               (n_values - cum).astype(np.float64))
+        off = np.where(side == MISSING_LEFT, off_left, off_right)
+        b = int(np.argmin(np.where(ok, off, np.iinfo(np.int64).max)))
+        if n_categories == 0:
+            return BinCut(f, b, (), int(side[b]), var)
+        left = np.isin(np.arange(n_categories), order[: b + 1])
+        if 2 * cum[b] > n_values:  # categories without rows here go with the larger child
+            left = ~np.isin(np.arange(n_categories), order[b + 1:])
+        return BinCut(f, -1, tuple(np.flatnonzero(left).tolist()), int(side[b]), var)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exclust.algorithms.histogram._code_histograms import side_of_missing
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.code_tree import MISSING_LEFT, MISSING_RIGHT, CodeTree
 
@@ -92,12 +93,6 @@ def _split_missing(hist: np.ndarray, mapper: BinMapper) -> tuple[np.ndarray, np.
     return values, missing
 
 
-def _side_of_missing(cost_left, cost_right, rows_left, rows_right):
-    """MISSING_LEFT where sending the missing bin left is cheaper, or equal with more rows on the left."""
-    return np.where((cost_left < cost_right) | ((cost_left == cost_right) & (rows_left > rows_right)),
-                    MISSING_LEFT, MISSING_RIGHT)
-
-
 # --------------------------------------------------------------------------- surrogate cost
 def side_costs(n: np.ndarray, dots: np.ndarray, center_sq: np.ndarray | None) -> np.ndarray:
     """Surrogate cost of a set of rows with each center: from sums of dot products, less the
@@ -146,7 +141,7 @@ def _set_cut_surrogate(cat: np.ndarray, miss: np.ndarray, center_sq) -> tuple[np
     left = np.zeros(cat.shape[0], dtype=bool)
     left[held] = left_held
     rows_left, rows_right = cat[left, 0].sum(), cat[~left, 0].sum()
-    missing_left = _side_of_missing(miss_cost[a], miss_cost[b], rows_left, rows_right) == MISSING_LEFT
+    missing_left = side_of_missing(miss_cost[a], miss_cost[b], rows_left, rows_right) == MISSING_LEFT
     left[~rows] = rows_left > rows_right  # no rows here: with the larger child
     return left, bool(missing_left)
 
@@ -175,7 +170,7 @@ def best_surrogate_cut(hist: np.ndarray, labels: np.ndarray, center_sq: np.ndarr
     with_miss = miss[:, None, :]
     cost_ml = sum(_cheapest(s, center_sq)[0] for s in (left + with_miss, right))
     cost_mr = sum(_cheapest(s, center_sq)[0] for s in (left, right + with_miss))
-    side = _side_of_missing(cost_ml, cost_mr, left[..., 0], right[..., 0])
+    side = side_of_missing(cost_ml, cost_mr, left[..., 0], right[..., 0])
     miss_left = side == MISSING_LEFT
     left = left + np.where(miss_left[..., None], with_miss, 0.0)
     right = right + np.where(miss_left[..., None], 0.0, with_miss)
@@ -285,7 +280,7 @@ def _set_cut_mistakes(h: np.ndarray, miss: np.ndarray, cats: np.ndarray) -> tupl
         go_left = np.where(tie, larger_left, go_left)
         mistakes = int(np.where(go_left, wrong_if_left, wrong_if_right).sum())
         miss_l, miss_r = int(miss[~center_left].sum()), int(miss[center_left].sum())
-        missing_left = _side_of_missing(miss_l, miss_r, rows[go_left].sum(), rows[~go_left].sum()) == MISSING_LEFT
+        missing_left = side_of_missing(miss_l, miss_r, rows[go_left].sum(), rows[~go_left].sum()) == MISSING_LEFT
         mistakes += min(miss_l, miss_r)
         if best is None or mistakes < best[0]:
             best = (mistakes, go_left, bool(missing_left))
@@ -317,7 +312,7 @@ def best_mistake_cut(hist: np.ndarray, center_codes: np.ndarray, members: np.nda
     miss_l = np.where(center_left, 0, miss[:, None, :]).sum(axis=2)  # mistakes of the missing rows sent left
     miss_r = np.where(center_left, miss[:, None, :], 0).sum(axis=2)
     rows_left = left.sum(axis=2)
-    side = _side_of_missing(miss_l, miss_r, rows_left, total.sum(axis=2) - rows_left)
+    side = side_of_missing(miss_l, miss_r, rows_left, total.sum(axis=2) - rows_left)
     mistakes = mistakes + np.minimum(miss_l, miss_r)
     lo, hi = cc.min(axis=1), cc.max(axis=1)
     valid = (bins[None, :] >= lo[:, None]) & (bins[None, :] < hi[:, None])

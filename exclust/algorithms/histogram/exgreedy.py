@@ -57,8 +57,8 @@ class ExGreedy(CenterTreePredictor):
         self.max_bins = max_bins
         self.random_state = random_state
 
-    def fit(self, X, centers=None) -> ExGreedy:
-        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None);
-        category features and missing values refused as ``ExShallow.fit`` says."""
+    def fit(self, X, centers=None, Z=None) -> ExGreedy:
+        """Build the tree for X against ``centers`` (k-means, or k-medians, on X, or on Z, when
+        None); category features, missing values and ``Z`` as ``ExShallow.fit`` says."""
         self._check_params()
-        return fit_shallow(self, X, centers, 0.0, "exgreedy")
+        return fit_shallow(self, X, centers, 0.0, "exgreedy", Z)

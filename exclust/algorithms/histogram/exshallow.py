@@ -57,6 +57,15 @@ Departures:
   engine keeps dot products; near-ties between cuts may then resolve differently than in memory.
 - A level whose histograms would exceed ``HISTOGRAM_BYTES`` (many centers and bins) is
   computed in several passes.
+- Missing values and category features (issue 28; not in ShallowTree): a feature's missing
+  values fall in its missing bin, and every threshold cut is scored with that bin on each side,
+  keeping the lower score (``cut_search.side_of_missing``: on a tie, and with no missing rows,
+  the side with more rows). A category feature is cut by a set of categories
+  (``_shallow_sets``); a center goes with the category holding most of its cluster's rows, and
+  after a set cut both children count as bounded on that feature (a second set cut on it
+  merges into one condition). The centers may live in a clustering space ``Z`` (``fit(X,
+  centers, Z=...)``): the distances come from Z, the cuts from X, and a center's code on a
+  numeric feature is then its cluster's median bin (``cut_search.center_codes``, one pass).
 
 With the fixture centers and exact bins, the trees reach ShallowTree's cost ratio and weighted
 average depth on iris, wine, breast cancer, R15 and D31 (tests/test_exshallow.py,
@@ -66,17 +75,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from exclust.algorithms.histogram._shallow_sets import set_groups, set_width
 from exclust.algorithms.histogram.base import (
     CENTER_TREE_CONSTRAINTS,
     CenterTreePredictor,
+    dataset_categories,
     prepare_fit,
-    refuse_categories_and_missing,
-    refuse_dataset_kinds,
 )
-from exclust.algorithms.histogram.criteria import ShallowCost
+from exclust.algorithms.histogram.criteria import Mistakes, ShallowCost
+from exclust.algorithms.histogram.cut_search import center_codes
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 from exclust.estimator import Interval, Real
-from exclust.sources.dataset import as_matrix
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
 # A node with at least this many rows in a part fills each feature's bulk bin (a one-hot zero)
@@ -98,12 +107,50 @@ def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tupl
     return group, n_groups
 
 
+def shallow_center_codes(data: EncodedData, tree: CodeTree) -> np.ndarray:
+    """(k, d) every reference center's code per feature: its coordinates binned when the centers
+    live in the features' space and every feature is numeric (no pass); else IMM's reading
+    (``cut_search.center_codes``) of the root's rows per cluster, one pass: a category feature's
+    code is the category holding most of the cluster's rows, and without coordinates (centers
+    fitted on Z) a numeric one's is the bin of its cluster's median row."""
+    mapper = data.mapper
+    coordinates = mapper.transform(data.centers).astype(np.int64) if data.centers_in_feature_space else None
+    if coordinates is not None and not mapper.is_category.any():
+        return coordinates
+    slot = np.zeros(tree.n_nodes, dtype=np.int64)
+    hist = data.histograms(Mistakes(), tree, slot, np.ones((1, data.k), dtype=np.bool_))[0]
+    return center_codes(hist, mapper, coordinates)
+
+
+def _set_layout(data: EncodedData, batch: list[int], members: dict, codes: np.ndarray, set_features: np.ndarray):
+    """The category features' request for one pass (``ShallowCost``'s ``sets``), or None."""
+    if not set_features.size:
+        return None
+    k = data.k
+    group = np.full((len(batch), set_features.size, k), -1, dtype=np.int64)
+    n_groups = np.zeros((len(batch), set_features.size), dtype=np.int64)
+    masks = np.zeros((len(batch), set_features.size), dtype=np.bool_)
+    width = 1
+    for s, node in enumerate(batch):
+        own = members[node]
+        for c, f in enumerate(set_features.tolist()):
+            group[s, c, own], n_groups[s, c], masks[s, c] = set_groups(codes[own, f], data.centers[own])
+            width = max(width, set_width(int(n_groups[s, c]), bool(masks[s, c])))
+    return set_features, group, n_groups, masks, width
+
+
 def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, float]:
     """Grow ExShallow's tree level by level; returns (tree, mean leaf depth over the rows)."""
     k, d = data.k, data.d
+    mapper = data.mapper
     criterion = ShallowCost(depth_factor)
     tree = CodeTree()
-    center_codes = data.mapper.transform(data.centers).astype(np.int64)
+    center_codes = shallow_center_codes(data, tree)
+    set_features = np.flatnonzero(mapper.is_category)
+    # Threshold cuts see a category feature as one group of centers (none to part): sets cut it.
+    threshold_codes = center_codes.copy()
+    threshold_codes[:, set_features] = 0
+    every_code = np.arange(data.n_bins)
     members = {0: np.arange(k)}
     bounded = {0: np.zeros((d, 2), dtype=np.bool_)}  # per feature: an ancestor sent it left / right
     depth = {0: 0}
@@ -127,26 +174,35 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
             span = np.zeros((len(batch), d, 2), dtype=np.int64)
             for s, node in enumerate(batch):
                 slot[node] = s
-                member_group[s], n_groups[s] = center_groups(center_codes, members[node], k)
-                own = center_codes[members[node]]
+                member_group[s], n_groups[s] = center_groups(threshold_codes, members[node], k)
+                own = threshold_codes[members[node]]
                 span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
-            sums, counts, base = data.histograms(criterion, tree, slot, member_group, n_groups, span, n_splits,
-                                                 BULK_MIN_ROWS)
+            sets = _set_layout(data, batch, members, center_codes, set_features)
+            sums, counts, base, set_cells = data.histograms(criterion, tree, slot, member_group, n_groups, span,
+                                                            n_splits, BULK_MIN_ROWS, sets)
             for s, node in enumerate(batch):
-                own = np.ascontiguousarray(center_codes[members[node]])
-                f, b, _ = criterion.best_split(sums[s], counts[s], base[s], own, bounded[node])
-                if f < 0:  # the node's centers coincide on every feature
+                own = np.ascontiguousarray(threshold_codes[members[node]])
+                set_cuts = [] if sets is None else [
+                    (set_cells[s, c], f, int(mapper.n_bins[f]), center_codes[members[node], f],
+                     sets[1][s, c, members[node]], int(sets[2][s, c]), bool(sets[3][s, c]))
+                    for c, f in enumerate(set_features.tolist())]
+                cut = criterion.best_split(sums[s], counts[s], base[s], own, bounded[node], mapper.missing_bin,
+                                           set_cuts)
+                if cut is None:  # the node's centers coincide on every feature
                     tree.value[node] = int(members[node][0])
                     depth_total += rows[node] * depth[node]
                     continue
-                left, right = tree.split(node, f, b)
-                goes_left = center_codes[members[node], f] <= b
+                f = cut.feature
+                left, right = cut.apply(tree, node)
+                goes_left = cut.goes_left(center_codes[members[node], f], mapper)
                 members[left], members[right] = members[node][goes_left], members[node][~goes_left]
-                n_left = int(counts[s, f, : b + 1].sum())
+                n_left = int(counts[s, f][cut.goes_left(every_code, mapper)].sum())
                 rows[left], rows[right] = n_left, rows[node] - n_left
                 for child, side in ((left, 0), (right, 1)):
                     bounded[child] = bounded[node].copy()
                     bounded[child][f, side] = True
+                    if cut.is_set:  # conditions on one category feature merge into one set: both bounded
+                        bounded[child][f, :] = True
                     depth[child] = depth[node] + 1
                 level += [left, right]
     return tree, depth_total / max(data.n_rows, 1)
@@ -201,26 +257,24 @@ class ExShallow(CenterTreePredictor):
         self.max_bins = max_bins
         self.random_state = random_state
 
-    def fit(self, X, centers=None) -> ExShallow:
-        """Build the tree for X against ``centers`` (k-means, or k-medians, on X when None).
+    def fit(self, X, centers=None, Z=None) -> ExShallow:
+        """Build the tree for X against ``centers`` (k-means, or k-medians, on X, or on Z, when None).
 
-        Category features and missing values are refused (ParameterError naming the column):
-        this cut search knows numeric thresholds only; IMM and ExKMC take them, and a clustering
-        space of other columns (``Z``)."""
+        ``X``, ``centers`` and ``Z`` as ``IMM.fit``: the tree's features may hold missing values
+        (each cut learns where they go) and category features (a Dataset's ``categories``: cut
+        by sets, ``_shallow_sets``); the distances to the centers need complete rows, so with
+        NaN in X pass Z, the clustering space (complete numeric rows aligned with X), or a
+        Dataset with ``cluster_X``."""
         self._check_params()
-        return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow")
+        return fit_shallow(self, X, centers, float(self.depth_factor), "exshallow", Z)
 
 
-def fit_shallow(est, X, centers, depth_factor: float, algorithm: str):
+def fit_shallow(est, X, centers, depth_factor: float, algorithm: str, Z=None):
     """Fit ExShallow's tree with ``depth_factor`` onto ``est`` (an ExShallow or ExGreedy whose
     parameters are checked): ``tree_``, ``centers_``, ``weighted_avg_depth_``, ``n_passes_``."""
-    title = "ExGreedy" if algorithm == "exgreedy" else "ExShallow"
-    ds = as_matrix(est._fit_input(X), n_clusters=int(est.n_clusters))
-    refuse_dataset_kinds(title, ds)
     ds, centers, data = prepare_fit(
-        ds, est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
-        distances=True, between_extra=True,  # NaN that loading did not count, found by the binning sample:
-        check_bins=lambda bins: refuse_categories_and_missing(title, ds.feature_names, bins.is_category, bins.missing),
+        est._fit_input(X), est.n_clusters, centers, est.max_bins, est.random_state, est.objective,
+        distances=True, between_extra=True, Z=Z,
     )
     tree, weighted_depth = grow_shallow(data, depth_factor)
     est.centers_ = centers
@@ -228,6 +282,7 @@ def fit_shallow(est, X, centers, depth_factor: float, algorithm: str):
     est.n_passes_ = data.n_passes
     meta = {"algorithm": algorithm, "depth_factor": depth_factor, "objective": est.objective,
             "max_bins": est.max_bins}
-    est.tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta)
+    est.tree_ = tree.to_threshold_tree(data.mapper, len(centers), ds.feature_names, meta=meta,
+                                       categories=dataset_categories(ds))
     data.release()
     return est

@@ -22,7 +22,6 @@ from exclust.algorithms.histogram.base import (
     check_centers,
     dataset_categories,
     known_missing,
-    refuse_categories_and_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, MAX_CODE_BINS, edges_from_sample
 from exclust.algorithms.histogram.criteria import MedianCut
@@ -70,8 +69,13 @@ class KDTree(CenterTreePredictor):
     def fit(self, X, centers) -> KDTree:
         """Grow the KD-tree on X and label its leaves with the cheapest of ``centers``.
 
-        Category features and missing values are refused (ParameterError naming the column):
-        the leaves are labelled from sums of the features' raw values."""
+        Missing values (a Dataset loaded with them, ``Dataset.missing``) and category features
+        (``Dataset.categories``) are cut as ``MedianCut`` says: the missing rows go to the side
+        that halves the node best, a category feature is cut by a set of its categories. The
+        leaves are then labelled from the numeric features' observed values: a leaf's cost with
+        center j sums, over the numeric features, ``sum (x - mu_j)^2`` over the rows holding a
+        value (less the shared sum of x^2); a center's coordinate on a category feature is not
+        used."""
         self._check_params()
         max_bins = int(self.max_bins)
         ds = as_matrix(self._fit_input(X))
@@ -90,8 +94,8 @@ class KDTree(CenterTreePredictor):
         mapper = edges_from_sample(sample, max_bins=max_bins, categories=dataset_categories(ds),
                                    missing=known_missing(ds))
         del sample
-        # Its leaves are labelled from sums of the raw values: numbers, complete rows.
-        refuse_categories_and_missing("KDTree", ds.feature_names, mapper.is_category, mapper.missing)
+        observed = mapper.is_category.any() or mapper.missing.any()  # label from observed numeric values
+        numeric = ~mapper.is_category
         n_bins = mapper.max_n_bins
         center_sq = np.einsum("ij,ij->i", centers, centers)
         criterion = MedianCut()
@@ -104,23 +108,28 @@ class KDTree(CenterTreePredictor):
             slot = np.full(tree.n_nodes, -1, dtype=np.int64)
             slot[pending] = np.arange(len(pending))
             counts, sums, sq = map_reduce(
-                criterion.block, ds.X, args=(mapper, tree.arrays(), slot, len(pending), n_bins)
+                criterion.block, ds.X, args=(mapper, tree.arrays(mapper), slot, len(pending), n_bins)
             )
             passes += 1
             for s, leaf in enumerate(pending):
                 stats[leaf] = (counts[s], sums[s], sq[s])
                 n_leaf = counts[s][0].sum()
-                node_value[leaf] = int(np.argmin(n_leaf * center_sq - 2.0 * centers @ sums[s]))
+                if observed:
+                    n_f = np.array([counts[s][f, : int(nb)].sum() for f, nb in enumerate(mapper.n_bins.tolist())])
+                    cost = (n_f * numeric) @ (centers**2).T - 2.0 * (centers * numeric) @ sums[s]
+                    node_value[leaf] = int(np.argmin(cost))
+                else:
+                    node_value[leaf] = int(np.argmin(n_leaf * center_sq - 2.0 * centers @ sums[s]))
             pending = []
             n_leaves = len(tree.leaves())
             # Most populated leaves first (balanced cuts make this level order).
             for leaf in sorted(stats, key=lambda node: (-stats[node][0][0].sum(), node)):
                 if n_leaves >= m:
                     break
-                cut = criterion.best_split(*stats[leaf])
+                cut = criterion.best_split(*stats[leaf], mapper)
                 if cut is None:
                     continue
-                left, right = tree.split(leaf, *cut)
+                left, right = cut.apply(tree, leaf)
                 order.append(leaf)
                 pending += [left, right]
                 n_leaves += 1
@@ -130,7 +139,8 @@ class KDTree(CenterTreePredictor):
         self.n_passes_ = passes
         self.split_order_ = order
         self.tree_ = tree.to_threshold_tree(
-            mapper, centers.shape[0], ds.feature_names, meta={"algorithm": "kdtree", "max_bins": max_bins}
+            mapper, centers.shape[0], ds.feature_names, meta={"algorithm": "kdtree", "max_bins": max_bins},
+            categories=dataset_categories(ds),
         )
         self.node_value_ = np.asarray(tree.value, dtype=np.int64)
         return self

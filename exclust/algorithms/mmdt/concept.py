@@ -169,7 +169,11 @@ class _ConceptTree(TreeExplainer):
         return _check_cavs(self.cavs).project(X)
 
     def _tree_input(self, X):
-        return self.transform(X)
+        # A row holding inf in the embedding can project to NaN (inf - inf), which the tree would route
+        # as a missing value; it stays unroutable (label -1), as a row holding inf is everywhere.
+        coords = self.transform(X)
+        held_inf = np.isinf(X).any(axis=1)
+        return np.where(held_inf[:, None], np.inf, coords)
 
     def _embedding(self, X):
         """The validated embedding matrix of X, checked against the CAVs' dimension."""

@@ -66,7 +66,7 @@ def fits_in_space(name: str) -> bool:
 
 # Why a builder is left out of the curve and the standing table of a run clustered on other columns.
 NOT_IN_SPACE = ("it prices its cuts with centers in the features' own space; this run's centers live in the "
-                "clustering columns {columns}, which only IMM, ExKMC (fit(..., Z=...)) and label learners (CART) read")
+                "clustering columns {columns}, which its fit does not read (no Z=...)")
 
 
 def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int], *,
