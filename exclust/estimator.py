@@ -235,7 +235,8 @@ class TreeExplainer(ExclustEstimator):
     here; the concept estimators project onto their concept activation vectors).
     """
 
-    _numbers_only: str | None = None  # a tree builder takes category features and missing values, or refuses them itself
+    # A tree builder takes category features and missing values, or refuses them itself.
+    _numbers_only: str | None = None
 
     def _tree_input(self, X: Any) -> Any:
         return X

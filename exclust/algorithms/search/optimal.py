@@ -40,14 +40,15 @@ from exclust.algorithms.histogram.base import (
     CENTER_TREE_CONSTRAINTS,
     CenterTreePredictor,
     check_centers,
-    refuse_categories_and_missing,
-    refuse_dataset_kinds,
+    dataset_categories,
+    known_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
 from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
 from exclust.dataplane.parts import map_reduce, uniform_sample
+from exclust.errors import ParameterError
 from exclust.estimator import Integral, Interval, Real
 from exclust.sources.dataset import as_matrix
 
@@ -78,6 +79,18 @@ def match_leaves(leaf_stats: np.ndarray, centers: np.ndarray, shift: np.ndarray)
         chosen[rows] = cols
         return chosen
     return cost.argmin(axis=1)
+
+
+def _refuse_categories_and_missing(feature_names, categories, missing) -> None:
+    """ParameterError naming the first feature that is a category (its index in ``categories``) or
+    holds missing values (``missing``, bool per feature): the cells and bounds know numeric
+    thresholds on complete rows only (issue 28)."""
+    for f, name in enumerate(feature_names):
+        kind = "is a category column" if f in categories else "holds missing values" if missing[f] else ""
+        if kind:
+            raise ParameterError(f"OptimalTree cuts numeric features without missing values only: column {name!r} "
+                                 f"{kind}; use TreeSearch, IMM or ExKMC, which cut sets of categories and learn "
+                                 "where missing values go")
 
 
 class OptimalTree(CenterTreePredictor):
@@ -134,12 +147,11 @@ class OptimalTree(CenterTreePredictor):
         k = int(self.n_clusters)
         ds = as_matrix(self._fit_input(X), n_clusters=k)
         # Its bounds and cells know numeric thresholds on complete rows only (issue 28): refused in one line.
-        refuse_dataset_kinds("OptimalTree", ds)
+        _refuse_categories_and_missing(ds.feature_names, dataset_categories(ds).keys(), known_missing(ds))
         lazy = ds.distributed
         (sample,) = uniform_sample(ds.X, size=DEFAULT_SAMPLE_SIZE, random_state=self.random_state)
         sample = np.asarray(sample, dtype=np.float64)
-        refuse_categories_and_missing("OptimalTree", ds.feature_names, [False] * ds.n_features,
-                                      np.isnan(sample).any(axis=0))
+        _refuse_categories_and_missing(ds.feature_names, (), np.isnan(sample).any(axis=0))
         mapper = edges_from_sample(sample, int(self.max_bins))
         shift = sample.mean(axis=0)
         cells = map_reduce(block_cells, ds.X, args=(mapper, shift), combine=merge_cells) if lazy \
