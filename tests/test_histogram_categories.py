@@ -6,6 +6,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 import pytest
+from category_tables import clustered_customers
 
 from exclust.algorithms.histogram.base import encode_for_trees
 from exclust.algorithms.histogram.exkmc import ExKMC
@@ -14,16 +15,8 @@ from exclust.sources.dataset import Dataset
 
 
 def _customers(rng, n: int = 3000):
-    """Clusters in a 2-D space Z; the explanation features: a noisy copy of z0 holding NaN, and a
-    category whose value follows the cluster (codes 0..4, two categories per cluster, some NaN)."""
-    centers = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]])
-    cluster = rng.integers(0, 3, n)
-    Z = centers[cluster] + rng.normal(size=(n, 2)) * 0.6
-    x0 = Z[:, 0] + rng.normal(size=n) * 0.3
-    x0[rng.random(n) < 0.1] = np.nan
-    category = np.array([[0, 3], [1, 4], [2, 2]])[cluster, rng.integers(0, 2, n)].astype(float)
-    category[rng.random(n) < 0.05] = np.nan
-    return np.stack([x0, category], 1), Z, centers
+    X, Z, centers, _ = clustered_customers(rng, n)
+    return X, Z, centers
 
 
 def _dataset(X, categories=None) -> Dataset:

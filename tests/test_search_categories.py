@@ -8,6 +8,7 @@ import logging
 import dask.array as da
 import numpy as np
 import pytest
+from category_tables import clustered_customers
 
 from exclust.algorithms.cart import CART
 from exclust.algorithms.search.category_cuts import best_set_split, mistakes_side_cost, moments_of, own_cost
@@ -22,16 +23,7 @@ VOCABULARY = ["at", "de", "fr", "nl", "pl"]
 
 
 def _customers(rng, n: int = 1200):
-    """Three clusters in a 2-D space Z; the features: a noisy copy of z0 holding NaN, and a category
-    following the cluster (two categories per cluster, some NaN)."""
-    centers = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]])
-    cluster = rng.integers(0, 3, n)
-    Z = centers[cluster] + rng.normal(size=(n, 2)) * 0.6
-    x0 = Z[:, 0] + rng.normal(size=n) * 0.3
-    x0[rng.random(n) < 0.1] = np.nan
-    segment = np.array([[0, 3], [1, 4], [2, 2]])[cluster, rng.integers(0, 2, n)].astype(float)
-    segment[rng.random(n) < 0.05] = np.nan
-    return np.stack([x0, segment], 1), Z, centers, cluster
+    return clustered_customers(rng, n)
 
 
 def _dataset(X, with_categories: bool = True) -> Dataset:
