@@ -22,12 +22,14 @@ A pandas or Dask DataFrame is read as ``exclust explain`` reads a table (``sourc
 every column a feature; text, ``category`` and boolean columns are category features (their
 vocabulary goes into the tree, ``tree_.categories``, and codes later frames: a value the fit
 never saw takes the cut's missing side); a NaN or null stays missing. At fit, the tree builders
-that learn missing sides (IMM, ExKMC) take both; the others refuse them in one line of their own,
-and the estimators that read numbers in every cell (``_numbers_only``: the reference clusterings,
-kernel and concept MMDT) refuse category columns and missing values. The reference clustering a
+that learn missing sides (the histogram family, TreeSearch, LabelTree, CART) take both, a bare
+array's NaN included (``sources.dataset.as_tree_input``); the others refuse them in one line of
+their own (OptimalTree), and the estimators that read numbers in every cell (``_numbers_only``:
+the reference clusterings, kernel and concept MMDT) refuse category columns and missing values
+(a bare array holding NaN: ``sources.dataset.ESTIMATOR_NAN_POLICY``). The reference clustering a
 tree fits when given no centers needs complete rows, as in a run: fit refuses (never drops) rows
-with NaN in its columns (the frame's numeric columns, or ``Z``). A bare array holding NaN is
-refused at fit (``sources.dataset.ESTIMATOR_NAN_POLICY``).
+with NaN in its columns (the frame's numeric columns, or ``Z``); so do the center trees' distances
+to given centers, which come from ``Z`` when X holds NaN.
 
 Build state (the arrays and random generator a fit works with) lives in a builder object that
 ``fit`` creates and drops; only the fitted attributes (names ending in ``_``) stay on the

@@ -124,3 +124,28 @@ def test_dask_frame_gives_the_pandas_tree(dask_client):
     assert on_dask.rules_text() == in_memory.rules_text()
     assert on_dask.tree_.categories == in_memory.tree_.categories
     assert np.array_equal(np.asarray(on_dask.predict(lazy[features])), in_memory.predict(frame))
+
+
+def test_a_bare_array_holding_nan_is_fitted_by_the_builders_that_route_it():
+    """A numpy array's NaN is a missing value for every builder that learns missing sides (as a
+    frame's is). The rows' clusters come from complete columns: ``Z`` for the center trees (their
+    distances to the centers need complete rows, and fit says so without it), the labels for
+    CART and LabelTree; KDTree halves the rows it is given. Every row is routed. The reference
+    clustering a builder fits without centers needs complete rows, and says so naming the column."""
+    rng = np.random.default_rng(5)
+    centers = np.array([[-6.0, 0.0], [0.0, 6.0], [6.0, 0.0]])
+    group = rng.integers(0, 3, 600)
+    Z = centers[group] + rng.normal(size=(600, 2))
+    X = Z.copy()
+    X[rng.random(600) < 0.1, 0] = np.nan
+    fitted = [make().fit(X, centers, Z=Z) for make in (lambda: exclust.IMM(3), lambda: exclust.ExKMC(3),
+                                                       lambda: exclust.ExShallow(3), lambda: exclust.ExGreedy(3))]
+    fitted += [exclust.KDTree().fit(X, centers), exclust.CART(3).fit(X, group), exclust.LabelTree(3).fit(X, group)]
+    for est in fitted:
+        assert (est.predict(X) >= 0).all(), type(est).__name__
+        assert est.tree_.meta.get("missing_at_fit") == ["x0"], type(est).__name__
+    with pytest.raises(InputError, match="complete rows; pass Z"):
+        exclust.IMM(3).fit(X, centers)
+    with pytest.raises(InputError, match="'x0'") as refused:
+        exclust.IMM(3, random_state=0).fit(X)
+    assert "\n" not in str(refused.value) and "complete rows" in str(refused.value)

@@ -30,7 +30,7 @@ from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.scoring.curves import CurveSeries
 from exclust.scoring.score_pass import prepare_labels
-from exclust.sources.dataset import as_matrix
+from exclust.sources.dataset import as_tree_input
 from exclust.tree import CATEGORY_SET, LEAF, ONE_SIDED, ThresholdTree
 from exclust.tree.node_kinds import MISSING_AT_FIT, MISSING_LEFT, MISSING_NONE, MISSING_RIGHT
 
@@ -179,7 +179,7 @@ class CART(TreeExplainer):
         self._check_params()
         if labels is None:
             raise InputError("CART needs the reference labels: fit(X, labels)")
-        ds = as_matrix(self._fit_input(X))
+        ds = as_tree_input(self._fit_input(X))
         categories = {int(f): list(v) for f, v in ds.categories.items()}
         labels = prepare_labels(labels, ds.X, "labels")
         Xs, ys, sampled = draw_sample(ds.X, labels, int(self.max_sample_rows), self.random_state)

@@ -365,6 +365,15 @@ def as_matrix(X: Any, *, n_clusters: int | None = None, nan_policy: str | None =
                         categorical=categorical)
 
 
+def as_tree_input(X: Any, *, n_clusters: int | None = None) -> Dataset:
+    """``as_matrix`` for a tree builder that learns where missing values go at every cut (the
+    histogram family, TreeSearch, LabelTree, CART): a bare array's NaN is kept as a missing
+    value, as a frame's or a table's is, instead of refused (``ESTIMATOR_NAN_POLICY``); inf is
+    still refused. A reference clustering fitted on those rows still needs them complete
+    (``clustering_input``)."""
+    return as_matrix(X, n_clusters=n_clusters, nan_policy="keep")
+
+
 def clustering_input(data: Dataset, who: str) -> Dataset:
     """What a reference clustering ``who`` is fitted on: ``data.clustering()`` (the ``cluster_X``
     columns, else the features), refused in one line when its rows are not complete

@@ -13,7 +13,7 @@ from exclust.algorithms.histogram.engine import EncodedData
 from exclust.dataplane import parts
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, StrOptions, TreeExplainer
-from exclust.sources.dataset import Dataset, as_matrix
+from exclust.sources.dataset import Dataset, as_matrix, as_tree_input
 
 OBJECTIVES = ("kmeans", "kmedians")
 
@@ -117,11 +117,11 @@ def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmean
     for k-means instead of dot products. ``Z`` (default None: X, or the dataset's
     ``cluster_X``): the clustering space, where the centers live and the costs are measured."""
     k = int(n_clusters)
-    ds = as_matrix(X, n_clusters=k)
+    ds = as_tree_input(X, n_clusters=k)
     space = clustering_space(Z, ds)
     reference = ds if space is None else space
-    if centers is None:
-        centers = fit_reference_centers(reference.X, k, random_state, objective)
+    if centers is None:  # the Dataset, not its matrix: a refusal of incomplete rows names its columns
+        centers = fit_reference_centers(reference, k, random_state, objective)
     centers = check_centers(centers, k, reference.n_features)
     metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
     data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra,

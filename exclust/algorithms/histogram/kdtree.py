@@ -30,7 +30,7 @@ from exclust.dataplane.parts import map_reduce, uniform_sample
 from exclust.errors import InputError
 from exclust.estimator import RANDOM_STATE, Integral, Interval
 from exclust.scoring.curves import CurveSeries
-from exclust.sources.dataset import as_matrix
+from exclust.sources.dataset import as_tree_input
 
 
 class KDTree(CenterTreePredictor):
@@ -78,7 +78,7 @@ class KDTree(CenterTreePredictor):
         used."""
         self._check_params()
         max_bins = int(self.max_bins)
-        ds = as_matrix(self._fit_input(X))
+        ds = as_tree_input(self._fit_input(X))
         centers = np.asarray(centers, dtype=np.float64)
         if centers.ndim != 2 or centers.shape[0] < 1:
             raise ValueError(

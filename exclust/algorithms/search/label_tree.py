@@ -61,7 +61,7 @@ from exclust.dataplane.parts import uniform_sample
 from exclust.errors import InputError, ParameterError
 from exclust.estimator import RANDOM_STATE, Integral, Interval, TreeExplainer
 from exclust.scoring.score_pass import prepare_labels
-from exclust.sources.dataset import Dataset, as_matrix
+from exclust.sources.dataset import Dataset, as_tree_input
 from exclust.tree import LEAF
 
 MAX_FREE_CLUSTERS = 4  # clusters on both sides of a cut whose required leaf is tried on either side
@@ -421,7 +421,7 @@ class LabelTree(TreeExplainer):
             raise ParameterError(f"The 'n_leaves' parameter must be at least n_clusters ({k}), got {leaves}")
         if labels is None:
             raise InputError("LabelTree needs the cluster labels: fit(X, labels)")
-        ds = as_matrix(self._fit_input(X))
+        ds = as_tree_input(self._fit_input(X))
         categories = {f: list(v) for f, v in ds.categories.items()}
         labels = prepare_labels(labels, ds.X, "labels")
         rows, ys = uniform_sample(ds.X, labels, size=int(self.sample_rows), random_state=self.random_state)

@@ -76,7 +76,7 @@ from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cut
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
 from exclust.dataplane.parts import uniform_sample
 from exclust.estimator import Integral, Interval, Real
-from exclust.sources.dataset import as_matrix
+from exclust.sources.dataset import as_tree_input
 
 logger = logging.getLogger("exclust")
 
@@ -433,7 +433,7 @@ class TreeSearch(CenterTreePredictor):
         leaves = k if self.n_leaves is None else int(self.n_leaves)
         if leaves < k:
             raise ParameterError(f"The 'n_leaves' parameter must be at least n_clusters ({k}), got {leaves}")
-        ds = as_matrix(self._fit_input(X), n_clusters=k)
+        ds = as_tree_input(self._fit_input(X), n_clusters=k)
         space = clustering_space(Z, ds)
         if space is None:
             require_complete(ds, "TreeSearch measuring its k-means cost on the features")
