@@ -92,13 +92,14 @@ def test_estimators_that_read_numbers_refuse_in_one_line():
     frame, Z = _customers(n=300)
     centers = np.array([[30.0, 0.0], [40.0, 6.0], [50.0, 0.0]])
     cases = [
-        (lambda: exclust.ExShallow(3).fit(frame), ParameterError, "ExShallow cuts numeric features"),
-        (lambda: exclust.ExGreedy(3).fit(frame), ParameterError, "ExGreedy cuts numeric features"),
+        (lambda: exclust.OptimalTree(3).fit(frame), ParameterError, "OptimalTree cuts numeric features"),
+        # ExShallow takes categories and missing values; the k-means it fits on the ages holding NaN does not.
+        (lambda: exclust.ExShallow(3).fit(frame), InputError, "needs complete rows.*'age'"),
         (lambda: exclust.KMeans(3).fit(frame), InputError, r"KMeans clusters numbers, so category features"),
         (lambda: exclust.KernelMMDT(3).fit(frame), InputError, "KernelMMDT fits a mixture over numbers"),
         (lambda: exclust.GaussianMixture(3).fit(frame[["age"]]), InputError, "needs complete rows"),
         # The reference clustering is fitted on the numeric features (age, holding NaN): refused, as in a run.
-        (lambda: exclust.IMM(3).fit(frame), InputError, "hold NaN"),
+        (lambda: exclust.IMM(3).fit(frame), InputError, "needs complete rows.*'age'"),
         (lambda: exclust.IMM(3).fit(frame, centers[:, :1]), InputError, "clustering space needs complete rows"),
         # Categories only: the clustering's columns are named with load_dataset(..., cluster_on=[...]).
         (lambda: exclust.IMM(3).fit(frame.drop(columns="age"), Z=Z), InputError, "every feature .* is a category"),
@@ -109,6 +110,7 @@ def test_estimators_that_read_numbers_refuse_in_one_line():
         assert "\n" not in str(err.value) and "could not convert" not in str(err.value)
     complete = frame.assign(age=frame.age.fillna(40.0))  # the reference k-means then fits the ages
     assert exclust.IMM(3, random_state=0).fit(complete).predict(frame).min() >= 0
+    assert exclust.ExGreedy(3, random_state=0).fit(frame, Z=Z).predict(frame).min() >= 0
 
 
 def test_dask_frame_gives_the_pandas_tree(dask_client):
