@@ -155,12 +155,13 @@ class IMM(CenterTreePredictor):
     1.70 at k = 40 and 6.93 at k = 160, where ExShallow reaches 2.38 and CART 2.68 (the
     authors' IMM gives 6.72: the rule, not this port). Counting mistakes ignores how far the
     separated points land from their new center; at tens of clusters and more prefer
-    ExShallow. A node's cut search reads O(d x bins) counts
-    on numeric features, not (d, bins, centers), and only the smaller child of a cut is
-    counted (the other is the parent's less it and the cut's mistakes): its time grows about
-    linearly in k and in the tree's depth (IMM carves one or a few centers off a large node
-    per cut: 109 levels at k = 160 on 50,000 x 20), the numpy work per level no longer with the
-    node's centers (issue 27, bench/README.md "Many clusters").
+    ExShallow. A node's cut search reads O(d x bins) counts on numeric features, not
+    (d, bins, centers), and only the smaller child of a cut is counted (the other is the
+    parent's less it and the cut's mistakes), so a level costs one pass over the rows and
+    O(d x bins) per node whatever its centers: the time grows with the tree's depth, one pass a
+    level. IMM carves one or a few centers off a large node per cut, so the depth grows with k,
+    here a little faster (50,000 x 20: 25 passes at k = 40, 110 at k = 160, 601 at k = 640; one
+    thread, 0.11, 0.32 and 1.85 CPU s; issue 27, bench/README.md "Many clusters").
     """
 
     _parameter_constraints = CENTER_TREE_CONSTRAINTS
