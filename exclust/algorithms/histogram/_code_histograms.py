@@ -91,6 +91,63 @@ def mistake_histograms(codes, labels, feature, cuts, left, right, resume, rememb
     return out
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def mistake_counts(codes, labels, feature, cuts, left, right, resume, remember, slot, target, column, offset, widths,
+                   center_codes, missing_bin, category_features, n_bins, nt):
+    """IMM without the per-center axis on numeric features: per output histogram, four (d, n_bins)
+    planes and the category features' per-center counts, all outputs in one flat array.
+
+    A row reaching leaf ``node`` of cluster j counts in output ``target[slot[node], j]`` (-1:
+    none). Its planes: 0, rows per code (every feature); on a numeric feature with its code r
+    and its center's code c (``center_codes[j, f]``), 1, rows per min(r, c); 2, rows per max(r, c);
+    or, r being the feature's missing bin, 3, rows per c. With ``column[slot[node], j]`` >= 0 it
+    also counts at that column of the output's (len(category_features), n_bins, widths[h])
+    per-center counts of the category features. Output h starts at ``offset[h]``. Every plane is
+    a sum over rows, so outputs add and subtract (``cut_search.MistakeCounts``).
+    """
+    d = codes.shape[1]
+    n_slots = target.shape[0]
+    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember)
+    m = order.shape[0]
+    size = offset[offset.shape[0] - 1]
+    plane = d * n_bins
+    parts = np.zeros((nt, size), dtype=np.int64)
+    step = (m + nt - 1) // nt
+    for t in numba.prange(nt):
+        for r in range(t * step, min(m, (t + 1) * step)):
+            i = order[r]
+            s = row_slot[i]
+            j = labels[i]
+            h = target[s, j]
+            if h < 0:
+                continue
+            base = offset[h]
+            for f in range(d):
+                code = codes[i, f]
+                at = f * n_bins
+                parts[t, base + at + code] += 1
+                c = center_codes[j, f]
+                if code == missing_bin[f]:
+                    parts[t, base + 3 * plane + at + c] += 1
+                elif code <= c:
+                    parts[t, base + plane + at + code] += 1
+                    parts[t, base + 2 * plane + at + c] += 1
+                else:
+                    parts[t, base + plane + at + c] += 1
+                    parts[t, base + 2 * plane + at + code] += 1
+            col = column[s, j]
+            if col < 0:
+                continue
+            width = widths[h]
+            for q in range(category_features.shape[0]):
+                code = codes[i, category_features[q]]
+                parts[t, base + 4 * plane + (q * n_bins + code) * width + col] += 1
+    out = np.zeros(size, dtype=np.int64)
+    for t in range(nt):
+        out += parts[t]
+    return out
+
+
 @numba.njit(cache=True, nogil=True)
 def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember):
     """Indices of the rows that reach a requested leaf, grouped by slot (a counting sort).

@@ -42,10 +42,16 @@ from typing import Any
 
 import numpy as np
 
-from exclust.algorithms.histogram._code_histograms import box_statistics, mistake_histograms, surrogate_histograms
+from exclust.algorithms.histogram._code_histograms import (
+    box_statistics,
+    mistake_counts,
+    mistake_histograms,
+    surrogate_histograms,
+)
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.cut_search import (
     BinCut,
+    MistakeCounts,
     best_mistake_cut,
     best_surrogate_cut,
     side_costs,
@@ -143,10 +149,58 @@ class Mistakes(Criterion):
         return [reduced[offset[s]:offset[s + 1]].reshape(data.d, data.n_bins, int((offset[s + 1] - offset[s]) // cells))
                 for s in range(offset.shape[0] - 1)]
 
-    def best_split(self, hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, mapper: BinMapper
-                   ) -> BinCut | None:
+    def best_split(self, hist: np.ndarray | MistakeCounts, center_codes: np.ndarray, members: np.ndarray,
+                   mapper: BinMapper) -> BinCut | None:
         """IMM at one node: the cut of fewest mistakes among those that part its centers
         (threshold or category set, with its missing side): ``cut_search.best_mistake_cut``."""
+        return best_mistake_cut(hist, center_codes, members, mapper)
+
+
+def _block_mistake_counts(part, tree_arrays, routing, slot, target, column, offset, widths, center_codes,
+                          missing_bin, category_features, n_bins):
+    return mistake_counts(
+        part["codes"], part["labels"], *tree_arrays, *resume_nodes(part, routing), slot, target, column, offset,
+        widths, center_codes, missing_bin, category_features, n_bins, kernel_threads(),
+    )
+
+
+class CompactMistakes(Criterion):
+    """IMM below the root: the same mistakes from ``cut_search.MistakeCounts``, O(d B) numbers per
+    histogram on numeric features instead of (d, B, m) (the per-center axis stays on category
+    features only), so a node's cut search does not grow with its centers.
+
+    Request: ``target`` (n_slots, k), the histogram a row of cluster j reaching slot s's leaf
+    counts in (-1: none); ``column`` (n_slots, k), its column among that histogram's category
+    counts (-1: not counted there); ``widths`` (n_histograms,), their columns; ``center_codes``
+    (k, d) the centers' codes. A leaf may count some clusters in one histogram and others in
+    another: IMM counts the mistakes of a cut apart, to take them off the parent's counts.
+    """
+
+    block = staticmethod(_block_mistake_counts)
+
+    def pass_args(self, data, slot, target, column, widths, center_codes):
+        mapper = data.mapper
+        category_features = np.flatnonzero(mapper.is_category).astype(np.int64)
+        widths = np.asarray(widths, dtype=np.int64)
+        offset = np.zeros(widths.shape[0] + 1, dtype=np.int64)
+        np.cumsum(data.n_bins * (4 * data.d + category_features.shape[0] * widths), out=offset[1:])
+        return (slot, np.asarray(target, dtype=np.int64), np.asarray(column, dtype=np.int64), offset, widths,
+                np.ascontiguousarray(center_codes, dtype=np.int64), mapper.missing_bin.astype(np.int64),
+                category_features, data.n_bins)
+
+    def unpack(self, data, reduced, args) -> list[MistakeCounts]:
+        offset, widths, n_category = args[3], args[4], args[7].shape[0]
+        planes = 4 * data.d * data.n_bins
+        out = []
+        for h in range(widths.shape[0]):
+            flat = reduced[offset[h]:offset[h + 1]]
+            out.append(MistakeCounts(flat[:planes].reshape(4, data.d, data.n_bins),
+                                     flat[planes:].reshape(n_category, data.n_bins, int(widths[h]))))
+        return out
+
+    def best_split(self, hist: MistakeCounts, center_codes: np.ndarray, members: np.ndarray, mapper: BinMapper
+                   ) -> BinCut | None:
+        """As ``Mistakes.best_split``, from a node's ``MistakeCounts``."""
         return best_mistake_cut(hist, center_codes, members, mapper)
 
 

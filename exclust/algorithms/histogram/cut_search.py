@@ -2,6 +2,10 @@
 the missing bin, and set cuts on category features (issue 28), for ExKMC's surrogate cost and
 IMM's mistakes.
 
+IMM's threshold cuts are scored from ``MistakeCounts``: per (feature, bin) the rows per
+min(row bin, center bin) and per max, and the missing rows per center bin, so a node's search is
+O(d B) on numeric features whatever its number of centers (issue 27).
+
 A node's histograms are (d, B, ...) over the codes of ``binning.BinMapper``: a numeric feature's
 value bins, a category feature's one bin per category, and each feature's missing bin
 (``mapper.missing_bin``). Every cut is scored with the missing bin on each side and keeps the
@@ -287,40 +291,82 @@ def _set_cut_mistakes(h: np.ndarray, miss: np.ndarray, cats: np.ndarray) -> tupl
     return best
 
 
-def best_mistake_cut(hist: np.ndarray, center_codes: np.ndarray, members: np.ndarray, mapper: BinMapper
-                     ) -> BinCut | None:
+@dataclass(frozen=True)
+class MistakeCounts:
+    """A node's IMM statistics, with the per-center axis only on category features.
+
+    ``planes`` (4, d, B) int64 over the codes: 0, the node's alive rows per code; on numeric
+    features, with r a row's code and c its center's (``center_codes``), 1, value rows per
+    min(r, c); 2, value rows per max(r, c); 3, the missing bin's rows per c. A value row is a
+    mistake at cut b exactly when min(r, c) <= b < max(r, c), so a feature's mistakes at every
+    cut are two prefix sums, O(d B) per node whatever its centers. ``categories``
+    (category features, B, m) rows per code and member center (column c: ``members[c]``), what
+    the set cuts need. Sums over rows: counts of two row sets add and subtract.
+    """
+
+    planes: np.ndarray
+    categories: np.ndarray
+
+    @classmethod
+    def from_histogram(cls, hist: np.ndarray, member_codes: np.ndarray, mapper: BinMapper) -> MistakeCounts:
+        """The counts of a (d, B, m) per-member-center histogram; ``member_codes`` (m, d) its
+        centers' codes (what ``_code_histograms.mistake_counts`` counts from the rows)."""
+        hist = np.asarray(hist, dtype=np.int64)
+        d, B, _ = hist.shape
+        planes = np.zeros((4, d, B), dtype=np.int64)
+        planes[0] = hist.sum(axis=2)
+        bins = np.arange(B)[:, None]
+        for f, missing in enumerate(mapper.missing_bin.tolist()):
+            h, c = hist[f].copy(), member_codes[:, f]
+            if missing >= 0:
+                np.add.at(planes[3, f], c, h[missing])
+                h[missing] = 0
+            below, above = np.where(bins < c, h, 0), np.where(bins > c, h, 0)
+            planes[1, f] = below.sum(axis=1)
+            np.add.at(planes[1, f], c, h.sum(axis=0) - below.sum(axis=0))
+            planes[2, f] = above.sum(axis=1)
+            np.add.at(planes[2, f], c, h.sum(axis=0) - above.sum(axis=0))
+        return cls(planes, hist[np.flatnonzero(mapper.is_category)])
+
+
+def best_mistake_cut(hist: np.ndarray | MistakeCounts, center_codes: np.ndarray, members: np.ndarray,
+                     mapper: BinMapper) -> BinCut | None:
     """IMM at one node: the cut of fewest mistakes among those that part its centers.
 
-    ``hist`` (d, B, m) counts the node's alive rows per member center (column c: center
-    ``members[c]``) over the codes, missing bins included; ``center_codes`` (k, d) are the
-    centers' own bin codes on numeric features and their categories on category features
-    (``center_codes``); ``members`` the node's centers in increasing order. A row is a
-    mistake when it falls on the other side from its center; the missing bin goes to the side
-    where its rows make fewer mistakes (a tie: the side with more rows). Ties between cuts go to
-    the lowest feature, then the lowest bin (the order of a sorting implementation scanning
-    features then thresholds); a category feature's one best set cut stands at its bin 0.
+    ``hist``: the node's ``MistakeCounts``, or (d, B, m) counts of its alive rows per member
+    center (column c: center ``members[c]``) over the codes, missing bins included;
+    ``center_codes`` (k, d) are the centers' own bin codes on numeric features and their
+    categories on category features (``center_codes``); ``members`` the node's centers in
+    increasing order. A row is a mistake when it falls on the other side from its center; the
+    missing bin goes to the side where its rows make fewer mistakes (a tie: the side with more
+    rows). Ties between cuts go to the lowest feature, then the lowest bin (the order of a
+    sorting implementation scanning features then thresholds); a category feature's one best
+    set cut stands at its bin 0. O(d B) on numeric features, plus the member centers' codes.
     Returns None when no cut separates the centers (identical centers).
     """
-    d, B, _ = hist.shape
-    values, miss = _split_missing(hist.astype(np.int64), mapper)  # (d, B, m), (d, m)
-    left = np.cumsum(values, axis=1)  # rows of each cluster at or below each bin
-    total = left[:, -1:, :]
     cc = center_codes[members].T  # (d, m)
-    bins = np.arange(B)
-    center_left = cc[:, None, :] <= bins[None, :, None]  # (d, B, m): center goes left at cut b
-    mistakes = np.where(center_left, total - left, left).sum(axis=2)  # (d, B)
-    miss_l = np.where(center_left, 0, miss[:, None, :]).sum(axis=2)  # mistakes of the missing rows sent left
-    miss_r = np.where(center_left, miss[:, None, :], 0).sum(axis=2)
-    rows_left = left.sum(axis=2)
-    side = side_of_missing(miss_l, miss_r, rows_left, total.sum(axis=2) - rows_left)
+    counts = hist if isinstance(hist, MistakeCounts) else MistakeCounts.from_histogram(hist, cc.T, mapper)
+    rows, low, high, missing_by_center = counts.planes
+    values = rows.copy()
+    has_missing = np.flatnonzero(mapper.missing_bin >= 0)
+    values[has_missing, mapper.missing_bin[has_missing]] = 0
+    B = rows.shape[1]
+    rows_left = np.cumsum(values, axis=1)
+    rows_right = rows_left[:, -1:] - rows_left
+    mistakes = np.cumsum(low, axis=1) - np.cumsum(high, axis=1)  # value rows with min(r, c) <= b < max(r, c)
+    miss_r = np.cumsum(missing_by_center, axis=1)  # missing rows whose center goes left: mistakes sent right
+    miss_l = miss_r[:, -1:] - miss_r
+    side = side_of_missing(miss_l, miss_r, rows_left, rows_right)
     mistakes = mistakes + np.minimum(miss_l, miss_r)
+    bins = np.arange(B)
     lo, hi = cc.min(axis=1), cc.max(axis=1)
     valid = (bins[None, :] >= lo[:, None]) & (bins[None, :] < hi[:, None])
     valid &= (bins[None, :] < (mapper.n_bins[:, None] - 1)) & ~mapper.is_category[:, None]
     sets: dict[int, tuple[int, ...]] = {}
-    for f in np.flatnonzero(mapper.is_category).tolist():
-        C = int(mapper.n_bins[f])
-        found = _set_cut_mistakes(values[f, :C], miss[f], cc[f])
+    for q, f in enumerate(np.flatnonzero(mapper.is_category).tolist()):
+        C, missing = int(mapper.n_bins[f]), int(mapper.missing_bin[f])
+        h = counts.categories[q]
+        found = _set_cut_mistakes(h[:C], h[missing] if missing >= 0 else np.zeros(h.shape[1], np.int64), cc[f])
         if found is None:
             continue
         mistakes[f, 0], mask, missing_left = found

@@ -5,10 +5,15 @@ several centers it takes the cut, among those that leave at least one of the nod
 each side, that separates the fewest of the node's points from their own center (mistakes).
 Points separated from their center are dropped below that node: they no longer count.
 
-Here a node's points are counted per (feature, bin, reference cluster) in one histogram summed
-over all partitions (engine.py); mistakes of every cut come from prefix sums. All nodes of a
-level are split in the same pass, and of two children that both need a histogram only one is
-computed; the other is the parent's minus it (IMM's counts are integers, so this is exact).
+At the root the rows are counted per (feature, bin, reference cluster), which gives the
+centers' codes (``cut_search.center_codes``). Below it a node's counts carry no per-center axis
+on numeric features (``cut_search.MistakeCounts``): a row of bin r whose center has bin c is a
+mistake at cut b exactly when min(r, c) <= b < max(r, c), so per (feature, bin) the rows per
+min(r, c) and per max(r, c) give every cut's mistakes by prefix sums, O(d x bins) per node
+whatever its number of centers (category features keep their per-center counts for set cuts).
+All counts are summed over all partitions (engine.py). All nodes of a level are split in the
+same pass, and of two children that both need counts only one is counted, with the cut's
+mistakes; the other is the parent's less both (integers, so this is exact).
 
 ``objective="kmedians"`` (the paper's k-medians case): mistakes are counted the same way, but a
 point's reference cluster is its nearest center in l1 distance.
@@ -23,8 +28,8 @@ from exclust.algorithms.histogram.base import (
     dataset_categories,
     prepare_fit,
 )
-from exclust.algorithms.histogram.criteria import Mistakes
-from exclust.algorithms.histogram.cut_search import center_codes
+from exclust.algorithms.histogram.criteria import CompactMistakes, Mistakes
+from exclust.algorithms.histogram.cut_search import MistakeCounts, center_codes
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 
 
@@ -32,7 +37,7 @@ from exclust.algorithms.histogram.engine import CodeTree, EncodedData
 def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
     """Grow IMM's tree on the encoded data; returns (tree, total mistakes of its cuts)."""
     k = data.k
-    criterion = Mistakes()
+    criterion = CompactMistakes()
     tree = CodeTree()
     mapper = data.mapper
     every_code = np.arange(data.n_bins)
@@ -42,21 +47,23 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
         tree.value[0] = 0
         return tree, 0
 
-    # Root histogram: every row counts (each root row's center is a root center). A node's
-    # histogram has one column per center of the node (``members[node]``, increasing).
+    # Root histogram per center (every row counts), which gives the centers' codes: their
+    # coordinates binned where they live in the features' space, and where they do not
+    # (category features, a clustering space Z) read off their clusters' rows.
     ok = np.ones((1, k), dtype=np.bool_)
     slot = np.full(tree.n_nodes, -1, dtype=np.int64)
     slot[0] = 0
-    hists = {0: data.histograms(criterion, tree, slot, ok)[0]}
-    # The centers' codes: their coordinates binned where they live in the features' space, and
-    # where they do not (category features, a clustering space Z) read off their clusters' rows.
+    root = data.histograms(Mistakes(), tree, slot, ok)[0]
     coordinates = mapper.transform(data.centers).astype(np.int64) if data.centers_in_feature_space else None
-    codes = center_codes(hists[0], mapper, coordinates)
+    codes = center_codes(root, mapper, coordinates)
+    # Below, a node's counts (``MistakeCounts``) have one column per center of the node
+    # (``members[node]``, increasing) on category features only.
+    hists = {0: MistakeCounts.from_histogram(root, codes, mapper)}
 
     while hists:
-        # Split every node of this level; collect the children that need a histogram.
-        # (child to compute, the centers counted, parent hist, sibling or -1, the child's columns of the parent's)
-        requests: list[tuple[int, np.ndarray, np.ndarray | None, int, np.ndarray | None]] = []
+        # Split every node of this level; collect the children that need counts:
+        # (child to count, its sibling to take as the parent's rest or -1, the parent's centers, parent counts)
+        requests: list[tuple[int, int, np.ndarray, MistakeCounts | None]] = []
         for node, hist in sorted(hists.items()):
             cut = criterion.best_split(hist, codes, members[node], mapper)
             if cut is None:  # the node's centers coincide on every feature
@@ -74,35 +81,49 @@ def grow_imm(data: EncodedData) -> tuple[CodeTree, int]:
             if not need:
                 continue
             # Count the parent's alive rows on the smaller side; the other is the difference.
-            n_left = int(hist[f, cut.goes_left(every_code, mapper)].sum())
-            small, big = (left, right) if 2 * n_left <= int(hist[f].sum()) else (right, left)
-            small_cols = goes_left if small == left else ~goes_left
+            rows = hist.planes[0, f]
+            n_left = int(rows[cut.goes_left(every_code, mapper)].sum())
+            small, big = (left, right) if 2 * n_left <= int(rows.sum()) else (right, left)
             if big in need:
-                # Also when only the larger side needs a histogram (IMM often carves one
-                # center off a large node): its rows are not read again, level after level.
-                requests.append((small, members[node], hist, big, small_cols))
+                # Also when only the larger side needs counts (IMM often carves one center off
+                # a large node): its rows are not read again, level after level.
+                requests.append((small, big, members[node], hist))
             else:
-                requests.append((small, members[small], None, -1, None))
+                requests.append((small, -1, members[small], None))
         hists = {}
         if not requests:
             break
+        # Per request, histogram 2 r counts the small child's own rows; with a sibling, 2 r + 1
+        # the cut's mistakes (rows of either child whose center went to the other), so the
+        # sibling's counts are the parent's less both. Each child read has a slot of its own.
+        n_slots = sum(1 if sibling < 0 else 2 for _, sibling, _, _ in requests)
         slot = np.full(tree.n_nodes, -1, dtype=np.int64)
-        ok = np.zeros((len(requests), k), dtype=np.bool_)
-        for s, (child, mask_members, _, _, _) in enumerate(requests):
+        target = np.full((n_slots, k), -1, dtype=np.int64)
+        column = np.full((n_slots, k), -1, dtype=np.int64)
+        widths = np.zeros(2 * len(requests), dtype=np.int64)
+        s = 0
+        for r, (child, sibling, _, _) in enumerate(requests):
+            own, other = members[child], members[sibling] if sibling >= 0 else members[child][:0]
             slot[child] = s
-            ok[s, mask_members] = True
-        computed = data.histograms(criterion, tree, slot, ok)
-        for s, (child, _, parent_hist, sibling, child_cols) in enumerate(requests):
-            h = computed[s]
+            target[s, own], column[s, own] = 2 * r, np.arange(own.size)
+            widths[2 * r] = own.size
             if sibling >= 0:
-                assert parent_hist is not None and child_cols is not None  # a pair request carries both
-                # Both counted with the parent's centers: keep each child's own columns (rows
-                # of the other side's centers are mistakes below this cut).
-                hists[sibling] = np.ascontiguousarray((parent_hist - h)[:, :, ~child_cols])
-                if members[child].size > 1:  # else a leaf, counted only for its sibling's sake
-                    hists[child] = np.ascontiguousarray(h[:, :, child_cols])
-            else:
-                hists[child] = h
+                slot[sibling] = s + 1
+                target[s, other], column[s, other] = 2 * r + 1, np.arange(other.size)
+                target[s + 1, own] = 2 * r + 1
+                widths[2 * r + 1] = other.size
+            s += 1 if sibling < 0 else 2
+        computed = data.histograms(criterion, tree, slot, target, column, widths, codes)
+        for r, (child, sibling, counted, parent) in enumerate(requests):
+            own = computed[2 * r]
+            if members[child].size > 1:  # else a leaf, counted only for its sibling's sake
+                hists[child] = own
+            if sibling >= 0:
+                assert parent is not None  # a pair request carries the parent's counts
+                mistakes = computed[2 * r + 1]
+                sibling_cols = np.isin(counted, members[sibling])
+                hists[sibling] = MistakeCounts(parent.planes - own.planes - mistakes.planes,
+                                               parent.categories[:, :, sibling_cols] - mistakes.categories)
     return tree, total_mistakes
 
 
@@ -134,12 +155,13 @@ class IMM(CenterTreePredictor):
     1.70 at k = 40 and 6.93 at k = 160, where ExShallow reaches 2.38 and CART 2.68 (the
     authors' IMM gives 6.72: the rule, not this port). Counting mistakes ignores how far the
     separated points land from their new center; at tens of clusters and more prefer
-    ExShallow. A node's histogram has one column per center of the node, not per cluster, and
-    only the smaller child of a cut is counted (the other is the parent's minus it), so the
-    rows are not read again level after level. The time still grows faster than k: IMM
-    carves one or a few centers off a large node per cut (109 levels at k = 160 on the data
-    above), and each level's cut search reads that node's (d, bins, m) histogram, about
-    d x bins x k^2 / 2 in all (issue 27, bench/README.md "Many clusters").
+    ExShallow. A node's cut search reads O(d x bins) counts on numeric features, not
+    (d, bins, centers), and only the smaller child of a cut is counted (the other is the
+    parent's less it and the cut's mistakes), so a level costs one pass over the rows and
+    O(d x bins) per node whatever its centers: the time grows with the tree's depth, one pass a
+    level. IMM carves one or a few centers off a large node per cut, so the depth grows with k,
+    here a little faster (50,000 x 20: 25 passes at k = 40, 110 at k = 160, 601 at k = 640; one
+    thread, 0.11, 0.32 and 1.85 CPU s; issue 27, bench/README.md "Many clusters").
     """
 
     _parameter_constraints = CENTER_TREE_CONSTRAINTS
