@@ -125,17 +125,18 @@ def test_tree_search_routes_missing_rows_as_it_priced_them(rng):
     assert search.cost_ <= min(search.start_costs_.values()) * (1 + 1e-12)
 
 
-def test_tree_search_skips_a_start_that_refuses_categories(rng, caplog):
+def test_tree_search_starts_from_every_greedy_rule_on_categories(rng, caplog):
+    """IMM, ExShallow and ExGreedy all cut category sets now: each starts the search (none is
+    skipped), and the search is never above the cheapest of them on all rows."""
     X, Z, centers, _ = _customers(rng, 600)
     X = np.nan_to_num(X, nan=0.0)  # complete: the cost is measured on X itself, codes as numbers
     labels = ((Z[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
     centers = np.array([X[labels == c].mean(axis=0) for c in range(3)])  # in X's space
     with caplog.at_level(logging.INFO, logger="exclust"):
-        search = TreeSearch(3, starts=("imm", "exshallow"), random_state=0).fit(_dataset(X), centers)
-    assert "imm" in search.start_costs_ and "exshallow" not in search.start_costs_
-    assert any("start exshallow skipped" in r.getMessage() and "category" in r.getMessage() for r in caplog.records)
+        search = TreeSearch(3, starts=("imm", "exshallow", "exgreedy"), random_state=0).fit(_dataset(X), centers)
+    assert {"imm", "exshallow", "exgreedy"} <= set(search.start_costs_)
+    assert not any("skipped" in r.getMessage() for r in caplog.records)
     assert search.cost_ <= min(search.start_costs_.values()) * (1 + 1e-12)
-
 
 
 def test_tree_search_refuses_missing_values_in_its_own_space(rng):
