@@ -204,16 +204,22 @@ def surrogate_histograms(codes, dots, labels, feature, cuts, left, right, resume
     m = order.shape[0]
     out = np.zeros((n_slots, n_features, n_bins, k + 1), dtype=np.float64)
     label_counts = np.zeros((n_slots, n_features, n_bins, k), dtype=np.int64)
+    # Rows in blocks, the thread's features inside a block: a block's dot products stay in cache
+    # across the features instead of being read again per feature; each cell still sums its rows
+    # in row order.
+    block = 256
     for t in numba.prange(nt):
-        for f in range(t, n_features, nt):
-            for r in range(m):
-                i = order[r]
-                s = row_slot[i]
-                b = codes[i, f]
-                out[s, f, b, 0] += 1.0
-                label_counts[s, f, b, labels[i]] += 1
-                for j in range(k):
-                    out[s, f, b, 1 + j] += dots[i, j]
+        for start in range(0, m, block):
+            stop = min(m, start + block)
+            for f in range(t, n_features, nt):
+                for r in range(start, stop):
+                    i = order[r]
+                    s = row_slot[i]
+                    b = codes[i, f]
+                    out[s, f, b, 0] += 1.0
+                    label_counts[s, f, b, labels[i]] += 1
+                    for j in range(k):
+                        out[s, f, b, 1 + j] += dots[i, j]
     return out, label_counts
 
 
