@@ -252,3 +252,39 @@ def test_a_search_stopped_by_its_node_budget_keeps_a_valid_bound_at_four_and_fiv
             model = OptimalTree(k, max_nodes=budget, max_bins=256).fit(X)
             assert model.lower_bound_ <= optimum + 1e-9 <= model.cost_ + 2e-9
             assert model.proven_optimal_ == (model.lower_bound_ == model.cost_)
+
+
+@pytest.mark.parametrize("neighbours", [256, 2])
+def test_neighbour_bound_is_at_most_every_partition(neighbours, monkeypatch):
+    """Bound 7 holds for every partition of the cells into at most m parts (trees or not), also
+    with each cell keeping fewer nearest cells than the box holds (farther rows at the last distance)."""
+    from exclust.algorithms.search import _neighbour_bound
+    from exclust.algorithms.search._neighbour_bound import neighbour_bound
+
+    monkeypatch.setattr(_neighbour_bound, "NEIGHBOURS", neighbours)
+    rng = np.random.default_rng(17)
+    above_zero = 0
+    for _ in range(60):
+        n_cells, d, m = int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(2, 5))
+        stats, members = _random_cells(rng, n_cells, d)
+        least = min(sum(leaf_cost(np.concatenate([members[g] for g in np.flatnonzero(np.asarray(labels) == p)]))
+                        for p in set(labels)) for labels in itertools.product(range(m), repeat=n_cells))
+        within = sum(leaf_cost(rows) for rows in members)
+        bound = neighbour_bound(stats, np.arange(n_cells), m)
+        assert bound <= least + 1e-9
+        above_zero += bound > within + 1e-9  # it adds to the within-cell scatter, not only equals it
+    assert above_zero >= 20
+
+
+def test_neighbour_bound_is_used_in_the_search_where_it_beats_the_scatter_bound():
+    """On two features and many leaves Bound 7 beats Bounds 3-5 at the root, the search uses it,
+    and the stopped search's bound stays at most the brute-force optimum."""
+    rng = np.random.default_rng(21)
+    centres = rng.uniform(-20, 20, size=(5, 2))
+    X = np.round(np.concatenate([c + rng.normal(size=(2, 2)) for c in centres]), 1)
+    optimum = brute_force(X, 5)
+    model = OptimalTree(5, max_nodes=3, max_bins=256).fit(X)
+    b = model.bounds_
+    assert b["neighbour"] > max(b["scatter"], b["coordinate"])
+    assert b["neighbour"] <= model.lower_bound_ <= optimum + 1e-9 <= model.cost_ + 2e-9
+    assert model.proven_optimal_ == (model.lower_bound_ == model.cost_)

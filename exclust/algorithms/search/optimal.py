@@ -119,7 +119,9 @@ class OptimalTree(CenterTreePredictor):
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
     ``proven_optimal_``, ``gap_`` (``cost_ / lower_bound_ - 1``), ``bounds_`` (each bound's value:
     ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``scatter`` the root's Bound 5 of
-    ``_scatter_bounds`` (0 below three leaves), ``branch_and_bound``, which includes it), ``search_seconds_``,
+    ``_scatter_bounds`` (0 below three leaves), ``neighbour`` the root's Bound 7 of ``_neighbour_bound``
+    (0 below three leaves or above ``optimal_bnb.NEIGHBOUR_MAX_CELLS`` cells), ``branch_and_bound``,
+    which includes both), ``search_seconds_``,
     ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
     (every feature binned at every midpoint of all its values: the bound then holds for any tree).
     """
@@ -164,13 +166,15 @@ class OptimalTree(CenterTreePredictor):
         greedy = search.greedy(everything, k)
         coordinate = search.coordinate_bound(cells.squares, k)
         scatter = search.scatter_bound(everything, k) if k >= 3 else 0.0
+        neighbour = search.neighbour_bound(everything, k) if k >= 3 else 0.0
+        search.use_neighbour = neighbour > scatter  # Bound 7 inside the search only where it pays at the root
         lower, cost, nested = search.solve(everything, k, incumbent=greedy)
         self.search_seconds_ = time.monotonic() - started
         lower = max(float(lower), 0.0)  # a sum of bounds may round below zero
-        if lower >= cost or coordinate >= cost:
+        if max(lower, coordinate, neighbour) >= cost:
             lower = cost
         self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "scatter": float(scatter),
-                        "branch_and_bound": float(lower)}
+                        "neighbour": float(neighbour), "branch_and_bound": float(lower)}
         nested = pad_leaves(search, nested, everything, k)
         leaf_stats = np.stack([search.stats[c].sum(axis=0) for c in tree_cells(search, nested, everything)])
         tree = nested_to_tree(thresholds_of(nested, mapper), ds.n_features, ds.feature_names, count_leaves(nested),
@@ -181,7 +185,7 @@ class OptimalTree(CenterTreePredictor):
             self.centers_ = centers
         self.tree_ = tree
         self.cost_ = float(cost)
-        self.lower_bound_ = float(max(lower, min(coordinate, cost)))
+        self.lower_bound_ = float(max(lower, min(coordinate, cost), min(neighbour, cost)))
         self.proven_optimal_ = bool(self.lower_bound_ == self.cost_)
         self.gap_ = 0.0 if self.proven_optimal_ else (
             np.inf if self.lower_bound_ <= 0 else self.cost_ / self.lower_bound_ - 1.0)

@@ -64,6 +64,12 @@ tree cutting there); positions whose sum reaches the best tree found are never p
 more than ``SPECTRAL_MAX_FEATURES`` features the spectral part is left out (its cost grows as
 d^3 per node) and those sides start from 0, lifted by Bound 1 and the probes as before.
 
+**Bound 7 (nearest cells; ``_neighbour_bound.py``, proved there).** For three or more leaves over
+a box of at most ``NEIGHBOUR_MAX_CELLS`` cells: the within-cell scatter plus a Lagrangian
+relaxation in which each cell pays, per row, for the nearest rows it must share a part with.
+``solve`` takes the larger of Bounds 5 and 7 (7 only when 5 is below the cutoff, and only where
+``use_neighbour`` is set: ``OptimalTree`` sets it when Bound 7 beat Bound 5 at the root).
+
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
 """
@@ -74,6 +80,7 @@ import time
 
 import numpy as np
 
+from exclust.algorithms.search._neighbour_bound import neighbour_bound
 from exclust.algorithms.search._optimal_bounds import (
     best_two_by_position,
     node_histograms,
@@ -88,6 +95,9 @@ from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cut
 # O(cells x d^3) per node: with more features than this the sides of three or more leaves start
 # from 0 (Bound 1 and the probes alone), as before Bound 6.
 SPECTRAL_MAX_FEATURES = 16
+
+# Bound 7 (``_neighbour_bound``) costs O(cells^2 d) per box: boxes of more cells go without it.
+NEIGHBOUR_MAX_CELLS = 5_000
 
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
@@ -161,6 +171,11 @@ class BranchAndBound:
         self.box_bounds = 0  # Bound 5 computed at the start of a search of three or more leaves
         self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
         self.scatter_memo: dict[tuple[bytes, int], tuple[float, bool]] = {}
+        self.neighbour_memo: dict[tuple[bytes, int], float] = {}
+        self.neighbour_bounds = 0  # Bound 7 computed (boxes of at most NEIGHBOUR_MAX_CELLS cells)
+        # Bound 7 inside the search (``solve``): the caller turns it on where it beat Bound 5 at the
+        # root (on many features it is weaker and costs more).
+        self.use_neighbour = False
 
     # ------------------------------------------------------------------ small pieces
     def node(self, cells: np.ndarray) -> _Node:
@@ -196,6 +211,18 @@ class BranchAndBound:
         self.scatter_memo[key] = (bound, bound < cutoff)  # complete unless Bound 4 stopped it
         return bound
 
+    def neighbour_bound(self, cells: np.ndarray, m: int, key=None) -> float:
+        """Bound 7 of the box holding ``cells`` for ``m`` leaves, remembered per box; 0 for boxes
+        of more than ``NEIGHBOUR_MAX_CELLS`` cells (its cost grows as their square)."""
+        if cells.shape[0] > NEIGHBOUR_MAX_CELLS:
+            return 0.0
+        key = self.key(cells, m) if key is None else key
+        known = self.neighbour_memo.get(key)
+        if known is None:
+            self.neighbour_bounds += 1
+            known = self.neighbour_memo[key] = float(neighbour_bound(self.stats, cells, m))
+        return known
+
     def out_of_budget(self) -> bool:
         if not self.timed_out and (self.nodes >= self.max_nodes or time.monotonic() > self.deadline):
             self.timed_out = True
@@ -218,6 +245,8 @@ class BranchAndBound:
             upper, known = (np.inf, None) if incumbent is None else (float(incumbent[0]), incumbent[1])
             limit = min(cutoff, upper)
             bound = self.scatter_bound(cells, m, limit, key)
+            if bound < limit and self.use_neighbour:
+                bound = max(bound, self.neighbour_bound(cells, m, key))
             if bound >= limit:
                 out: tuple[float, float, object] = (min(bound, upper), upper, known)
             else:
