@@ -276,15 +276,24 @@ def test_neighbour_bound_is_at_most_every_partition(neighbours, monkeypatch):
     assert above_zero >= 20
 
 
-def test_neighbour_bound_is_used_in_the_search_where_it_beats_the_scatter_bound():
-    """On two features and many leaves Bound 7 beats Bounds 3-5 at the root, the search uses it,
-    and the stopped search's bound stays at most the brute-force optimum."""
+def test_neighbour_bound_beats_the_others_on_few_features_and_keeps_every_search_honest():
+    """On two features and many leaves Bound 7 beats Bounds 3-5 at the root and is the fit's
+    bound; inside the search (``use_neighbour``) a search stopped by its budget keeps a bound at
+    most the brute-force optimum, and a complete one still finds it."""
     rng = np.random.default_rng(21)
     centres = rng.uniform(-20, 20, size=(5, 2))
     X = np.round(np.concatenate([c + rng.normal(size=(2, 2)) for c in centres]), 1)
     optimum = brute_force(X, 5)
-    model = OptimalTree(5, max_nodes=3, max_bins=256).fit(X)
+    model = OptimalTree(5, max_nodes=1, max_bins=256).fit(X)
     b = model.bounds_
     assert b["neighbour"] > max(b["scatter"], b["coordinate"])
     assert b["neighbour"] <= model.lower_bound_ <= optimum + 1e-9 <= model.cost_ + 2e-9
     assert model.proven_optimal_ == (model.lower_bound_ == model.cost_)
+    cells = block_cells(X, _mapper(X), X.mean(axis=0))
+    for budget in (1, 3, np.inf):
+        search = BranchAndBound(cells.codes, cells.stats, _mapper(X).max_n_bins, max_nodes=budget)
+        search.use_neighbour = True
+        lower, cost, _ = search.solve(np.arange(cells.n_cells), 5)
+        assert search.neighbour_bounds >= 1
+        assert lower <= optimum + 1e-9 <= cost + 2e-9
+    assert cost == pytest.approx(optimum, rel=1e-9)

@@ -167,7 +167,6 @@ class OptimalTree(CenterTreePredictor):
         coordinate = search.coordinate_bound(cells.squares, k)
         scatter = search.scatter_bound(everything, k) if k >= 3 else 0.0
         neighbour = search.neighbour_bound(everything, k) if k >= 3 else 0.0
-        search.use_neighbour = neighbour > scatter  # Bound 7 inside the search only where it pays at the root
         lower, cost, nested = search.solve(everything, k, incumbent=greedy)
         self.search_seconds_ = time.monotonic() - started
         lower = max(float(lower), 0.0)  # a sum of bounds may round below zero

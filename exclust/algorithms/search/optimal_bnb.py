@@ -67,8 +67,9 @@ d^3 per node) and those sides start from 0, lifted by Bound 1 and the probes as 
 **Bound 7 (nearest cells; ``_neighbour_bound.py``, proved there).** For three or more leaves over
 a box of at most ``NEIGHBOUR_MAX_CELLS`` cells: the within-cell scatter plus a Lagrangian
 relaxation in which each cell pays, per row, for the nearest rows it must share a part with.
-``solve`` takes the larger of Bounds 5 and 7 (7 only when 5 is below the cutoff, and only where
-``use_neighbour`` is set: ``OptimalTree`` sets it when Bound 7 beat Bound 5 at the root).
+With ``use_neighbour`` set, ``solve`` takes the larger of Bounds 5 and 7 for every box of three or
+more leaves (7 only when 5 is below the cutoff); it is off by default (it costs more time than it
+saves inside the search), and ``OptimalTree`` computes Bound 7 at the root only.
 
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
@@ -173,8 +174,9 @@ class BranchAndBound:
         self.scatter_memo: dict[tuple[bytes, int], tuple[float, bool]] = {}
         self.neighbour_memo: dict[tuple[bytes, int], float] = {}
         self.neighbour_bounds = 0  # Bound 7 computed (boxes of at most NEIGHBOUR_MAX_CELLS cells)
-        # Bound 7 inside the search (``solve``): the caller turns it on where it beat Bound 5 at the
-        # root (on many features it is weaker and costs more).
+        # Bound 7 inside the search (``solve``), off by default: measured on aggregation, r15 and
+        # digits it raised no bound above the root's and cost more time than the nodes it saved
+        # (bench/README.md, session bound30); OptimalTree computes it at the root only.
         self.use_neighbour = False
 
     # ------------------------------------------------------------------ small pieces
