@@ -45,15 +45,17 @@ def line(name, n, d, k, model, seconds) -> str:
     b = model.bounds_
     return (f"| {name} | {n:,} x {d} | {k} | {model.n_cells_:,} | {model.cost_:.6g} | {model.lower_bound_:.6g} | "
             f"{'optimal' if model.proven_optimal_ else f'{model.gap_:.1%}'} | {b['greedy'] / model.cost_ - 1:.1%} | "
+            f"{b['incumbent'] / model.cost_ - 1:.1%} | "
             f"{b['coordinate'] / model.cost_:.3f} | {b['scatter'] / model.cost_:.3f} | "
             f"{b['neighbour'] / model.cost_:.3f} | "
             f"{model.search_seconds_:.1f} | {seconds:.1f} | "
             f"{model.nodes_searched_} | {model.sweeps_} | {load_average()} |")
 
 
-HEAD = ("| data | rows x d | k | cells | cost | lower bound | proven gap | greedy above best | 1-D bound / cost "
+HEAD = ("| data | rows x d | k | cells | cost | lower bound | proven gap | greedy above best | first tree above best "
+        "| 1-D bound / cost "
         "| scatter bound / cost | neighbour bound / cost | search s | total s | nodes | sweeps | load |\n"
-        + "|---" * 16 + "|")
+        + "|---" * 17 + "|")
 
 
 def main() -> None:

@@ -44,8 +44,9 @@ from exclust.algorithms.histogram.base import (
     known_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
-from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
+from exclust.algorithms.search.optimal_bnb import BranchAndBound, leaf_costs, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
+from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
 from exclust.dataplane.parts import map_reduce, uniform_sample
 from exclust.errors import ParameterError
@@ -118,10 +119,11 @@ class OptimalTree(CenterTreePredictor):
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
     ``proven_optimal_``, ``gap_`` (``cost_ / lower_bound_ - 1``), ``bounds_`` (each bound's value:
-    ``greedy`` incumbent cost, ``coordinate`` 1-D bound, ``scatter`` the root's Bound 5 of
-    ``_scatter_bounds`` (0 below three leaves), ``neighbour`` the root's Bound 7 of ``_neighbour_bound``
-    (0 below three leaves or above ``optimal_bnb.NEIGHBOUR_MAX_CELLS`` cells), ``branch_and_bound``,
-    which includes both), ``search_seconds_``,
+    ``greedy`` tree's cost, ``incumbent`` the search's first tree's (the cheapest of the greedy
+    tree and the center-guided trees of ``optimal_incumbent``), ``coordinate`` 1-D bound, ``scatter``
+    the root's Bound 5 of ``_scatter_bounds`` (0 below three leaves), ``neighbour`` the root's
+    Bound 7 of ``_neighbour_bound`` (0 below three leaves or above ``optimal_bnb.NEIGHBOUR_MAX_CELLS``
+    cells), ``branch_and_bound``, which includes both), ``search_seconds_``,
     ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
     (every feature binned at every midpoint of all its values: the bound then holds for any tree).
     """
@@ -164,22 +166,24 @@ class OptimalTree(CenterTreePredictor):
                                 max_nodes=int(self.max_nodes))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
+        if centers is not None:
+            centers = check_centers(centers, k, ds.n_features)
+        incumbent = _first_tree(search, everything, greedy, k, mapper, shift, centers)
         coordinate = search.coordinate_bound(cells.squares, k)
         scatter = search.scatter_bound(everything, k) if k >= 3 else 0.0
         neighbour = search.neighbour_bound(everything, k) if k >= 3 else 0.0
-        lower, cost, nested = search.solve(everything, k, incumbent=greedy)
+        lower, cost, nested = search.solve(everything, k, incumbent=incumbent)
         self.search_seconds_ = time.monotonic() - started
         lower = max(float(lower), 0.0)  # a sum of bounds may round below zero
         if max(lower, coordinate, neighbour) >= cost:
             lower = cost
-        self.bounds_ = {"greedy": float(greedy[0]), "coordinate": float(coordinate), "scatter": float(scatter),
-                        "neighbour": float(neighbour), "branch_and_bound": float(lower)}
+        self.bounds_ = {"greedy": float(greedy[0]), "incumbent": float(incumbent[0]), "coordinate": float(coordinate),
+                        "scatter": float(scatter), "neighbour": float(neighbour), "branch_and_bound": float(lower)}
         nested = pad_leaves(search, nested, everything, k)
         leaf_stats = np.stack([search.stats[c].sum(axis=0) for c in tree_cells(search, nested, everything)])
         tree = nested_to_tree(thresholds_of(nested, mapper), ds.n_features, ds.feature_names, count_leaves(nested),
                               meta={"algorithm": "optimal", "max_bins": int(self.max_bins)})
         if centers is not None:
-            centers = check_centers(centers, k, ds.n_features)
             tree = _renamed(tree, match_leaves(leaf_stats, centers, shift), k)
             self.centers_ = centers
         self.tree_ = tree
@@ -195,6 +199,22 @@ class OptimalTree(CenterTreePredictor):
         self.exact_bins_ = bool(np.all(mapper.exact)) and ds.n_rows <= DEFAULT_SAMPLE_SIZE
         self.n_passes_ = 2 * int(lazy)  # the binning sample, then the cells
         return self
+
+
+def _first_tree(search: BranchAndBound, everything: np.ndarray, greedy: tuple, k: int, mapper, shift: np.ndarray,
+                centers: np.ndarray | None) -> tuple:
+    """The search's incumbent: the cheapest of the greedy tree and the center-guided trees
+    (``optimal_incumbent``) for a weighted k-means of the cells and for the given centers."""
+    best = greedy
+    choices = [cell_centers(search.stats, k)] + ([] if centers is None else [np.asarray(centers) - shift])
+    for chosen in choices:
+        if chosen.shape[0] < 2:
+            continue
+        nested = center_tree(search.codes, search.stats, everything, chosen, mapper.transform(chosen + shift))
+        cost = float(sum(leaf_costs(search.stats[c].sum(axis=0)) for c in tree_cells(search, nested, everything)))
+        if cost < best[0]:
+            best = (cost, nested)
+    return best
 
 
 def _renamed(tree, chosen: np.ndarray, n_clusters: int):
