@@ -297,3 +297,33 @@ def test_neighbour_bound_beats_the_others_on_few_features_and_keeps_every_search
         assert search.neighbour_bounds >= 1
         assert lower <= optimum + 1e-9 <= cost + 2e-9
     assert cost == pytest.approx(optimum, rel=1e-9)
+
+
+def test_the_center_guided_first_tree_is_a_tree_of_one_center_a_leaf_and_never_below_the_best():
+    """The first tree (optimal_incumbent) cuts until each leaf holds one center, costs what the
+    search says, and the search's tree is never above it nor above the greedy tree."""
+    from exclust.algorithms.search.optimal_bnb import leaf_costs, tree_cells
+    from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
+    from exclust.algorithms.search.optimal_tree import count_leaves
+
+    rng = np.random.default_rng(5)
+    centres = rng.uniform(-30, 30, size=(8, 2))
+    X = np.round(np.concatenate([c + rng.normal(size=(6, 2)) for c in centres]), 2)
+    mapper = _mapper(X)
+    shift = X.mean(axis=0)
+    cells = block_cells(X, mapper, shift)
+    everything = np.arange(cells.n_cells)
+    centers = cell_centers(cells.stats, 8)
+    nested = center_tree(cells.codes, cells.stats, everything, centers, mapper.transform(centers + shift))
+    assert count_leaves(nested) == 8
+    search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins)
+    leaves = tree_cells(search, nested, everything)
+    assert sum(c.size for c in leaves) == cells.n_cells
+    first = float(sum(leaf_costs(cells.stats[c].sum(axis=0)) for c in leaves))
+    for given in (None, centres):
+        model = OptimalTree(8, max_nodes=5, max_bins=256).fit(X, centers=given)
+        b = model.bounds_
+        assert model.cost_ <= b["incumbent"] + 1e-9 <= b["greedy"] + 2e-9
+        assert b["incumbent"] <= first + 1e-9
+        assert _cost(model.tree_, X) == pytest.approx(model.cost_, rel=1e-9)
+        assert model.lower_bound_ <= model.cost_
