@@ -313,7 +313,7 @@ def test_the_center_guided_first_tree_is_a_tree_of_one_center_a_leaf_and_never_b
     shift = X.mean(axis=0)
     cells = block_cells(X, mapper, shift)
     everything = np.arange(cells.n_cells)
-    centers = cell_centers(cells.stats, 8)
+    centers = cell_centers(cells.stats, 8)[0]
     nested = center_tree(cells.codes, cells.stats, everything, centers, mapper.transform(centers + shift))
     assert count_leaves(nested) == 8
     search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins)

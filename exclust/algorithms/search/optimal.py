@@ -206,7 +206,7 @@ def _first_tree(search: BranchAndBound, everything: np.ndarray, greedy: tuple, k
     """The search's incumbent: the cheapest of the greedy tree and the center-guided trees
     (``optimal_incumbent``) for a weighted k-means of the cells and for the given centers."""
     best = greedy
-    choices = [cell_centers(search.stats, k)] + ([] if centers is None else [np.asarray(centers) - shift])
+    choices = cell_centers(search.stats, k) + ([] if centers is None else [np.asarray(centers) - shift])
     for chosen in choices:
         if chosen.shape[0] < 2:
             continue
