@@ -13,5 +13,7 @@ lower bound) with ``optimal_bnb.py`` (its branch and bound and the bounds, each 
 ``optimal_cells.py`` (the rows' cell statistics it searches), and the numba kernels
 ``_tree_search.py`` (every cut's cost at one node), ``_leaf_statistics.py`` (per-leaf moments,
 plain and binned) and ``_optimal_bounds.py`` (the branch and bound's sweeps and 1-D bounds), with ``_scatter_bounds.py``
-(its bounds from a box's scatter matrix, for sides of three or more leaves).
+(its bounds from a box's scatter matrix, for sides of three or more leaves) and
+``_neighbour_bound.py`` (its bound from each cell's nearest cells, where features are few and
+leaves many), and ``optimal_incumbent.py`` (its center-guided first tree).
 """
