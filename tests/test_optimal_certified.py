@@ -320,6 +320,9 @@ def test_the_center_guided_first_tree_is_a_tree_of_one_center_a_leaf_and_never_b
     leaves = tree_cells(search, nested, everything)
     assert sum(c.size for c in leaves) == cells.n_cells
     first = float(sum(leaf_costs(cells.stats[c].sum(axis=0)) for c in leaves))
+    twins = np.concatenate([centres[:7], centres[6:7] + 1e-9])  # two centers in one bin everywhere
+    assert count_leaves(center_tree(cells.codes, cells.stats, everything, twins - shift,
+                                    mapper.transform(twins))) == 7
     for given in (None, centres):
         model = OptimalTree(8, max_nodes=5, max_bins=256).fit(X, centers=given)
         b = model.bounds_

@@ -6,7 +6,8 @@ cost over the bound, so a better first tree shrinks it and prunes more.
 The tree is grown top-down over the cells, IMM-style: a node holding several centers is cut at
 the bin edge, among those that leave a center on each side, where the node's cells cost least
 when each is charged its squared distance to the nearest center on its own side (weighted by its
-rows); a node with one center is a leaf, so the tree has one leaf per center. The centers are the
+rows); a node with one center (or whose centers share a bin on every feature) is a leaf, so the tree has
+at most one leaf per center. The centers are the
 caller's (those the fit was given) and weighted k-means of the cells' means (counts as weights,
 fixed seeds: the same cells give the same trees). Its cost is then scored exactly, each leaf at its
 own mean, like every tree of the search. Only an upper bound: nothing is claimed of it but its cost.
@@ -58,6 +59,8 @@ def center_tree(codes: np.ndarray, stats: np.ndarray, cells: np.ndarray, centers
         if ids.size <= 1:
             continue
         f, b = _best_cut(codes, means, count, held, centers[ids], center_codes[ids])
+        if f < 0:  # its centers share one bin on every feature: no edge parts them, a leaf
+            continue
         left = codes[held, f] <= b
         on_left = center_codes[ids, f] <= b
         cuts[node] = (f, b, next_id, next_id + 1)
