@@ -124,16 +124,17 @@ def skipped(reason: str) -> dict[str, Any]:
 
 def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sample: np.ndarray,
                   sample_labels, n_rows: int, feature_names, curve: CurvePlan | None = None, *,
-                  space: np.ndarray | None = None, like: Dataset | None = None) -> StandingPlan:
+                  space: np.ndarray | None = None, like: Dataset | None = None,
+                  prefitted: dict[str, ThresholdTree] | None = None) -> StandingPlan:
     """Fit the registry's standing algorithms on the run's uniform ``sample`` (its reference
     labels ``sample_labels``) from ``centers``, cut to the curve's ``BASELINE_ROWS`` as the curve
     is; trees the cost curve's ``curve`` holds at the same leaf count are taken from it. No pass.
     ``space``: the sample's clustering columns when the centers live there (``cluster_on``): the
     algorithms that cannot fit with them are left out with the reason (``left_out``), and the
     exact optimum and the proven bound, which search the features' own k-means cost, are not
-    computed. ``like``: the run's Dataset (category vocabularies, missing values, column names)."""
+    computed. ``like``: the run's Dataset (category vocabularies, missing values, column names).
+    ``prefitted``: trees ``fit_standing`` made already on the same sample (``fits_ahead``), taken as they are."""
     centers = np.asarray(centers, dtype=np.float64)
-    k = int(centers.shape[0])
     all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
     if space is None:
         certified, bound, bound_note = _bound(sample if all_rows else None, config, feature_names)
@@ -145,26 +146,8 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
                              f"{columns_text(like.cluster_names or ()) if like is not None else ''}.")
     sample, sample_labels, space = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state, space)
     data = sample_dataset(sample, feature_names, space, like)
-    reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
-    trees: dict[str, ThresholdTree] = {config.algorithm: own_tree}
-    left_out: list[dict[str, str]] = []
-    # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
-    # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
-    # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
-    with passes_paused(), kernel_threading(1):
-        for name in registry.standing():
-            entry = registry.algorithm(name)
-            if name in trees or (config.objective not in entry.objectives and entry.needs != registry.LABELS):
-                continue
-            if entry.needs == registry.LABELS and sample_labels is None:
-                continue
-            if space is not None and not fits_in_space(name):
-                left_out.append({"algorithm": name, "title": registry.title(name),
-                                 "reason": NOT_IN_SPACE.format(columns=columns_text(data.cluster_names or ()))})
-                continue
-            leaves = int(config.leaves or config.k) if entry.leaf_budget else k
-            trees[name] = _from_curve(curve, name, leaves) or entry.fit_in_run(entry.make(config, data), data,
-                                                                               reference).tree_
+    others, left_out = fit_standing(config, centers, data, sample_labels, space, curve, prefitted=prefitted)
+    trees: dict[str, ThresholdTree] = {config.algorithm: own_tree, **others}
     if certified is not None and "optimal" not in trees:
         trees["optimal"] = certified
     of = f"{data.n_rows:,} rows" + ("" if data.n_rows == n_rows else f" of {n_rows:,}")
@@ -176,6 +159,40 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
                      centers, fitted_on, config.objective)
     return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note, bound, bound_note,
                         left_out)
+
+
+def fit_standing(config: Any, centers: np.ndarray, data: Dataset, sample_labels, space: np.ndarray | None,
+                 curve: CurvePlan | None, *, prefitted: dict[str, ThresholdTree] | None = None,
+                 skip=()) -> tuple[dict[str, ThresholdTree], list[dict[str, str]]]:
+    """The standing algorithms' trees but the run's own (by name, in the registry's order) and those
+    left out (``left_out``'s rows), fitted on ``data``, the baseline rows (``baseline_rows``) as a
+    Dataset, from ``centers`` (CART from ``sample_labels``); a tree the ``curve`` holds at its leaf
+    count is taken from it, one in ``prefitted`` as it is; the algorithms in ``skip`` are not fitted."""
+    k = int(centers.shape[0])
+    reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
+    trees: dict[str, ThresholdTree] = {}
+    left_out: list[dict[str, str]] = []
+    # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
+    # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
+    # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
+    with passes_paused(), kernel_threading(1):
+        for name in registry.standing():
+            entry = registry.algorithm(name)
+            if name == config.algorithm or (config.objective not in entry.objectives
+                                            and entry.needs != registry.LABELS):
+                continue
+            if entry.needs == registry.LABELS and sample_labels is None:
+                continue
+            if space is not None and not fits_in_space(name):
+                left_out.append({"algorithm": name, "title": registry.title(name),
+                                 "reason": NOT_IN_SPACE.format(columns=columns_text(data.cluster_names or ()))})
+                continue
+            if name in skip:
+                continue
+            leaves = int(config.leaves or config.k) if entry.leaf_budget else k
+            tree = _from_curve(curve, name, leaves) or (prefitted or {}).get(name)
+            trees[name] = tree or entry.fit_in_run(entry.make(config, data), data, reference).tree_
+    return trees, left_out
 
 
 def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTree | None:
