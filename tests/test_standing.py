@@ -11,6 +11,7 @@ from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.jobs import registry
 from exclust.jobs.config import ExplainConfig
 from exclust.jobs.explain import fits_ahead, pipeline
+from exclust.jobs.explain import standing as standing_module
 from exclust.jobs.explain.steps import explain
 
 
@@ -75,7 +76,7 @@ def test_standing_prices_of_a_parquet_run_on_a_cluster_equal_numpy_prices(tmp_pa
     check_prices_independently(data, ref, trees, scores, standing, "exshallow")
 
 
-def test_fits_begun_during_the_build_give_the_same_curve_and_table(tmp_path, dask_client):
+def test_fits_begun_during_the_build_give_the_same_curve_and_table(tmp_path, dask_client, monkeypatch):
     # issue 29 item 4: the curve's and the table's fits that need no tree run in a driver thread
     # while the workers build; the score step must come out as if it had fitted them itself.
     write_gmm_parquet(tmp_path / "data", 4000, n_components=3, n_features=3, rows_per_file=1000, random_state=5,
@@ -84,7 +85,7 @@ def test_fits_begun_during_the_build_give_the_same_curve_and_table(tmp_path, das
     config.check()
     data = pipeline.load(config)
     ref = pipeline.fit_reference(data, config)
-    ahead = fits_ahead.start(data, ref, config)
+    ahead = fits_ahead.start(data, ref, config, standing_module.fit_ahead)
     assert ahead is not None  # distributed, sample drawn by the k-means seeding
     built = pipeline.build_tree(data, ref, config)
     early = ahead.result()
@@ -100,6 +101,13 @@ def test_fits_begun_during_the_build_give_the_same_curve_and_table(tmp_path, das
                 for r in table["rows"] if r["algorithm"] != "optimal"]
 
     assert len(others(standing)) >= 6 and others(standing) == others(standing_here)
+    # The table's trees rode on the curve's sweep (the run's own, CART's and KDTree's read there, not routed
+    # twice); in a sweep of their own they get the same sums to the last bit.
+    assert standing_here["rows"] and {"imm", "exshallow", "exgreedy"} <= set(early.standing)
+    monkeypatch.setattr(standing_module.StandingPlan, "ride_on", lambda self, curve: None)
+    alone, curve_alone, standing_alone = pipeline.score_and_curve(data, ref, built, config, ahead=ahead)
+    assert curve_alone == curve and alone["price_kmeans"] == scores["price_kmeans"]
+    assert others(standing_alone) == others(standing)
 
 
 def test_an_mmdt_run_on_parquet_stands_and_its_sample_pass_only_moves(tmp_path, dask_client):

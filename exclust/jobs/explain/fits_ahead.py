@@ -1,10 +1,10 @@
 """The cost curve's and the standing table's fits on the run's sample, started in a driver thread
 while the workers build the run's tree (issue 29 item 4).
 
-Those fits (CART and KDTree for the curve; IMM, ExShallow, ExGreedy for the table) read the run's
-uniform sample in memory, the reference's centers and the sampled rows' reference labels: nothing
-the build makes. Only the curve's series of the run's own kind (read from its fitted estimator)
-and the run's own row of the table wait for the tree. Done in the score step, they kept both
+Those fits (``standing.fit_ahead``: CART and KDTree for the curve; IMM, ExShallow, ExGreedy for
+the table) read the run's uniform sample in memory, the reference's centers and the sampled rows'
+reference labels: nothing the build makes. Only the curve's series of the run's own kind (read
+from its fitted estimator) and the run's own row of the table wait for the tree. Done in the score step, they kept both
 cores of a two-worker run waiting on one driver thread, about a bare pass at 10M rows; during the
 build the driver mostly waits on the workers. The score step takes the trees fitted here and fits
 the rest as before: same calls on the same inputs (``cost_curve.plan_curve``,
@@ -20,15 +20,18 @@ a stopped or failed run does not wait for it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from exclust.jobs import registry
-from exclust.jobs.config import ExplainConfig
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
+
+if TYPE_CHECKING:  # the type alone: the chain of imports through the standing table stays short
+    from exclust.jobs.config import ExplainConfig
 
 
 @dataclass
@@ -80,38 +83,16 @@ def sample_reference_labels(sample, ref, config: ExplainConfig):
     return None
 
 
-def start(data: Dataset, ref, config: ExplainConfig) -> FitsAhead | None:
-    """Start the fits that need no tree, or None where they are not started (see the module)."""
+def start(data: Dataset, ref, config: ExplainConfig, fit: Callable[..., FittedAhead]) -> FitsAhead | None:
+    """Start ``fit`` (``standing.fit_ahead``: the fits that need no tree) in a daemon thread, or
+    return None where it is not started (see the module). ``fit`` takes (the run's sample, ``ref``,
+    ``config``, ``data``, whether the run draws a curve, whether it gets a table); it is handed in
+    because it reaches the scoring modules, which the pipeline (importing this module) reaches only
+    in its functions: the chain of imports stays short."""
     entry = registry.algorithm(config.algorithm)
     curve = wants_curve(config)
     table = bool(config.standing) and entry.needs != registry.OWN and entry.space is None
     if (not (curve or table) or ref is None or ref.kind.startswith("labels:") or not data.distributed
             or data.run_sample is None):
         return None
-    return FitsAhead(lambda: _fit(data.run_sample, ref, config, data, curve, table))
-
-
-def _fit(sample, ref, config: ExplainConfig, data: Dataset, curve: bool, table: bool) -> FittedAhead:
-    from exclust.jobs.explain import standing
-    from exclust.jobs.explain.cost_curve import BASELINE_ROWS, baseline_rows, plan_curve, sample_dataset
-
-    labels = sample_reference_labels(sample, ref, config)
-    own = registry.algorithm(config.algorithm)
-    own_class = own.estimator_class()
-    # The series the run's own estimator may hold (``prefix_trees(fitted=...)``) wait for the build.
-    waits = {name for name in own.curve if name == config.algorithm
-             or issubclass(own_class, registry.algorithm(name).estimator_class())}
-    plan = None
-    if curve and len(waits) < len(own.curve):
-        plan = plan_curve(sample.X, labels, ref.centers, curve_leaves(config),
-                          series=[name for name in own.curve if name not in waits], feature_names=data.feature_names,
-                          random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective,
-                          space=sample.Z, like=data)
-    fitted = FittedAhead(curve=dict(plan.series) if plan is not None else {})
-    if table:
-        rows, rows_labels, space = baseline_rows(sample.X, labels, BASELINE_ROWS, config.random_state, sample.Z)
-        trees, _ = standing.fit_standing(config, np.asarray(ref.centers, dtype=np.float64),
-                                         sample_dataset(rows, data.feature_names, space, data), rows_labels,
-                                         space, plan if curve else None, skip=waits)
-        fitted.standing = trees
-    return fitted
+    return FitsAhead(lambda: fit(data.run_sample, ref, config, data, curve, table))

@@ -41,8 +41,16 @@ import numpy as np
 from exclust.dataplane.parts import kernel_threading, passes_paused
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.explain.cost_curve import BASELINE_ROWS, NOT_IN_SPACE, baseline_rows, fits_in_space, sample_dataset
-from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
+from exclust.jobs.explain.cost_curve import (
+    BASELINE_ROWS,
+    NOT_IN_SPACE,
+    baseline_rows,
+    fits_in_space,
+    plan_curve,
+    sample_dataset,
+)
+from exclust.jobs.explain.fits_ahead import FittedAhead, curve_leaves, sample_reference_labels
+from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries, routes_alike
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
 from exclust.tree.style import columns_text
@@ -67,6 +75,27 @@ class StandingPlan:
     bound_note: str | None = None  # why there is no bound, or what it holds for
     # Standing algorithms left out of the table: {"algorithm", "title", "reason"} each.
     left_out: list[dict[str, str]] | None = None
+    # Riding on the cost curve's sweep (``ride_on``): where each tree's statistics are in the curve's
+    # result, by algorithm (a tree routed as a final tree of the curve's is read there, not routed twice).
+    at: dict[str, int] | None = None
+
+    def ride_on(self, curve: CurvePlan | None) -> list[ThresholdTree] | None:
+        """The trees to route in ``curve``'s sweep beside its own (``CurvePlan.reduction(riders=)``),
+        none of those that route as one of its final trees (the run's own, CART's, KDTree's at the
+        run's leaf count): every row read and routed once for both. None when the table cannot ride
+        (no curve, or another objective or centers): it then takes a sweep of its own (``reduction``).
+        Per tree the sums are the same to the last bit (``forest_moments`` sums each tree apart)."""
+        self.at = None
+        if curve is None or curve.objective != self.objective or not np.array_equal(curve.centers, self.plan.centers):
+            return None
+        finals = [series.trees[-1] for series in curve.series.values()]
+        riders: list[ThresholdTree] = []
+        self.at = {}
+        for name, series in self.plan.series.items():
+            alike = [i for i, final in enumerate(finals) if routes_alike(series.trees[0], final)]
+            self.at[name] = alike[0] if alike else len(finals) + len(riders)
+            riders += [] if alike else [series.trees[0]]
+        return riders
 
     def reduction(self, nearest=None, space=None):
         # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
@@ -75,7 +104,10 @@ class StandingPlan:
 
     def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
-        the run's own and the best marked; the gap to the optimum where it is known)."""
+        the run's own and the best marked; the gap to the optimum where it is known). ``result``:
+        the curve's when the table rode on it (``ride_on``), else its own reduction's."""
+        if self.at is not None:  # the curve's sweep: its reference cost is the same (same centers and objective)
+            result = ([result[0][self.at[name]] for name in self.plan.series], result[1])
         costs, nearest_cost = self.plan.tree_costs(result)
         counts = self.plan.final_leaf_counts(result)
         reference = scores.get("kmeans_cost_reference") if self.objective == "kmeans" else nearest_cost
@@ -193,6 +225,31 @@ def fit_standing(config: Any, centers: np.ndarray, data: Dataset, sample_labels,
             tree = _from_curve(curve, name, leaves) or (prefitted or {}).get(name)
             trees[name] = tree or entry.fit_in_run(entry.make(config, data), data, reference).tree_
     return trees, left_out
+
+
+def fit_ahead(sample, ref, config: Any, data: Dataset, curve: bool, table: bool) -> FittedAhead:
+    """The cost curve's series and the table's trees that need no tree of the run, fitted on the
+    run's ``sample`` (``pipeline.RunSample``) as the score step fits them (``plan_curve``,
+    ``fit_standing``): run by ``fits_ahead.start`` in a driver thread during the build."""
+    labels = sample_reference_labels(sample, ref, config)
+    own = registry.algorithm(config.algorithm)
+    own_class = own.estimator_class()
+    # The series the run's own estimator may hold (``prefix_trees(fitted=...)``) wait for the build.
+    waits = {name for name in own.curve if name == config.algorithm
+             or issubclass(own_class, registry.algorithm(name).estimator_class())}
+    plan = None
+    if curve and len(waits) < len(own.curve):
+        plan = plan_curve(sample.X, labels, ref.centers, curve_leaves(config),
+                          series=[name for name in own.curve if name not in waits], feature_names=data.feature_names,
+                          random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective,
+                          space=sample.Z, like=data)
+    fitted = FittedAhead(curve=dict(plan.series) if plan is not None else {})
+    if table:
+        rows, rows_labels, space = baseline_rows(sample.X, labels, BASELINE_ROWS, config.random_state, sample.Z)
+        fitted.standing, _ = fit_standing(config, np.asarray(ref.centers, dtype=np.float64),
+                                          sample_dataset(rows, data.feature_names, space, data), rows_labels,
+                                          space, plan if curve else None, skip=waits)
+    return fitted
 
 
 def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTree | None:

@@ -81,7 +81,9 @@ def _fit_reference(run: Run) -> None:
 @_in_run
 def _build_tree(run: Run) -> None:
     # The curve's and the standing table's fits that need no tree run in a driver thread meanwhile.
-    run.ahead = fits_ahead.start(run.data, run.ref, run.config)
+    from exclust.jobs.explain.standing import fit_ahead
+
+    run.ahead = fits_ahead.start(run.data, run.ref, run.config, fit_ahead)
     run.built = pipeline.build_tree(run.data, run.ref, run.config)
 
 
