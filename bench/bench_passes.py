@@ -28,9 +28,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -63,15 +65,97 @@ def bare_pass(files: list[str], features: list[str]) -> float:
     return best
 
 
-def run_cli(folder: Path, address: str, out: Path, args, standing: bool = True) -> tuple[float, dict]:
+def run_cli(folder: Path, address: str, out: Path, args, standing: bool = True,
+            worker_pids: list[int] | None = None) -> tuple[float, dict]:
     cmd = [sys.executable, "-m", "exclust.cli", "explain", "--input", str(folder), "--algorithm", "exkmc",
            "--k", str(args.k), "--leaves", str(args.leaves), "--reference", "kmeans", "--truth", "truth",
            "--scheduler", address, "--out", str(out)] + (["--no-curve"] if args.no_curve else []) \
         + ([] if standing else ["--no-standing"])
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env)
-    return time.perf_counter() - t0, json.loads((out / "metrics.json").read_text())
+    if not args.cpu:
+        subprocess.run(cmd, check=True, env=env)
+        return time.perf_counter() - t0, json.loads((out / "metrics.json").read_text())
+    process = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    with CpuSteps(process.pid, worker_pids or []) as steps:
+        assert process.stderr is not None
+        for line in process.stderr:
+            sys.stderr.write(line)
+            steps.line(line)
+        if process.wait():
+            raise subprocess.CalledProcessError(process.returncode, cmd)
+    total = time.perf_counter() - t0
+    steps.print()
+    return total, json.loads((out / "metrics.json").read_text())
+
+
+class CpuSteps:
+    """CPU seconds per step of the explain command (``--cpu``): the driver (the CLI process) and the
+    workers, sampled every 50 ms and cut at the steps' log lines. CPU seconds survive a shared machine
+    better than wall seconds; ``idle`` is the wall time in which the workers together used less than
+    a fifth of one core (they wait on the driver), ``driver busy`` the time the driver used more than
+    half a core."""
+
+    STEP = re.compile(r"^\[\s*[\d.]+ s\] (?!\s)([^:]+?)(?:: .*)?$")
+
+    def __init__(self, driver: int, workers: list[int], every: float = 0.05) -> None:
+        import psutil
+
+        self.driver = psutil.Process(driver)
+        self.workers = [psutil.Process(pid) for pid in workers]
+        self.every = every
+        self.samples: list[tuple[float, float, float]] = []  # (wall, driver cpu, workers cpu)
+        self.marks: list[tuple[float, str]] = [(time.perf_counter(), "(start, imports)")]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _cpu(self, process) -> float:
+        try:
+            t = process.cpu_times()
+            return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+        except Exception:  # the driver has exited
+            return float("nan")
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter(), self._cpu(self.driver), sum(map(self._cpu, self.workers))))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> CpuSteps:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def line(self, text: str) -> None:
+        match = self.STEP.match(text.rstrip("\n"))
+        if match and " done in " not in text:
+            self.marks.append((time.perf_counter(), match.group(1)))
+        elif match and " done in " in text:
+            self.marks.append((time.perf_counter(), "(between steps)"))
+
+    def print(self) -> None:
+        import numpy as np
+
+        s = np.asarray([row for row in self.samples if row[1] == row[1]])  # until the driver exits
+        if len(s) < 2:
+            return
+        wall, driver, workers = s[:, 0], s[:, 1], s[:, 2]
+        dt = np.diff(wall)
+        d_rate, w_rate = np.diff(driver) / dt, np.diff(workers) / dt
+        ends = [t for t, _ in self.marks[1:]] + [wall[-1]]
+        print(f"{'step (CPU, sampled)':<22}{'wall s':>8}{'driver cpu':>11}{'workers cpu':>12}{'idle s':>8}"
+              f"{'driver busy s':>14}")
+        for (start, name), end in zip(self.marks, ends, strict=True):
+            inside = (wall[1:] > start) & (wall[1:] <= end)
+            print(f"{name:<22}{end - start:>8.2f}{(np.diff(driver) * inside).sum():>11.2f}"
+                  f"{(np.diff(workers) * inside).sum():>12.2f}{(dt * inside * (w_rate < 0.2)).sum():>8.2f}"
+                  f"{(dt * inside * (d_rate > 0.5)).sum():>14.2f}")
+        print(f"{'whole command':<22}{wall[-1] - wall[0]:>8.2f}{driver[-1] - driver[0]:>11.2f}"
+              f"{workers[-1] - workers[0]:>12.2f}{(dt * (w_rate < 0.2)).sum():>8.2f}"
+              f"{(dt * (d_rate > 0.5)).sum():>14.2f}", flush=True)
 
 
 def run_flow(folder: Path, address: str, out: Path, args, standing: bool = True) -> tuple[float, dict]:
@@ -100,6 +184,9 @@ def main() -> None:
     ap.add_argument("--standing", choices=("on", "off", "both"), default="on",
                     help="the standing table: on (the default), off (--no-standing), or both, alternating")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each standing mode, alternating")
+    ap.add_argument("--cpu", action="store_true",
+                    help="also print CPU seconds per step of the driver and of the workers (sampled, psutil), the "
+                         "wall time the workers sat idle and the time the driver was busy (the CLI only)")
     args = ap.parse_args()
 
     import logging
@@ -114,6 +201,7 @@ def main() -> None:
                       host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         bare = bare_pass(files, features)
+        worker_pids = list(client.run(os.getpid).values())
         print(f"bare pass: {bare:.2f} s ({args.rows:,} x {args.features}, {len(files)} files)", flush=True)
         modes = {"on": [True], "off": [False], "both": [True, False]}[args.standing] * args.repeat
         runs = []
@@ -121,7 +209,8 @@ def main() -> None:
             with tempfile.TemporaryDirectory(dir=ROOT / "bench" / "data") as tmp:
                 out = Path(tmp) / "out"
                 runner = run_flow if args.flow else run_cli
-                total, metrics = runner(folder, cluster.scheduler_address, out, args, standing)
+                extra = {"worker_pids": worker_pids} if runner is run_cli else {}
+                total, metrics = runner(folder, cluster.scheduler_address, out, args, standing, **extra)
             runs.append((standing, total, metrics))
             report(bare, total, metrics, standing)
         bare_after = bare_pass(files, features)

@@ -10,7 +10,8 @@ from exclust.algorithms.search.optimal_tree import optimal_tree
 from exclust.datasets.synthetic import make_gmm_dataset, write_gmm_parquet
 from exclust.jobs import registry
 from exclust.jobs.config import ExplainConfig
-from exclust.jobs.explain import pipeline
+from exclust.jobs.explain import fits_ahead, pipeline
+from exclust.jobs.explain import standing as standing_module
 from exclust.jobs.explain.steps import explain
 
 
@@ -73,6 +74,40 @@ def test_standing_prices_of_a_parquet_run_on_a_cluster_equal_numpy_prices(tmp_pa
     data, ref, trees, scores, standing = steps_until_scored(config)
     assert hasattr(data.X, "dask")  # the rows live on the workers: scored there
     check_prices_independently(data, ref, trees, scores, standing, "exshallow")
+
+
+def test_fits_begun_during_the_build_give_the_same_curve_and_table(tmp_path, dask_client, monkeypatch):
+    # issue 29 item 4: the curve's and the table's fits that need no tree run in a driver thread
+    # while the workers build; the score step must come out as if it had fitted them itself.
+    write_gmm_parquet(tmp_path / "data", 4000, n_components=3, n_features=3, rows_per_file=1000, random_state=5,
+                      noise_scale=3.0)
+    config = ExplainConfig(input=str(tmp_path / "data"), k=3, algorithm="exkmc", reference="kmeans", leaves=5)
+    config.check()
+    data = pipeline.load(config)
+    ref = pipeline.fit_reference(data, config)
+    ahead = fits_ahead.start(data, ref, config, standing_module.fit_ahead)
+    assert ahead is not None  # distributed, sample drawn by the k-means seeding
+    built = pipeline.build_tree(data, ref, config)
+    early = ahead.result()
+    assert {"cart", "kdtree"} <= set(early.curve) and "exkmc" not in early.curve  # ExKMC's waits for the run's
+    assert {"imm", "exshallow", "exgreedy"} <= set(early.standing) and "exkmc" not in early.standing
+    scores, curve, standing = pipeline.score_and_curve(data, ref, built, config, ahead=ahead)
+    again, curve_here, standing_here = pipeline.score_and_curve(data, ref, built, config)
+    assert curve == curve_here and scores["price_kmeans"] == again["price_kmeans"]
+    # OptimalTree's row is found within a time budget (the sample holds every row): the others are compared.
+    # "best" and "proven_gap" depend on that row too.
+    def others(table):
+        return [{key: r[key] for key in ("algorithm", "cost", "price", "n_leaves", "weighted_avg_depth", "own")}
+                for r in table["rows"] if r["algorithm"] != "optimal"]
+
+    assert len(others(standing)) >= 6 and others(standing) == others(standing_here)
+    # The table's trees rode on the curve's sweep (the run's own, CART's and KDTree's read there, not routed
+    # twice); in a sweep of their own they get the same sums to the last bit.
+    assert standing_here["rows"] and {"imm", "exshallow", "exgreedy"} <= set(early.standing)
+    monkeypatch.setattr(standing_module.StandingPlan, "ride_on", lambda self, curve: None)
+    alone, curve_alone, standing_alone = pipeline.score_and_curve(data, ref, built, config, ahead=ahead)
+    assert curve_alone == curve and alone["price_kmeans"] == scores["price_kmeans"]
+    assert others(standing_alone) == others(standing)
 
 
 def test_an_mmdt_run_on_parquet_stands_and_its_sample_pass_only_moves(tmp_path, dask_client):

@@ -75,6 +75,18 @@ def reference_cost(X, centers: np.ndarray) -> float:
     return float(cost[0])
 
 
+def routes_alike(a: ThresholdTree, b: ThresholdTree) -> bool:
+    """Whether two trees send every row to the same node (their routing arrays are equal): a pass
+    then gives both the same statistics, to the last bit (``forest_moments`` sums each tree apart)."""
+    if a is b:
+        return True
+    if a.node_count != b.node_count or a.routes_missing != b.routes_missing:
+        return False
+    return (all(np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True) for name in ("threshold", "center"))
+            and all(np.array_equal(getattr(a, name), getattr(b, name))
+                    for name in ("kind", "feature", "left", "right", "missing_side", "category_bits")))
+
+
 @dataclass
 class CurveSeries:
     """One series of a cost curve: an algorithm's tree at every leaf count, and where the algorithm
@@ -99,15 +111,18 @@ class CurvePlan:
     def n_clusters(self) -> int:
         return max(self.centers.shape[0], max(t.n_clusters for s in self.series.values() for t in s.trees))
 
-    def reduction(self, nearest=None, reference: bool = True, space=None) -> Reduction:
+    def reduction(self, nearest=None, reference: bool = True, space=None, riders: Sequence[ThresholdTree] = ()
+                  ) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass.
         ``nearest``: every row's nearest center in squared l2 (numpy or dask, aligned with the
         rows), when known; the reference cost then reads it instead of searching the centers.
         ``reference=False``: the trees only, the reference cost left at 0 (a caller that has it
         from scoring's own statistics: one sweep over the rows less). ``space``: the clustering
         columns Z (row-aligned with the rows, read in the same pass) when the centers live there
-        rather than in the trees' features: the costs are measured on Z, the rows routed on X."""
-        finals = [s.trees[-1] for s in self.series.values()]
+        rather than in the trees' features: the costs are measured on Z, the rows routed on X.
+        ``riders``: more trees routed in the same sweep (the standing table's), their statistics
+        after the series' in the result's list (``tree_costs`` reads the series' own)."""
+        finals = [s.trees[-1] for s in self.series.values()] + list(riders)
         centers = self.centers if reference else self.centers[:0]
         given = {"nearest": nearest if reference and self.objective == "kmeans" else None, "space": space}
         layout = tuple(name for name, column in given.items() if column is not None)
@@ -120,6 +135,7 @@ class CurvePlan:
         """From the pass's ``result``: every series' cost per tree (the objective's cost, see the
         module's docstring) and the reference cost to the nearest center."""
         families, ref = result
+        families = families[: len(self.series)]  # riders' statistics follow
         k = self.n_clusters
         costs = {name: [_cost_of(_prefix_stats(stats, reps, tree, k), self.objective) for tree in series.trees]
                  for (name, series), (stats, reps) in zip(self.series.items(), families, strict=True)}
@@ -127,7 +143,7 @@ class CurvePlan:
 
     def final_leaf_counts(self, result) -> dict[str, np.ndarray]:
         """From the pass's ``result``: the rows that reached each node of every series' final tree."""
-        return {name: stats[:, 0] for name, (stats, _) in zip(self.series, result[0], strict=True)}
+        return {name: stats[:, 0] for name, (stats, _) in zip(self.series, result[0][: len(self.series)], strict=True)}
 
     def finish(self, result) -> dict:
         """``{"leaves", "cost", <one ratio list per series>, <"NAME_surrogate" per surrogate series>,

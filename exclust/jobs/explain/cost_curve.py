@@ -73,7 +73,7 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
                series: Sequence[str] = registry.PAPER_003_CURVE, fitted: Any = None, feature_names=None,
                max_bins: int = 256, random_state=0, n_rows: int | None = None, objective: str = "kmeans",
                max_rows: int = BASELINE_ROWS, space: np.ndarray | None = None,
-               like: Dataset | None = None) -> CurvePlan | None:
+               like: Dataset | None = None, prefitted: dict | None = None) -> CurvePlan | None:
     """Fit the curve's ``series`` (registered algorithm names) on an in-memory uniform ``sample`` of
     the rows (with their reference labels), cut to a uniform ``max_rows`` of them. ``fitted``: the
     run's own estimator, which a series of its kind reuses when it holds the prefixes the curve
@@ -81,7 +81,8 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     sample's clustering columns when the centers live there (``cluster_on``); the series that cannot
     fit with them are left out, and the curve's ``baselines`` say so (None when none is left).
     ``like``: the run's Dataset, whose category vocabularies and missing-value counts (and
-    clustering columns' names) the sample keeps. No pass over the data."""
+    clustering columns' names) the sample keeps. ``prefitted``: series this function fitted already
+    on the same sample (``fits_ahead``: ``CurveSeries`` by name), taken as they are. No pass over the data."""
     if objective not in CURVE_COSTS:
         raise ValueError(f"objective must be one of {', '.join(CURVE_COSTS)}, not {objective!r}")
     centers = np.asarray(centers, dtype=np.float64)
@@ -102,6 +103,9 @@ def plan_curve(sample: np.ndarray, sample_labels, centers, leaves: Sequence[int]
     fitted_series = {}
     with passes_paused():  # passes over the in-memory sample, not over the data
         for name in series:
+            if prefitted and name in prefitted:
+                fitted_series[name] = prefitted[name]
+                continue
             estimator = registry.algorithm(name).estimator_class()
             fitted_series[name] = estimator.prefix_trees(
                 ds, sample_labels, centers, leaves, objective=objective, random_state=random_state,

@@ -19,6 +19,7 @@ from exclust.dataplane.parts import is_lazy
 from exclust.errors import InputError
 from exclust.jobs import registry
 from exclust.jobs.config import ExplainConfig
+from exclust.jobs.explain.fits_ahead import FitsAhead, FittedAhead, curve_leaves, sample_reference_labels, wants_curve
 from exclust.outputs.folders import json_text
 from exclust.outputs.staging import StagedOutput, staged_output
 from exclust.sources.base import DataSource
@@ -273,7 +274,7 @@ def needs_reference_step(config: ExplainConfig) -> bool:
 
 
 def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, *,
-                    with_curve: bool | None = None, planned_standing: Any = None,
+                    with_curve: bool | None = None, planned_standing: Any = None, ahead: FitsAhead | None = None,
                     ) -> tuple[dict[str, Any], dict[str, Any] | None, dict | None]:
     """Scores, the cost curve and the standing table from ONE pass over the data (plus the
     k-medians passes when ``config.wants_kmedians_price``).
@@ -282,12 +283,15 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     (``plan_cost_curve``, ``plan_standing``); their scoring rides on the scores' pass.
     ``with_curve=None`` follows the config. ``planned_standing``: a standing plan the caller made
     already (``plan_standing``), scored as it is: OptimalTree's tree in it is found within a time
-    budget, so planning again may give another tree.
+    budget, so planning again may give another tree. ``ahead``: the fits ``fits_ahead.start`` began
+    during the build (waited for here; what they made is taken, the rest fitted here).
     """
     from exclust.scoring.metrics import score_with
 
-    plan = plan_cost_curve(data, ref, config, built) if with_curve is not False else None
-    standing = plan_standing(data, ref, built, config, plan) if planned_standing is None else planned_standing
+    early = ahead.result() if ahead is not None else None
+    plan = plan_cost_curve(data, ref, config, built, early) if with_curve is not False else None
+    standing = (plan_standing(data, ref, built, config, plan, early) if planned_standing is None
+                else planned_standing)
     X = built.space(data.X) if built.space is not None else data.X
     y_true = data.extra.get(config.truth) if config.truth else None
     labels = built.reference_labels if built.reference_labels is not None else (None if ref is None else ref.labels)
@@ -298,12 +302,16 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     # A k-means reference's labels are every row's nearest center: the curve's reference cost
     # reads them (computed once for both) instead of searching the centers again.
     nearest = labels if ref is not None and ref.kind == "kmeans" and built.reference_labels is None else None
-    also = [p.reduction(nearest, space=Z) for p in (plan, standing) if p is not None and not isinstance(p, dict)]
+    table = standing if standing is not None and not isinstance(standing, dict) else None
+    riders = table.ride_on(plan) if table is not None else None  # the table's trees in the curve's sweep
+    also = [plan.reduction(nearest, space=Z, riders=riders or ())] if plan is not None else []
+    also += [table.reduction(nearest, space=Z)] if table is not None and riders is None else []
     scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, Z=Z, also=also,
                                kmedians=config.wants_kmedians_price)
-    curve = plan.finish(fused.pop(0)) if plan is not None else None
-    if standing is not None and not isinstance(standing, dict):
-        standing = standing.finish(fused.pop(0), scores)
+    curve_result = fused.pop(0) if plan is not None else None
+    curve = plan.finish(curve_result) if plan is not None else None
+    if table is not None:
+        standing = table.finish(curve_result if riders is not None else fused.pop(0), scores)
     # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it
     # (exclust.scoring.drift).
     sizes = scores.get("leaf_sizes") or {}
@@ -312,31 +320,28 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     return dict(scores), curve, standing
 
 
-def wants_curve(config: ExplainConfig) -> bool:
-    # Under k-medians the curve shows the l1 surrogate cost (exclust.scoring.curves), in the same one pass.
-    return bool(config.cost_curve) and registry.algorithm(config.algorithm).cost_curve
-
-
-def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None):
-    """The cost curve's trees, built on the run's sample (no pass once the sample is drawn)."""
+def plan_cost_curve(data: Dataset, ref: Reference | None, config: ExplainConfig, built: Built | None = None,
+                    early: FittedAhead | None = None):
+    """The cost curve's trees, built on the run's sample (no pass once the sample is drawn);
+    ``early``: series fitted during the build (``fits_ahead``)."""
     if not wants_curve(config) or ref is None:
         return None
     from exclust.jobs.explain.cost_curve import plan_curve
 
-    top = max(config.leaves or config.k, 2 * config.k)
     sample = run_sample(data, config)
-    sample_labels = _sample_reference_labels(sample, ref, config)
     # The run's own estimator may already hold a series' prefix trees (ExKMC: every one of them).
-    return plan_curve(sample.X, sample_labels, ref.centers, list(range(config.k, top + 1)),
+    return plan_curve(sample.X, sample_reference_labels(sample, ref, config), ref.centers, curve_leaves(config),
                       series=registry.algorithm(config.algorithm).curve,
                       fitted=built.estimator if built is not None else None, feature_names=data.feature_names,
                       random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective,
-                      space=sample.Z, like=data)
+                      space=sample.Z, like=data, prefitted=early.curve if early is not None else None)
 
 
-def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None):
+def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: ExplainConfig, curve=None,
+                  early: FittedAhead | None = None):
     """The standing table's trees (``jobs.explain.standing``) on the run's sample; a dict with the
-    sentence the report shows when the run gets none; None when the run asks for none."""
+    sentence the report shows when the run gets none; None when the run asks for none. ``early``:
+    trees fitted during the build (``fits_ahead``)."""
     from exclust.jobs.explain import standing
 
     if not config.standing:
@@ -352,20 +357,9 @@ def plan_standing(data: Dataset, ref: Reference | None, built: Built, config: Ex
     # draws the run's sample in any case, so drawing it now moves that pass earlier, adds none.
     sample = run_sample(data, config)
     return standing.plan_standing(config, built.tree, ref.centers, sample.X,
-                                  _sample_reference_labels(sample, ref, config),
-                                  sample.n_rows, data.feature_names, curve, space=sample.Z, like=data)
-
-
-def _sample_reference_labels(sample: RunSample, ref: Reference, config: ExplainConfig):
-    """Reference labels of the sampled rows, without a pass: the model's own prediction, or the
-    sampled label column."""
-    if ref.model is not None and hasattr(ref.model, "predict"):
-        # As a Dataset with the names of the columns the model was fitted on (the clustering columns when given).
-        return np.asarray(ref.model.predict(Dataset(sample.X if sample.Z is None else sample.Z,
-                                                    list(ref.summary.feature_names))))
-    if config.reference_column and config.reference_column in sample.extra:
-        return sample.extra[config.reference_column]
-    return None
+                                  sample_reference_labels(sample, ref, config),
+                                  sample.n_rows, data.feature_names, curve, space=sample.Z, like=data,
+                                  prefitted=early.standing if early is not None else None)
 
 
 def sample_rows(X, max_rows: int = SAMPLE_ROWS, random_state: int = 0) -> np.ndarray:

@@ -41,8 +41,16 @@ import numpy as np
 from exclust.dataplane.parts import kernel_threading, passes_paused
 from exclust.errors import InputError
 from exclust.jobs import registry
-from exclust.jobs.explain.cost_curve import BASELINE_ROWS, NOT_IN_SPACE, baseline_rows, fits_in_space, sample_dataset
-from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries
+from exclust.jobs.explain.cost_curve import (
+    BASELINE_ROWS,
+    NOT_IN_SPACE,
+    baseline_rows,
+    fits_in_space,
+    plan_curve,
+    sample_dataset,
+)
+from exclust.jobs.explain.fits_ahead import FittedAhead, curve_leaves, sample_reference_labels
+from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries, routes_alike
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
 from exclust.tree.style import columns_text
@@ -67,6 +75,27 @@ class StandingPlan:
     bound_note: str | None = None  # why there is no bound, or what it holds for
     # Standing algorithms left out of the table: {"algorithm", "title", "reason"} each.
     left_out: list[dict[str, str]] | None = None
+    # Riding on the cost curve's sweep (``ride_on``): where each tree's statistics are in the curve's
+    # result, by algorithm (a tree routed as a final tree of the curve's is read there, not routed twice).
+    at: dict[str, int] | None = None
+
+    def ride_on(self, curve: CurvePlan | None) -> list[ThresholdTree] | None:
+        """The trees to route in ``curve``'s sweep beside its own (``CurvePlan.reduction(riders=)``),
+        none of those that route as one of its final trees (the run's own, CART's, KDTree's at the
+        run's leaf count): every row read and routed once for both. None when the table cannot ride
+        (no curve, or another objective or centers): it then takes a sweep of its own (``reduction``).
+        Per tree the sums are the same to the last bit (``forest_moments`` sums each tree apart)."""
+        self.at = None
+        if curve is None or curve.objective != self.objective or not np.array_equal(curve.centers, self.plan.centers):
+            return None
+        finals = [series.trees[-1] for series in curve.series.values()]
+        riders: list[ThresholdTree] = []
+        self.at = {}
+        for name, series in self.plan.series.items():
+            alike = [i for i, final in enumerate(finals) if routes_alike(series.trees[0], final)]
+            self.at[name] = alike[0] if alike else len(finals) + len(riders)
+            riders += [] if alike else [series.trees[0]]
+        return riders
 
     def reduction(self, nearest=None, space=None):
         # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
@@ -75,7 +104,10 @@ class StandingPlan:
 
     def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
-        the run's own and the best marked; the gap to the optimum where it is known)."""
+        the run's own and the best marked; the gap to the optimum where it is known). ``result``:
+        the curve's when the table rode on it (``ride_on``), else its own reduction's."""
+        if self.at is not None:  # the curve's sweep: its reference cost is the same (same centers and objective)
+            result = ([result[0][self.at[name]] for name in self.plan.series], result[1])
         costs, nearest_cost = self.plan.tree_costs(result)
         counts = self.plan.final_leaf_counts(result)
         reference = scores.get("kmeans_cost_reference") if self.objective == "kmeans" else nearest_cost
@@ -124,16 +156,17 @@ def skipped(reason: str) -> dict[str, Any]:
 
 def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sample: np.ndarray,
                   sample_labels, n_rows: int, feature_names, curve: CurvePlan | None = None, *,
-                  space: np.ndarray | None = None, like: Dataset | None = None) -> StandingPlan:
+                  space: np.ndarray | None = None, like: Dataset | None = None,
+                  prefitted: dict[str, ThresholdTree] | None = None) -> StandingPlan:
     """Fit the registry's standing algorithms on the run's uniform ``sample`` (its reference
     labels ``sample_labels``) from ``centers``, cut to the curve's ``BASELINE_ROWS`` as the curve
     is; trees the cost curve's ``curve`` holds at the same leaf count are taken from it. No pass.
     ``space``: the sample's clustering columns when the centers live there (``cluster_on``): the
     algorithms that cannot fit with them are left out with the reason (``left_out``), and the
     exact optimum and the proven bound, which search the features' own k-means cost, are not
-    computed. ``like``: the run's Dataset (category vocabularies, missing values, column names)."""
+    computed. ``like``: the run's Dataset (category vocabularies, missing values, column names).
+    ``prefitted``: trees ``fit_standing`` made already on the same sample (``fits_ahead``), taken as they are."""
     centers = np.asarray(centers, dtype=np.float64)
-    k = int(centers.shape[0])
     all_rows = sample.shape[0] == n_rows  # before the cut: the optimum needs every row
     if space is None:
         certified, bound, bound_note = _bound(sample if all_rows else None, config, feature_names)
@@ -145,26 +178,8 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
                              f"{columns_text(like.cluster_names or ()) if like is not None else ''}.")
     sample, sample_labels, space = baseline_rows(sample, sample_labels, BASELINE_ROWS, config.random_state, space)
     data = sample_dataset(sample, feature_names, space, like)
-    reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
-    trees: dict[str, ThresholdTree] = {config.algorithm: own_tree}
-    left_out: list[dict[str, str]] = []
-    # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
-    # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
-    # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
-    with passes_paused(), kernel_threading(1):
-        for name in registry.standing():
-            entry = registry.algorithm(name)
-            if name in trees or (config.objective not in entry.objectives and entry.needs != registry.LABELS):
-                continue
-            if entry.needs == registry.LABELS and sample_labels is None:
-                continue
-            if space is not None and not fits_in_space(name):
-                left_out.append({"algorithm": name, "title": registry.title(name),
-                                 "reason": NOT_IN_SPACE.format(columns=columns_text(data.cluster_names or ()))})
-                continue
-            leaves = int(config.leaves or config.k) if entry.leaf_budget else k
-            trees[name] = _from_curve(curve, name, leaves) or entry.fit_in_run(entry.make(config, data), data,
-                                                                               reference).tree_
+    others, left_out = fit_standing(config, centers, data, sample_labels, space, curve, prefitted=prefitted)
+    trees: dict[str, ThresholdTree] = {config.algorithm: own_tree, **others}
     if certified is not None and "optimal" not in trees:
         trees["optimal"] = certified
     of = f"{data.n_rows:,} rows" + ("" if data.n_rows == n_rows else f" of {n_rows:,}")
@@ -176,6 +191,65 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
                      centers, fitted_on, config.objective)
     return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note, bound, bound_note,
                         left_out)
+
+
+def fit_standing(config: Any, centers: np.ndarray, data: Dataset, sample_labels, space: np.ndarray | None,
+                 curve: CurvePlan | None, *, prefitted: dict[str, ThresholdTree] | None = None,
+                 skip=()) -> tuple[dict[str, ThresholdTree], list[dict[str, str]]]:
+    """The standing algorithms' trees but the run's own (by name, in the registry's order) and those
+    left out (``left_out``'s rows), fitted on ``data``, the baseline rows (``baseline_rows``) as a
+    Dataset, from ``centers`` (CART from ``sample_labels``); a tree the ``curve`` holds at its leaf
+    count is taken from it, one in ``prefitted`` as it is; the algorithms in ``skip`` are not fitted."""
+    k = int(centers.shape[0])
+    reference = SimpleNamespace(centers=centers, labels=sample_labels, summary=None)
+    trees: dict[str, ThresholdTree] = {}
+    left_out: list[dict[str, str]] = []
+    # Fits on the in-memory sample, not passes over the data; their kernels on one thread: on at
+    # most 50,000 rows numba's thread pool cost more than it saved (IMM, ExGreedy, ExShallow on
+    # 50k x 2, k = 5, load 6 on 2 cores: 0.2-1.3 s each on 2 threads, 0.03-0.06 s on one).
+    with passes_paused(), kernel_threading(1):
+        for name in registry.standing():
+            entry = registry.algorithm(name)
+            if name == config.algorithm or (config.objective not in entry.objectives
+                                            and entry.needs != registry.LABELS):
+                continue
+            if entry.needs == registry.LABELS and sample_labels is None:
+                continue
+            if space is not None and not fits_in_space(name):
+                left_out.append({"algorithm": name, "title": registry.title(name),
+                                 "reason": NOT_IN_SPACE.format(columns=columns_text(data.cluster_names or ()))})
+                continue
+            if name in skip:
+                continue
+            leaves = int(config.leaves or config.k) if entry.leaf_budget else k
+            tree = _from_curve(curve, name, leaves) or (prefitted or {}).get(name)
+            trees[name] = tree or entry.fit_in_run(entry.make(config, data), data, reference).tree_
+    return trees, left_out
+
+
+def fit_ahead(sample, ref, config: Any, data: Dataset, curve: bool, table: bool) -> FittedAhead:
+    """The cost curve's series and the table's trees that need no tree of the run, fitted on the
+    run's ``sample`` (``pipeline.RunSample``) as the score step fits them (``plan_curve``,
+    ``fit_standing``): run by ``fits_ahead.start`` in a driver thread during the build."""
+    labels = sample_reference_labels(sample, ref, config)
+    own = registry.algorithm(config.algorithm)
+    own_class = own.estimator_class()
+    # The series the run's own estimator may hold (``prefix_trees(fitted=...)``) wait for the build.
+    waits = {name for name in own.curve if name == config.algorithm
+             or issubclass(own_class, registry.algorithm(name).estimator_class())}
+    plan = None
+    if curve and len(waits) < len(own.curve):
+        plan = plan_curve(sample.X, labels, ref.centers, curve_leaves(config),
+                          series=[name for name in own.curve if name not in waits], feature_names=data.feature_names,
+                          random_state=config.random_state, n_rows=sample.n_rows, objective=config.objective,
+                          space=sample.Z, like=data)
+    fitted = FittedAhead(curve=dict(plan.series) if plan is not None else {})
+    if table:
+        rows, rows_labels, space = baseline_rows(sample.X, labels, BASELINE_ROWS, config.random_state, sample.Z)
+        fitted.standing, _ = fit_standing(config, np.asarray(ref.centers, dtype=np.float64),
+                                          sample_dataset(rows, data.feature_names, space, data), rows_labels,
+                                          space, plan if curve else None, skip=waits)
+    return fitted
 
 
 def _from_curve(curve: CurvePlan | None, name: str, leaves: int) -> ThresholdTree | None:

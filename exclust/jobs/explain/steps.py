@@ -21,7 +21,7 @@ from exclust.dataplane.cluster import dask_cluster
 from exclust.dataplane.progress import Log, StepTimer
 from exclust.dataplane.run_context import RunContext
 from exclust.jobs.config import ExplainConfig
-from exclust.jobs.explain import pipeline
+from exclust.jobs.explain import fits_ahead, pipeline
 
 
 @dataclass
@@ -37,6 +37,7 @@ class Run:
     data: Any = None
     ref: Any = None
     built: Any = None
+    ahead: fits_ahead.FitsAhead | None = None  # the curve's and the table's fits begun during the build
     scores: dict | None = None
     curve: dict | None = None
     standing: dict | None = None
@@ -79,12 +80,17 @@ def _fit_reference(run: Run) -> None:
 
 @_in_run
 def _build_tree(run: Run) -> None:
+    # The curve's and the standing table's fits that need no tree run in a driver thread meanwhile.
+    from exclust.jobs.explain.standing import fit_ahead
+
+    run.ahead = fits_ahead.start(run.data, run.ref, run.config, fit_ahead)
     run.built = pipeline.build_tree(run.data, run.ref, run.config)
 
 
 @_in_run
 def _score(run: Run) -> None:
-    run.scores, run.curve, run.standing = pipeline.score_and_curve(run.data, run.ref, run.built, run.config)
+    run.scores, run.curve, run.standing = pipeline.score_and_curve(run.data, run.ref, run.built, run.config,
+                                                                   ahead=run.ahead)
 
 
 @_in_run
