@@ -22,63 +22,64 @@ from exclust.algorithms.histogram._code_histograms import rows_by_slot
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _left_profile(out, row, order, grp, n_p, small, new_split, subtract_only):
-    """Write one row's left-profile change along one feature at the splits kept: the new profile
-    (without the small child's centers) less the old one, or, with ``subtract_only``, minus the
-    old one; ``out[q]`` is the row's (bin) cell of split q, left side."""
+def _left_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, subtract_only):
+    """Write row i's left-profile change along feature f at the splits kept, into its bin's cell
+    ``sums[t, e, f, code, q, 0]``: the new profile (without the small child's centers) less the
+    old one, or, with ``subtract_only``, minus the old one. (Whole arrays and indices, no views:
+    a view in this loop would cost reference counting per row and feature.)"""
     run_old, run_new = np.inf, np.inf
     p = 0
     while p < n_p:
-        g = grp[p]
-        while p < n_p and grp[p] == g:
-            j = order[p]
-            v = np.float64(row[j])
+        g = grp[e, f, p]
+        while p < n_p and grp[e, f, p] == g:
+            j = order[e, f, p]
+            v = np.float64(dists[i, j])
             if v < run_old:
                 run_old = v
-            if not small[j] and v < run_new:
+            if not small[e, j] and v < run_new:
                 run_new = v
             p += 1
-        q = new_split[g]
+        q = new_split[e, f, g]
         if q >= 0:
             delta = -run_old if subtract_only else run_new - run_old
             if delta != 0.0:
-                out[q, 0] += delta
+                sums[t, e, f, code, q, 0] += delta
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _right_profile(out, row, order, grp, n_p, small, new_split, subtract_only):
+def _right_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, subtract_only):
     """As ``_left_profile`` for the right side: at split g, the groups above g."""
     run_old, run_new = np.inf, np.inf
     p = n_p - 1
     while p >= 0:
-        g = grp[p]
-        q = new_split[g]
+        g = grp[e, f, p]
+        q = new_split[e, f, g]
         if q >= 0:
             delta = -run_old if subtract_only else run_new - run_old
             if delta != 0.0:
-                out[q, 1] += delta
-        while p >= 0 and grp[p] == g:
-            j = order[p]
-            v = np.float64(row[j])
+                sums[t, e, f, code, q, 1] += delta
+        while p >= 0 and grp[e, f, p] == g:
+            j = order[e, f, p]
+            v = np.float64(dists[i, j])
             if v < run_old:
                 run_old = v
-            if not small[j] and v < run_new:
+            if not small[e, j] and v < run_new:
                 run_new = v
             p -= 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _disproved(row, dc, candidates, lo, hi):
-    """Whether one of ``candidates[lo:hi]`` (remaining centers) is at most ``dc`` from the row,
-    the candidates nearest the carved-off center's group tried first (from ``hi - 1`` down when
-    ``lo`` is 0, else from ``lo`` up)."""
+def _disproved(dists, i, dc, candidates, e, f, lo, hi):
+    """Whether one of ``candidates[e, f, lo:hi]`` (remaining centers) is at most ``dc`` from row
+    i, the candidates nearest the carved-off center's group tried first (from ``hi - 1`` down
+    when ``lo`` is 0, else from ``lo`` up)."""
     if lo == 0:
         for p in range(hi - 1, -1, -1):
-            if row[candidates[p]] <= dc:
+            if dists[i, candidates[e, f, p]] <= dc:
                 return True
     else:
         for p in range(lo, hi):
-            if row[candidates[p]] <= dc:
+            if dists[i, candidates[e, f, p]] <= dc:
                 return True
     return False
 
@@ -116,18 +117,16 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
             i = order[r]
             e = row_slot[i] // 2
             in_large = row_slot[i] % 2 == 1
-            row = dists[i]
-            is_small = small[e]
             near_old, near_new = np.inf, np.inf
             base_known = False
             if in_large:
                 # The cost before the cut moves only if a center of S was the row's nearest.
                 base_known = True
                 for c in range(n_small[e]):
-                    dc = row[small_list[e, c]]
+                    dc = dists[i, small_list[e, c]]
                     found = False
                     for p in range(n_large[e]):
-                        if row[large_order[e, 0, p]] <= dc:
+                        if dists[i, large_order[e, 0, p]] <= dc:
                             found = True
                             break
                     if not found:
@@ -135,63 +134,61 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                         break
             if not base_known:
                 for p in range(n_parent[e]):
-                    v = np.float64(row[parent_order[e, 0, p]])
+                    j = parent_order[e, 0, p]
+                    v = np.float64(dists[i, j])
                     near_old = min(near_old, v)
-                    if not is_small[parent_order[e, 0, p]]:
+                    if not small[e, j]:
                         near_new = min(near_new, v)
                 base[t, e] += (near_new - near_old) if in_large else -near_old
             for f in range(d):
                 code = codes[i, f]
-                out = sums[t, e, f, code]
                 if not in_large:
                     counts[t, e, f, code] -= 1.0
                 if span_old[e, f, 0] == span_old[e, f, 1]:
                     continue  # one group: no split, no side costs
                 missing = code == missing_code[f]
-                order_f, grp_f, split_f = parent_order[e, f], parent_grp[e, f], new_split[e, f]
                 old_left = (code < span_old[e, f, 1]) | missing
                 old_right = (code > span_old[e, f, 0]) | missing
                 if not in_large:
                     if old_left:
-                        _left_profile(out, row, order_f, grp_f, n_parent[e], is_small, split_f, True)
+                        _left_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
+                                      new_split, True)
                     if old_right:
-                        _right_profile(out, row, order_f, grp_f, n_parent[e], is_small, split_f, True)
+                        _right_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
+                                       new_split, True)
                     continue
                 if span_new[e, f, 0] == span_new[e, f, 1]:
                     continue  # L keeps no split on f: nothing of f is read at L
                 new_left = (code < span_new[e, f, 1]) | missing
                 new_right = (code > span_new[e, f, 0]) | missing
-                for side in range(2):
-                    if side == 0:
-                        needed_old, needed_new = old_left, new_left
-                    else:
-                        needed_old, needed_new = old_right, new_right
-                    if not needed_old:
-                        continue
-                    if not needed_new:  # a side L never reads: taken out, as the direct kernel leaves it
-                        if side == 0:
-                            _left_profile(out, row, order_f, grp_f, n_parent[e], is_small, split_f, True)
-                        else:
-                            _right_profile(out, row, order_f, grp_f, n_parent[e], is_small, split_f, True)
-                        continue
-                    changed = False
-                    for c in range(n_small[e]):
-                        dc = row[small_list[e, c]]
-                        if side == 0:
-                            lim = check_left[e, c, f]
-                            if lim >= 0 and not _disproved(row, dc, large_order[e, f], 0, lim):
-                                changed = True
-                        else:
-                            lim = check_right[e, c, f]
-                            if lim >= 0 and not _disproved(row, dc, large_order[e, f], lim, n_large[e]):
-                                changed = True
-                        if changed:
-                            break
-                    if changed:
-                        if side == 0:
-                            _left_profile(out, row, order_f, grp_f, n_parent[e], is_small, split_f, False)
-                        else:
-                            _right_profile(out, row, order_f, grp_f, n_parent[e], is_small, split_f, False)
+                if old_left:
+                    # A side L never reads is taken out, as the direct kernel leaves it; a side it
+                    # reads is walked again only where a carved-off center may have been nearest.
+                    redo = not new_left
+                    c = 0
+                    while not redo and c < n_small[e]:
+                        lim = check_left[e, c, f]
+                        if lim >= 0 and not _disproved(dists, i, dists[i, small_list[e, c]], large_order, e, f, 0,
+                                                       lim):
+                            redo = True
+                        c += 1
+                    if redo:
+                        _left_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
+                                      new_split, not new_left)
+                if old_right:
+                    redo = not new_right
+                    c = 0
+                    while not redo and c < n_small[e]:
+                        lim = check_right[e, c, f]
+                        if lim >= 0 and not _disproved(dists, i, dists[i, small_list[e, c]], large_order, e, f, lim,
+                                                       n_large[e]):
+                            redo = True
+                        c += 1
+                    if redo:
+                        _right_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
+                                       new_split, not new_right)
+    if nt == 1:  # no second copy of sums as large as the node's histogram
+        return sums[0], counts[0], base[0]
     out_sums = np.zeros((n_derived, d, n_bins, n_splits, 2), dtype=np.float64)
     out_counts = np.zeros((n_derived, d, n_bins), dtype=np.float64)
     out_base = np.zeros(n_derived, dtype=np.float64)

@@ -211,7 +211,7 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
                 small, large = sorted((left, right), key=lambda child: members[child].size)
                 if can_derive and derives(members[small].size, members[large].size) and \
                         sum(der.nbytes for der in pending.values()) + sums.nbytes <= HISTOGRAM_BYTES:
-                    pending[large] = Derivation(large, small, members[node], members[large], np.array(sums),
+                    pending[large] = Derivation(large, small, members[node], members[large], sums,
                                                 counts, float(base))
     return tree, depth_total / max(data.n_rows, 1)
 

@@ -117,14 +117,18 @@ def derived_histograms(der: Derivation, codes: np.ndarray, sums: np.ndarray, cou
                        ) -> tuple[np.ndarray, np.ndarray, float]:
     """The large child's (sums, counts, base): the parent's at the splits the child keeps, plus
     the pass's changes (``sums`` (d, bins, splits, 2), ``counts`` (d, bins), ``base``)."""
-    d, n_splits = codes.shape[1], sums.shape[2]
-    column = np.zeros((d, n_splits), dtype=np.int64)
-    for f in range(d):
+    n_splits = der.members.size - 1  # the pass's ``sums`` may have more (another derivation's)
+    kept = der.sums  # the parent's, changed in place (nothing else reads them)
+    for f in range(codes.shape[1]):
         large_groups = _groups(codes[:, f], der.parent_members, der.members)[3]
-        # The child's split q is the parent's at the child's q-th group (the groups at or below).
-        column[f, :large_groups.size - 1] = large_groups[:-1]
-    kept = np.take_along_axis(der.sums, column[:, None, :, None], axis=2)
-    return kept + sums, der.counts + np.rint(counts).astype(np.int64), der.base + base
+        # The child's split q is the parent's at the child's q-th group (the groups at or below):
+        # q <= that group, so moving the columns down in order reads none already moved.
+        column = large_groups[:-1]
+        moved = np.flatnonzero(column != np.arange(column.size))
+        if moved.size:
+            kept[f, :, moved[0]:column.size] = kept[f][:, column[moved[0]:]]
+        kept[f, :, :n_splits] += sums[f][:, :n_splits]
+    return kept[:, :, :n_splits], der.counts + np.rint(counts).astype(np.int64), der.base + base
 
 
 def _block_derived(part, tree_arrays, routing, shallow_args, derive):
