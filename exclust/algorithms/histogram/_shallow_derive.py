@@ -20,6 +20,8 @@ import numpy as np
 
 from exclust.algorithms.histogram._code_histograms import rows_by_slot
 
+PROOFS = 8  # centers of L at most as far as a carved-off one, found per row before the checks
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _left_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, subtract_only):
@@ -87,7 +89,8 @@ def _disproved(dists, i, dc, candidates, e, f, lo, hi):
 @numba.njit(cache=True, nogil=True, parallel=True)
 def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, slot, n_derived, parent_order,
                    parent_grp, n_parent, small, large_order, n_large, small_list, n_small, new_split, check_left,
-                   check_right, span_old, span_new, missing_code, n_bins, n_splits, nt):
+                   check_right, center_grp, left_group, right_group, span_old, span_new, missing_code, n_bins,
+                   n_splits, nt):
     """Per derivation e (a large child L of parent P, small sibling S): what to add to P's sums,
     counts and cost before the cut to get L's.
 
@@ -99,6 +102,9 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
     ``small_list[e, c]``, lowers no left profile of L) the number of L's first centers by group
     of which one at most as far as c proves c lowers no left profile; ``check_right[e, c, f]``
     (-1: none) the first of L's centers from which on one such proves it on the right;
+    ``center_grp[e, f, j]`` center j's group in P along f; ``left_group`` / ``right_group``
+    (e, c, f) the group a proving center must be at or below (left) or above (right): a few
+    centers at most as far as c, found once per row (``PROOFS``), settle most features at once;
     ``span_old`` / ``span_new`` (e, f, 2) the lowest and highest center code of P and of L (which
     sides a row needs, as the direct kernel decides); ``missing_code[f]`` the missing bin (-1).
 
@@ -113,6 +119,8 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
     base = np.zeros((nt, n_derived), dtype=np.float64)
     step = (m + nt - 1) // nt
     for t in numba.prange(nt):
+        low = np.empty((small_list.shape[1], d), dtype=np.int64)  # per center of S and feature
+        high = np.empty((small_list.shape[1], d), dtype=np.int64)
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             e = row_slot[i] // 2
@@ -120,18 +128,27 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
             near_old, near_new = np.inf, np.inf
             base_known = False
             if in_large:
-                # The cost before the cut moves only if a center of S was the row's nearest.
+                # A few of L's centers at most as far as each center c of S: the lowest and the
+                # highest group they reach per feature settle most (feature, side) at once. None
+                # found: c was the row's nearest, and the cost before the cut moves.
                 base_known = True
                 for c in range(n_small[e]):
                     dc = dists[i, small_list[e, c]]
-                    found = False
+                    for f in range(d):
+                        low[c, f], high[c, f] = n_parent[e], -1
+                    found = 0
                     for p in range(n_large[e]):
-                        if dists[i, large_order[e, 0, p]] <= dc:
-                            found = True
-                            break
-                    if not found:
+                        j = large_order[e, 0, p]
+                        if dists[i, j] <= dc:
+                            for f in range(d):
+                                g = center_grp[e, f, j]
+                                low[c, f] = min(low[c, f], g)
+                                high[c, f] = max(high[c, f], g)
+                            found += 1
+                            if found == PROOFS:
+                                break
+                    if found == 0:
                         base_known = False
-                        break
             if not base_known:
                 for p in range(n_parent[e]):
                     j = parent_order[e, 0, p]
@@ -168,8 +185,8 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                     c = 0
                     while not redo and c < n_small[e]:
                         lim = check_left[e, c, f]
-                        if lim >= 0 and not _disproved(dists, i, dists[i, small_list[e, c]], large_order, e, f, 0,
-                                                       lim):
+                        if lim >= 0 and low[c, f] > left_group[e, c, f] and \
+                                not _disproved(dists, i, dists[i, small_list[e, c]], large_order, e, f, 0, lim):
                             redo = True
                         c += 1
                     if redo:
@@ -180,8 +197,9 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                     c = 0
                     while not redo and c < n_small[e]:
                         lim = check_right[e, c, f]
-                        if lim >= 0 and not _disproved(dists, i, dists[i, small_list[e, c]], large_order, e, f, lim,
-                                                       n_large[e]):
+                        if lim >= 0 and high[c, f] <= right_group[e, c, f] and \
+                                not _disproved(dists, i, dists[i, small_list[e, c]], large_order, e, f, lim,
+                                               n_large[e]):
                             redo = True
                         c += 1
                     if redo:

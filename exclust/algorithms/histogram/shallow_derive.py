@@ -15,7 +15,9 @@ per node, ``_shallow_sets``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +76,9 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
     new_split = np.full((n, d, m_max), -1, dtype=np.int64)
     check_left = np.full((n, s_max, d), -1, dtype=np.int64)
     check_right = np.full((n, s_max, d), -1, dtype=np.int64)
+    center_grp = np.full((n, d, k), -1, dtype=np.int64)
+    left_group = np.full((n, s_max, d), -1, dtype=np.int64)
+    right_group = np.full((n, s_max, d), -1, dtype=np.int64)
     small_list = np.zeros((n, s_max), dtype=np.int64)
     small = np.zeros((n, k), dtype=np.bool_)
     span_old = np.zeros((n, d, 2), dtype=np.int64)
@@ -92,6 +97,7 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
             group, order, kept, large_groups = _groups(codes[:, f], parent, members)
             parent_order[e, f, :parent.size] = parent[order]
             parent_grp[e, f, :parent.size] = group[order]
+            center_grp[e, f, parent] = group
             by_group = order[kept[order]]
             large_order[e, f, :members.size] = parent[by_group]
             large_grp = group[by_group]
@@ -104,13 +110,16 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
                 # Left: the first kept split at or above c's group, if there is one below L's top.
                 if at < large_groups.size and large_groups[at] != top:
                     check_left[e, c, f] = np.searchsorted(large_grp, large_groups[at], "right")
+                    left_group[e, c, f] = large_groups[at]
                 # Right: the last kept split below c's group (L's top group is no split).
                 below = min(at, large_groups.size - 1)
                 if below >= 1:
                     check_right[e, c, f] = np.searchsorted(large_grp, large_groups[below - 1], "right")
+                    right_group[e, c, f] = large_groups[below - 1]
     n_splits = int(n_large.max()) - 1
     return (slot, n, parent_order, parent_grp, n_parent, small, large_order, n_large, small_list, n_small,
-            new_split, check_left, check_right, span_old, span_new, missing_bin.astype(np.int64), n_splits)
+            new_split, check_left, check_right, center_grp, left_group, right_group, span_old, span_new,
+            missing_bin.astype(np.int64), n_splits)
 
 
 def derived_histograms(der: Derivation, codes: np.ndarray, sums: np.ndarray, counts: np.ndarray, base: float
@@ -147,7 +156,7 @@ class DerivedShallowCost(ShallowCost):
     parents (request: ShallowCost's, then ``derive``, ``derive_request``'s tuple). Its histograms:
     ShallowCost's, then the changes (sums, counts, base) per derivation."""
 
-    block = staticmethod(_block_derived)
+    block: Callable[..., Any] = staticmethod(_block_derived)
 
     def pass_args(self, data, slot, member_group, n_groups, center_span, n_splits, bulk_min_rows=1 << 62,
                   sets=None, derive=None):
