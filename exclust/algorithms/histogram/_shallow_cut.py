@@ -358,7 +358,7 @@ def cut_score(cost, base, n_left, n_right, k_left, k_right, bounded_left, bounde
 
 
 @numba.njit(cache=True, nogil=True)
-def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, require_rows, missing_bin):
+def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, require_rows, missing_bin, tie=0.0):
     """The (feature, bin, score, missing side) of lowest score at one node, or (-1, -1, inf, 1) when none.
 
     score = ``cut_score``: (cost after the cut) / (cost before) + depth_factor * depth_penalty,
@@ -369,7 +369,9 @@ def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, re
     and keeps the lower score (``cut_search.side_of_missing``: on a tie, the side holding more
     value rows); a feature without one sends it to the larger child. Features whose member
     codes all agree are skipped (a category feature is passed that way: its set cuts are
-    ``_shallow_sets``'). Ties go to the lowest feature, then the lowest bin.
+    ``_shallow_sets``'). Ties go to the lowest feature, then the lowest bin; with ``tie`` > 0 a
+    score within ``tie`` of the lowest counts as a tie (ExGreedy's derived histograms equal the
+    direct ones up to rounding, and a cut of exactly equal cost must not be chosen by it).
     """
     d = counts.shape[0]
     n_splits = sums.shape[2]
@@ -379,6 +381,11 @@ def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, re
         n += counts[0, b]
     best, best_f, best_b, best_side = np.inf, -1, -1, MISSING_RIGHT
     best_left, best_right = 0, 0
+    n_codes = counts.shape[1]
+    scores = np.full(d * n_codes, np.inf)  # per (feature, bin) when ``tie`` > 0
+    sides = np.empty(d * n_codes, dtype=np.int64)
+    lefts = np.empty(d * n_codes, dtype=np.int64)
+    rights = np.empty(d * n_codes, dtype=np.int64)
     running_left = np.empty(n_splits)
     running_right = np.empty(n_splits)
     total_right = np.empty(n_splits)
@@ -424,9 +431,18 @@ def best_shallow_cut(sums, counts, base, member_codes, bounded, depth_factor, re
                 side = side_of_missing(score_left, score, np.float64(n_left), np.float64(n_right))
                 if side == MISSING_LEFT:
                     score = score_left
+            if tie > 0.0:
+                at = f * n_codes + b
+                scores[at], sides[at], lefts[at], rights[at] = score, side, n_left, n_right
             if score < best:
                 best, best_f, best_b, best_side = score, f, b, side
                 best_left, best_right = n_left, n_right
+    if tie > 0.0 and best < np.inf:  # the first cut, by feature then bin, within ``tie`` of the best
+        for at in range(d * n_codes):
+            if scores[at] <= best + tie:
+                best_f, best_b = at // n_codes, at % n_codes
+                best, best_side, best_left, best_right = scores[at], sides[at], lefts[at], rights[at]
+                break
     if best_side < 0:  # no missing rows can come: the side of the larger child
         best_side = side_of_missing(0.0, 0.0, np.float64(best_left), np.float64(best_right))
     return best_f, best_b, best, best_side

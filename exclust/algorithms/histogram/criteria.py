@@ -293,8 +293,9 @@ class ShallowCost(Criterion):
     holds_distances = True
     block = staticmethod(_block_shallow)
 
-    def __init__(self, depth_factor: float = 0.0) -> None:
+    def __init__(self, depth_factor: float = 0.0, tie: float = 0.0) -> None:
         self.depth_factor = float(depth_factor)
+        self.tie = float(tie)  # scores within it of the best are ties (``best_shallow_cut``)
 
     def pass_args(self, data, slot, member_group, n_groups, center_span, n_splits, bulk_min_rows=1 << 62,
                   sets=None):
@@ -321,7 +322,7 @@ class ShallowCost(Criterion):
 
         for factor, require_rows in ((self.depth_factor, True), (0.0, False)):
             f, b, score, side = best_shallow_cut(sums, counts, base, own_codes, bounded, factor, require_rows,
-                                                 missing_bin)
+                                                 missing_bin, self.tie)
             best = BinCut(int(f), int(b), (), int(side), float(score)) if f >= 0 else None
             for cells, feature, n_categories, member_codes, group, n_groups, masks in set_cuts:
                 found_set = best_set_cut(cells, feature, n_categories, member_codes, group, n_groups, masks, base,

@@ -85,6 +85,13 @@ from exclust.algorithms.histogram.base import (
 from exclust.algorithms.histogram.criteria import Mistakes, ShallowCost
 from exclust.algorithms.histogram.cut_search import center_codes
 from exclust.algorithms.histogram.engine import CodeTree, EncodedData
+from exclust.algorithms.histogram.shallow_derive import (
+    Derivation,
+    DerivedShallowCost,
+    derive_request,
+    derived_histograms,
+    derives,
+)
 from exclust.estimator import Interval, Real
 
 HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of the same level
@@ -92,6 +99,9 @@ HISTOGRAM_BYTES = 1 << 28  # per pass: nodes beyond it wait for the next pass of
 # by difference instead of row by row (``_shallow_cut.shallow_histograms``); below it the
 # saving does not pay for the per-row subset sums.
 BULK_MIN_ROWS = 4096
+# ExGreedy (no depth penalty): cut scores (cost ratios near 1) within this of the lowest are ties,
+# broken to the lowest feature, then bin: a tie of exactly equal costs is not left to rounding.
+GREEDY_TIE = 1e-9
 
 
 def center_groups(center_codes: np.ndarray, members: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -140,16 +150,23 @@ def _set_layout(data: EncodedData, batch: list[int], members: dict, codes: np.nd
 
 
 def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, float]:
-    """Grow ExShallow's tree level by level; returns (tree, mean leaf depth over the rows)."""
+    """Grow ExShallow's tree level by level; returns (tree, mean leaf depth over the rows).
+
+    With ``depth_factor=0`` (ExGreedy) and no category feature, a large child beside a small one
+    is derived from its parent's histograms (``shallow_derive``) instead of read again."""
     k, d = data.k, data.d
     mapper = data.mapper
-    criterion = ShallowCost(depth_factor)
+    # ExGreedy's cut scores within GREEDY_TIE of the best are ties, so that histograms equal up
+    # to rounding (derived, or summed in another order on Dask) choose the same cut.
+    criterion = ShallowCost(depth_factor, GREEDY_TIE if depth_factor == 0.0 else 0.0)
     tree = CodeTree()
     center_codes = shallow_center_codes(data, tree)
     set_features = np.flatnonzero(mapper.is_category)
     # Threshold cuts see a category feature as one group of centers (none to part): sets cut it.
     threshold_codes = center_codes.copy()
     threshold_codes[:, set_features] = 0
+    can_derive = depth_factor == 0.0 and not set_features.size
+    pending: dict[int, Derivation] = {}  # large children to derive at the next level
     every_code = np.arange(data.n_bins)
     members = {0: np.arange(k)}
     bounded = {0: np.zeros((d, 2), dtype=np.bool_)}  # per feature: an ancestor sent it left / right
@@ -165,29 +182,15 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
             else:
                 tree.value[node] = int(members[node][0])
                 depth_total += rows[node] * depth[node]
+        derived = {node: pending.pop(node) for node in to_split if node in pending}
         level = []
-        for batch in _batches(to_split, members, d, data.n_bins):
-            n_splits = max(members[node].size for node in batch) - 1
-            slot = np.full(tree.n_nodes, -1, dtype=np.int64)
-            member_group = np.full((len(batch), d, k), -1, dtype=np.int64)
-            n_groups = np.zeros((len(batch), d), dtype=np.int64)
-            span = np.zeros((len(batch), d, 2), dtype=np.int64)
-            for s, node in enumerate(batch):
-                slot[node] = s
-                member_group[s], n_groups[s] = center_groups(threshold_codes, members[node], k)
-                own = threshold_codes[members[node]]
-                span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
-            sets = _set_layout(data, batch, members, center_codes, set_features)
-            sums, counts, base, set_cells = data.histograms(criterion, tree, slot, member_group, n_groups, span,
-                                                            n_splits, BULK_MIN_ROWS, sets)
-            for s, node in enumerate(batch):
+        for batch, derive in _passes(to_split, derived, members, d, data.n_bins):
+            nodes = _pass_histograms(data, criterion, tree, batch, derive, members, threshold_codes, center_codes,
+                                     set_features)
+            order = {node: i for i, node in enumerate(to_split)}
+            for node, sums, counts, base, set_cuts in sorted(nodes, key=lambda item: order[item[0]]):
                 own = np.ascontiguousarray(threshold_codes[members[node]])
-                set_cuts = [] if sets is None else [
-                    (set_cells[s, c], f, int(mapper.n_bins[f]), center_codes[members[node], f],
-                     sets[1][s, c, members[node]], int(sets[2][s, c]), bool(sets[3][s, c]))
-                    for c, f in enumerate(set_features.tolist())]
-                cut = criterion.best_split(sums[s], counts[s], base[s], own, bounded[node], mapper.missing_bin,
-                                           set_cuts)
+                cut = criterion.best_split(sums, counts, base, own, bounded[node], mapper.missing_bin, set_cuts)
                 if cut is None:  # the node's centers coincide on every feature
                     tree.value[node] = int(members[node][0])
                     depth_total += rows[node] * depth[node]
@@ -196,7 +199,7 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
                 left, right = cut.apply(tree, node)
                 goes_left = cut.goes_left(center_codes[members[node], f], mapper)
                 members[left], members[right] = members[node][goes_left], members[node][~goes_left]
-                n_left = int(counts[s, f][cut.goes_left(every_code, mapper)].sum())
+                n_left = int(counts[f][cut.goes_left(every_code, mapper)].sum())
                 rows[left], rows[right] = n_left, rows[node] - n_left
                 for child, side in ((left, 0), (right, 1)):
                     bounded[child] = bounded[node].copy()
@@ -205,21 +208,68 @@ def grow_shallow(data: EncodedData, depth_factor: float) -> tuple[CodeTree, floa
                         bounded[child][f, :] = True
                     depth[child] = depth[node] + 1
                 level += [left, right]
+                small, large = sorted((left, right), key=lambda child: members[child].size)
+                if can_derive and derives(members[small].size, members[large].size) and \
+                        sum(der.nbytes for der in pending.values()) + sums.nbytes <= HISTOGRAM_BYTES:
+                    pending[large] = Derivation(large, small, members[node], members[large], sums,
+                                                counts, float(base))
     return tree, depth_total / max(data.n_rows, 1)
 
 
-def _batches(nodes: list[int], members: dict, d: int, n_bins: int):
-    """The nodes of a level in groups whose histograms fit in HISTOGRAM_BYTES (one pass each)."""
+def _pass_histograms(data: EncodedData, criterion: ShallowCost, tree: CodeTree, batch: list[int], derive: list,
+                     members: dict, threshold_codes: np.ndarray, center_codes: np.ndarray, set_features: np.ndarray):
+    """One pass: per node of ``batch`` (computed) and of ``derive`` (derived), its (node, sums,
+    counts, base, set cuts)."""
+    k, d, mapper = data.k, data.d, data.mapper
+    n_splits = max([members[node].size for node in batch], default=2) - 1
+    slot = np.full(tree.n_nodes, -1, dtype=np.int64)
+    member_group = np.full((len(batch), d, k), -1, dtype=np.int64)
+    n_groups = np.zeros((len(batch), d), dtype=np.int64)
+    span = np.zeros((len(batch), d, 2), dtype=np.int64)
+    for s, node in enumerate(batch):
+        slot[node] = s
+        member_group[s], n_groups[s] = center_groups(threshold_codes, members[node], k)
+        own = threshold_codes[members[node]]
+        span[s, :, 0], span[s, :, 1] = own.min(axis=0), own.max(axis=0)
+    sets = _set_layout(data, batch, members, center_codes, set_features)
+    request = (slot, member_group, n_groups, span, n_splits, BULK_MIN_ROWS, sets)
+    if derive:
+        pass_criterion = DerivedShallowCost(criterion.depth_factor, criterion.tie)
+        layout = derive_request(derive, threshold_codes, tree.n_nodes, k, mapper.missing_bin)
+        (sums, counts, base, set_cells), changes = data.histograms(pass_criterion, tree, *request, layout)
+    else:
+        sums, counts, base, set_cells = data.histograms(criterion, tree, *request)
+    out = []
+    for s, node in enumerate(batch):
+        set_cuts = [] if sets is None else [
+            (set_cells[s, c], f, int(mapper.n_bins[f]), center_codes[members[node], f],
+             sets[1][s, c, members[node]], int(sets[2][s, c]), bool(sets[3][s, c]))
+            for c, f in enumerate(set_features.tolist())]
+        out.append((node, sums[s], counts[s], base[s], set_cuts))
+    for e, der in enumerate(derive):
+        out.append((der.node, *derived_histograms(der, threshold_codes, changes[0][e], changes[1][e],
+                                                  float(changes[2][e])), []))
+    return out
+
+
+def _passes(to_split: list[int], derived: dict, members: dict, d: int, n_bins: int):
+    """The passes of a level, in ``to_split``'s order: (nodes computed, derivations), the nodes
+    computed in groups whose histograms fit in HISTOGRAM_BYTES, each derived node in the pass of
+    the nodes computed before it."""
     batch: list[int] = []
-    for node in nodes:
+    derive: list = []
+    for node in to_split:
+        if node in derived:
+            derive.append(derived[node])
+            continue
         grown = batch + [node]
         n_splits = max(members[m].size for m in grown) - 1
         if batch and len(grown) * d * n_bins * n_splits * 2 * 8 > HISTOGRAM_BYTES:
-            yield batch
-            grown = [node]
+            yield batch, derive
+            grown, derive = [node], []
         batch = grown
-    if batch:
-        yield batch
+    if batch or derive:
+        yield batch, derive
 
 
 class ExShallow(CenterTreePredictor):
