@@ -75,7 +75,7 @@ from exclust.algorithms.search.all_rows import (
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
 from exclust.dataplane.parts import uniform_sample
-from exclust.estimator import Integral, Interval, Real
+from exclust.estimator import Integral, Interval, Real, StrOptions
 from exclust.sources.dataset import as_tree_input
 
 logger = logging.getLogger("exclust")
@@ -83,6 +83,12 @@ logger = logging.getLogger("exclust")
 LOCAL_SEARCH_STARTS = 2
 # The sample's lookahead runs up to this many leaves; beyond, its effort outgrows linear time in the leaves.
 LOOKAHEAD_MAX_LEAVES = 12
+# The sample's lookahead and local search price at most this many nodes per leaf of the tree
+# (split between the two runs of SEARCHES): effort linear in the leaves, and independent of the
+# data's rows (the sample's are bounded). Unbounded, k = 10 on 1,000 rows priced 20,141 nodes
+# (200 s on a shared machine) for proposals that lost to ExShallow's tree on all rows; the small
+# instances of tests/test_tree_search.py reach their optimum within 72 per leaf.
+LOOKAHEAD_EVALUATIONS_PER_LEAF = 100
 # The search's two runs (see the module): name -> spread candidates and bottom-up local search.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
@@ -118,6 +124,15 @@ class _Search:
         self.spread = False  # which of SEARCHES runs: candidates and local search order
         self.cuts: dict[tuple, tuple] = {}
         self.solved: dict[tuple, tuple[np.ndarray, list]] = {}
+        # The effort: nodes whose cuts were priced (each one sweep over the sample's rows per
+        # feature), and the most the lookahead and the local search may price before they stop
+        # trying candidates (growth alone then finishes what is started: a whole tree).
+        self.evaluations = 0
+        self.max_evaluations: int | None = None
+
+    @property
+    def exhausted(self) -> bool:
+        return self.max_evaluations is not None and self.evaluations >= self.max_evaluations
 
     # ---------------------------------------------------------------- one node
     def node(self, mask: np.ndarray, members: np.ndarray | None = None) -> tuple:
@@ -127,6 +142,7 @@ class _Search:
         key = (mask.tobytes(), members.tobytes() if guided and members is not None else None)
         hit = self.cuts.get(key)
         if hit is None:
+            self.evaluations += 1
             if guided:
                 costs, thresholds, own = greedy_cut_costs(self.X, self.raw, self.order, mask, self.guide, members)
             else:
@@ -225,7 +241,7 @@ class _Search:
         if hit is not None and hit[0].size > budget:
             return hit
         curve, trees = self.grow(mask, members, budget)
-        if depth > 0 and budget > 2:
+        if depth > 0 and budget > 2 and not self.exhausted:
             # Candidates: the best cuts by the node's own two-leaf cost and by ExGreedy's score
             # (the latter fall between clusters, which the former can miss).
             # Spread: one candidate per valley of the cost (half a leaf's share of the rows
@@ -235,6 +251,8 @@ class _Search:
             if members.size > 1:
                 tried.update((f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, members, window=window))
             for f, t in sorted(tried, key=lambda c: (c[0], category_cuts.cut_order(c[1]))):
+                if self.exhausted:
+                    break
                 left, right = self.sides(mask, f, t)
                 left_members, right_members = self.split_members(members, f, t)
                 lc, lt = self.solve(left, left_members, budget - 1, depth - 1)
@@ -269,7 +287,7 @@ class _Search:
         """Each subtree replaced by the lookahead's best of as many leaves when that costs less
         (top-down, or bottom-up when spread); repeated until no node improves."""
         changed = True
-        while changed:
+        while changed and not self.exhausted:
             tree, changed = self._improve_once(tree, mask, self.all_members)
         return tree
 
@@ -338,8 +356,10 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
     everything = np.ones(rows.shape[0], dtype=np.bool_)
     greedy = greedy_seeds(rule_classes(), data, centers, n_leaves, max_bins, Z, sides)
     proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
+    share = LOOKAHEAD_EVALUATIONS_PER_LEAF * n_leaves // len(SEARCHES)
     for name, spread in SEARCHES.items():
         search.spread = spread
+        search.max_evaluations = search.evaluations + share
         curve, plans = search.solve(everything, search.all_members, n_leaves, lookahead)
         if not np.isfinite(curve[n_leaves]):
             from exclust.errors import InputError
@@ -351,6 +371,8 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         # Local search from the two cheapest starts (each start costs a lookahead per node).
         for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
             proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
+        logger.info("TreeSearch: %s on the sample priced %d nodes (at most %d)", name, search.evaluations,
+                    search.max_evaluations)
     return proposals
 
 
@@ -380,8 +402,21 @@ class TreeSearch(CenterTreePredictor):
     max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
     starts : greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond
         one leaf per cluster). Not ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
-    max_passes, max_seconds : budget of the search on all rows, in passes over the rows (a sweep
-        over every leaf is one, a few at many leaves) and in seconds; None: no limit.
+    max_passes : int, "auto" or None, default "auto"
+        Budget of the search on all rows in passes over the rows (a sweep over every leaf is one,
+        one per 74 leaves at 20 features and 256 bins). "auto": as many passes as the greedy
+        starts' trees built on all rows have levels (at least one sweep), so the search costs about what its starts
+        cost and its time grows as theirs in rows and leaves; the same tree on every machine.
+        None: no limit (until no move improves).
+    max_seconds : float or None, default None
+        Budget of the search on all rows in seconds; None: no limit. A sweep begun is finished.
+
+    The sample's lookahead and local search are bounded by construction: they price at most
+    ``LOOKAHEAD_EVALUATIONS_PER_LEAF`` (100) nodes per leaf (one sweep over the sample's rows per
+    feature each), then finish what they started by best-first growth; beyond
+    ``LOOKAHEAD_MAX_LEAVES`` leaves they are skipped (CART on the sample proposes instead).
+    Progress (each start's seconds, the sample's nodes, each sweep's cost and gain) goes to the
+    ``exclust`` logger at INFO.
     random_state : seed of the reference k-means (when no centers are given), of the sample and
         of the bin edges.
 
@@ -400,13 +435,13 @@ class TreeSearch(CenterTreePredictor):
         "lookahead": [Interval(Integral, 0, None, closed="left")],
         "sample_rows": [Interval(Integral, 2, None, closed="left")],
         "starts": [tuple, list],
-        "max_passes": [None, Interval(Integral, 0, None, closed="left")],
+        "max_passes": [None, StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
         "max_seconds": [None, Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
                  sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = ("imm", "exshallow"),
-                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
+                 max_passes: int | str | None = "auto", max_seconds: float | None = None, random_state=None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.n_candidates = n_candidates
@@ -449,12 +484,12 @@ class TreeSearch(CenterTreePredictor):
         rows = np.asarray(drawn_rows[0], dtype=np.float64)
         z_rows = None if Zx is None else np.asarray(drawn_rows[1], dtype=np.float64)
         passes = int(ds.distributed)
+        models = greedy_models(rule_classes(), self.starts, k, leaves, int(self.max_bins), self.random_state)
+        greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
         t0 = time.perf_counter()
         proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536, Z=z_rows,
                                      categories=categories, sides=known_missing(ds) | np.isnan(rows).any(axis=0))
         logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
-        models = greedy_models(rule_classes(), self.starts, k, leaves, int(self.max_bins), self.random_state)
-        greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
         sample, drawn = binning_sample(ds, self.random_state)
         mapper = edges_from_sample(sample, max_bins=int(self.max_bins), categories=categories,
                                    missing=known_missing(ds))
@@ -464,7 +499,14 @@ class TreeSearch(CenterTreePredictor):
             raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
         stats = RowStatistics(ds.X, mapper, centers.mean(axis=0), Z=Zx)
         try:
-            found = search_all_rows(stats, centers, leaves, proposals, self.max_passes, self.max_seconds)
+            max_passes = self.max_passes
+            if max_passes == "auto":
+                # As many passes as the greedy starts' trees have levels (a level-wise builder's
+                # passes, less its sampling ones, which differ between numpy, Dask and a run's
+                # sample): the search costs about what its starts cost, the same tree everywhere.
+                levels = sum(int(tree.node_depths().max()) for tree in greedy.values())
+                max_passes = max(levels, stats.passes_per_sweep(leaves))
+            found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds)
         finally:
             stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
@@ -494,6 +536,6 @@ class BestTree(TreeSearch):
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
                  sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = GREEDY_RULES,
-                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
+                 max_passes: int | str | None = "auto", max_seconds: float | None = None, random_state=None) -> None:
         super().__init__(n_clusters, n_leaves, n_candidates, lookahead, sample_rows, max_bins, starts, max_passes,
                          max_seconds, random_state)
