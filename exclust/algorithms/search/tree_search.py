@@ -87,6 +87,15 @@ LOOKAHEAD_MAX_LEAVES = 12
 # (200 s on a shared machine) for proposals that lost to ExShallow's tree on all rows; the small
 # instances of tests/test_tree_search.py reach their optimum within 72 per leaf.
 LOOKAHEAD_EVALUATIONS_PER_LEAF = 100
+# With max_passes="auto", the search on all rows also stops after a sweep saving less than this
+# share of the cost: at 50,000 x 20, k = 40 the sweeps saved 1.23%, 0.29%, 0.058%, 0.047%,
+# 0.012%, and each later sweep costs a pass as dear as the first.
+AUTO_MIN_SWEEP_GAIN = 1e-3
+# starts="auto": IMM and ExShallow up to this many clusters, ExShallow alone beyond. At k >= 40
+# IMM was never the cheapest start (200,000 x 20: 1.9043 against ExShallow's 1.5910 at k = 40,
+# 2.1077 against 1.7426 at k = 160; the issue's data 6.93 against 2.38 at k = 160) and its time
+# grows faster than ExShallow's in k (294 s on 20,000 x 20 at k = 640, shared machine).
+AUTO_IMM_MAX_CLUSTERS = 12
 # The search's two runs (see the module): name -> spread candidates and bottom-up local search.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
@@ -158,13 +167,17 @@ class TreeSearch(CenterTreePredictor):
     lookahead : levels below a node that the sample's lookahead searches before growing best-first.
     sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
     max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
-    starts : greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond
-        one leaf per cluster). Not ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
+    starts : tuple of str or "auto", default "auto"
+        Greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond one
+        leaf per cluster). "auto": IMM and ExShallow up to ``AUTO_IMM_MAX_CLUSTERS`` (12) clusters,
+        ExShallow alone beyond (IMM is dearer there and never the cheapest start, issue 27). Not
+        ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
     max_passes : int, "auto" or None, default "auto"
         Budget of the search on all rows in passes over the rows (a sweep over every leaf is one,
         one per 74 leaves at 20 features and 256 bins). "auto": as many passes as the greedy
         starts' trees built on all rows have levels (at least one sweep), so the search costs about what its starts
-        cost and its time grows as theirs in rows and leaves; the same tree on every machine.
+        cost and its time grows as theirs in rows and leaves; the same tree on every machine;
+        and it stops after a sweep saving less than ``AUTO_MIN_SWEEP_GAIN`` (0.1%) of the cost.
         None: no limit (until no move improves).
     max_seconds : float or None, default None
         Budget of the search on all rows in seconds; None: no limit. A sweep begun is finished.
@@ -194,13 +207,13 @@ class TreeSearch(CenterTreePredictor):
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "lookahead": [Interval(Integral, 0, None, closed="left")],
         "sample_rows": [Interval(Integral, 2, None, closed="left")],
-        "starts": [tuple, list],
+        "starts": [tuple, list, StrOptions({"auto"})],
         "max_passes": [None, StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
         "max_seconds": [None, Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
-                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = ("imm", "exshallow"),
+                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] | str = "auto",
                  max_passes: int | str | None = "auto", max_seconds: float | None = None, random_state=None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
@@ -244,7 +257,10 @@ class TreeSearch(CenterTreePredictor):
         rows = np.asarray(drawn_rows[0], dtype=np.float64)
         z_rows = None if Zx is None else np.asarray(drawn_rows[1], dtype=np.float64)
         passes = int(ds.distributed)
-        models = greedy_models(rule_classes(), self.starts, k, leaves, int(self.max_bins), self.random_state)
+        starts = self.starts
+        if starts == "auto":  # IMM beyond AUTO_IMM_MAX_CLUSTERS: dearer than ExShallow and never the cheapest
+            starts = ("imm", "exshallow") if k <= AUTO_IMM_MAX_CLUSTERS else ("exshallow",)
+        models = greedy_models(rule_classes(), starts, k, leaves, int(self.max_bins), self.random_state)
         greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
         t0 = time.perf_counter()
         proposals, sample_nodes = sample_proposals(
@@ -260,14 +276,15 @@ class TreeSearch(CenterTreePredictor):
             raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
         stats = RowStatistics(ds.X, mapper, centers.mean(axis=0), Z=Zx)
         try:
-            max_passes = self.max_passes
+            max_passes, min_share = self.max_passes, 0.0
             if max_passes == "auto":
+                min_share = AUTO_MIN_SWEEP_GAIN
                 # As many passes as the greedy starts' trees have levels (a level-wise builder's
                 # passes, less its sampling ones, which differ between numpy, Dask and a run's
                 # sample): the search costs about what its starts cost, the same tree everywhere.
                 levels = sum(int(tree.node_depths().max()) for tree in greedy.values())
                 max_passes = max(levels, stats.passes_per_sweep(leaves))
-            found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds)
+            found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds, min_share)
         finally:
             stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
