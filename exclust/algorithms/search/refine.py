@@ -55,10 +55,14 @@ def best_cuts(binned: np.ndarray, mapper) -> tuple[np.ndarray, np.ndarray, list]
     total = prefix[:, :, -1:, :]
     left_rows = prefix[..., 0]
     right_rows = total[..., 0] - left_rows
-    cost_ml = own_cost(prefix + miss) + own_cost(total - prefix)
-    cost_mr = own_cost(prefix) + own_cost(total - prefix + miss)
-    miss_left = (cost_ml < cost_mr) | ((cost_ml == cost_mr) & (left_rows > right_rows))
-    cost = np.where(miss_left, cost_ml, cost_mr)
+    if (missing_bin >= 0).any():
+        cost_ml = own_cost(prefix + miss) + own_cost(total - prefix)
+        cost_mr = own_cost(prefix) + own_cost(total - prefix + miss)
+        miss_left = (cost_ml < cost_mr) | ((cost_ml == cost_mr) & (left_rows > right_rows))
+        cost = np.where(miss_left, cost_ml, cost_mr)
+    else:  # no missing side to choose: half the work (the driver's share of a sweep at many leaves)
+        cost = own_cost(prefix) + own_cost(total - prefix)
+        miss_left = left_rows > right_rows
     next_rows = np.concatenate([values[:, :, 1:, 0], np.zeros((m, d, 1))], axis=2)
     edge = np.arange(bins)[None, None, :] < (n_bins[None, :, None] - 1)
     valid = (left_rows > 0.5) & (right_rows > 0.5) & edge & (next_rows > 0.5) & ~mapper.is_category[None, :, None]
