@@ -86,8 +86,10 @@ def child(args) -> None:
 
 
 def nearest(block, centers) -> np.ndarray:
+    """Each row's nearest center, through |x|^2 - 2 x.c + |c|^2: (rows, k) floats, not the
+    (rows, k, d) of the differences, which at 1M rows and k = 40 killed 3.5 GiB workers."""
     block = np.asarray(block, dtype=np.float64)
-    return ((block[:, None, :] - centers[None]) ** 2).sum(axis=2).argmin(axis=1)
+    return ((centers ** 2).sum(axis=1)[None] - 2.0 * block @ centers.T).argmin(axis=1)
 
 
 def _moments(block, tree, centers, shift) -> np.ndarray:
