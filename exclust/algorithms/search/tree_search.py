@@ -276,8 +276,9 @@ class TreeSearch(CenterTreePredictor):
             raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
         stats = RowStatistics(ds.X, mapper, centers.mean(axis=0), Z=Zx)
         try:
-            max_passes, min_share = self.max_passes, 0.0
-            if max_passes == "auto":
+            max_passes: int | None = None if self.max_passes in (None, "auto") else int(self.max_passes)
+            min_share = 0.0
+            if self.max_passes == "auto":
                 min_share = AUTO_MIN_SWEEP_GAIN
                 # As many passes as the greedy starts' trees have levels (a level-wise builder's
                 # passes, less its sampling ones, which differ between numpy, Dask and a run's
