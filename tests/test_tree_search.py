@@ -12,7 +12,7 @@ from exclust.algorithms.histogram.exgreedy import ExGreedy
 from exclust.algorithms.histogram.exshallow import ExShallow
 from exclust.algorithms.histogram.imm import IMM
 from exclust.algorithms.search.optimal_tree import leaf_cost, optimal_tree
-from exclust.algorithms.search.tree_search import TreeSearch
+from exclust.algorithms.search.tree_search import LOOKAHEAD_EVALUATIONS_PER_LEAF, TreeSearch
 
 
 def partition_cost(labels, X):
@@ -87,6 +87,21 @@ def test_decides_on_all_rows_beyond_its_sample_and_beats_every_greedy_tree_there
     assert len(many.sweep_costs_) >= 1 and many.cost_ < many.sweep_costs_[0]  # the moves on all rows improved it
 
 
+def test_the_default_effort_is_bounded_by_the_leaves_and_the_starts():
+    # The sample's lookahead prices at most its share of nodes per leaf (unbounded it priced
+    # 20,141 nodes at k = 10 on 1,000 rows), finishing what it started by growth alone; the
+    # search on all rows gets as many passes as the greedy starts' trees have levels.
+    X, centers = blobs(7, 10, 3000, 4, 3.0)
+    found = TreeSearch(10, random_state=0).fit(X, centers)
+    assert found.n_search_rows_ == 1000
+    assert 0 < found.n_sample_nodes_ <= 1.25 * LOOKAHEAD_EVALUATIONS_PER_LEAF * 10  # growth finishing
+    levels = sum(int(m.fit(X, centers).tree_.node_depths().max()) for m in (IMM(10), ExShallow(10)))
+    assert found.max_passes_ == levels
+    assert 1 <= len(found.sweep_costs_) <= levels  # one pass per sweep at 10 leaves
+    assert found.cost_ <= min(found.start_costs_.values()) * (1 + 1e-9)
+    assert found.cost_ == pytest.approx(partition_cost(found.predict(X), X), rel=1e-9)
+
+
 def test_dask_input_gives_the_same_tree(dask_client):
     X, centers = blobs(11, 5, 2000, 3, 2.0)
     local = TreeSearch(5, random_state=0).fit(X, centers)
@@ -136,7 +151,7 @@ def test_runs_from_the_command_line(tmp_path, dask_client):
 def test_window_minimum_is_scipys_minimum_filter():
     from scipy.ndimage import minimum_filter1d
 
-    from exclust.algorithms.search.tree_search import window_minimum
+    from exclust.algorithms.search._tree_search import window_minimum
 
     rng = np.random.default_rng(0)
     for _ in range(200):

@@ -143,8 +143,9 @@ def _price(moments: np.ndarray, centers: np.ndarray, one_to_one: bool) -> tuple[
 
 
 def search_all_rows(stats: RowStatistics, centers: np.ndarray, n_leaves: int, proposals: dict,
-                    max_passes: int | None, max_seconds: float | None) -> AllRowsResult:
-    """Steps 2 to 4 of the module on the rows ``stats`` keeps; ``proposals``: name -> nested tree."""
+                    max_passes: int | None, max_seconds: float | None, min_share: float = 0.0) -> AllRowsResult:
+    """Steps 2 to 4 of the module on the rows ``stats`` keeps; ``proposals``: name -> nested tree;
+    the budget (``max_passes``, ``max_seconds``, ``min_share``): ``refine.improve``'s."""
     k = int(centers.shape[0])
     one_to_one = n_leaves == k
     moved = np.ascontiguousarray(centers - stats.shift)
@@ -156,7 +157,7 @@ def search_all_rows(stats: RowStatistics, centers: np.ndarray, n_leaves: int, pr
                 start_costs[start])
     nested, sweeps = proposals[start], list[float]()
     if one_to_one:
-        nested, sweeps = improve(stats, nested, max_passes, max_seconds)
+        nested, sweeps = improve(stats, nested, max_passes, max_seconds, min_share=min_share)
     (final,), reference = stats.tree_moments([FlatTree.of(nested)], moved)
     cost, named = _price(final, moved, one_to_one)
     if cost > start_costs[start]:  # float sums only: the moves' gains are exact

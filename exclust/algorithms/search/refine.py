@@ -55,10 +55,14 @@ def best_cuts(binned: np.ndarray, mapper) -> tuple[np.ndarray, np.ndarray, list]
     total = prefix[:, :, -1:, :]
     left_rows = prefix[..., 0]
     right_rows = total[..., 0] - left_rows
-    cost_ml = own_cost(prefix + miss) + own_cost(total - prefix)
-    cost_mr = own_cost(prefix) + own_cost(total - prefix + miss)
-    miss_left = (cost_ml < cost_mr) | ((cost_ml == cost_mr) & (left_rows > right_rows))
-    cost = np.where(miss_left, cost_ml, cost_mr)
+    if (missing_bin >= 0).any():
+        cost_ml = own_cost(prefix + miss) + own_cost(total - prefix)
+        cost_mr = own_cost(prefix) + own_cost(total - prefix + miss)
+        miss_left = (cost_ml < cost_mr) | ((cost_ml == cost_mr) & (left_rows > right_rows))
+        cost = np.where(miss_left, cost_ml, cost_mr)
+    else:  # no missing side to choose: half the work (the driver's share of a sweep at many leaves)
+        cost = own_cost(prefix) + own_cost(total - prefix)
+        miss_left = left_rows > right_rows
     next_rows = np.concatenate([values[:, :, 1:, 0], np.zeros((m, d, 1))], axis=2)
     edge = np.arange(bins)[None, None, :] < (n_bins[None, :, None] - 1)
     valid = (left_rows > 0.5) & (right_rows > 0.5) & edge & (next_rows > 0.5) & ~mapper.is_category[None, :, None]
@@ -186,10 +190,11 @@ def _rebuild_with_recuts(flat: FlatTree, merged: set, split: dict, node: int = 0
 
 
 def improve(stats: RowStatistics, nested, max_passes: int | None, max_seconds: float | None,
-            label: str = "TreeSearch") -> tuple[object, list[float]]:
+            label: str = "TreeSearch", min_share: float = 0.0) -> tuple[object, list[float]]:
     """Sweeps while a move improves and the budget lasts; returns (tree, the cost before each
     sweep). A sweep is started only when its passes fit in ``max_passes`` and the time spent is
-    below ``max_seconds``; the tree returned costs at most the tree given."""
+    below ``max_seconds``, and the previous sweep's moves saved at least ``min_share`` of the
+    cost; the tree returned costs at most the tree given."""
     start = time.perf_counter()
     spent = 0
     history: list[float] = []
@@ -207,4 +212,6 @@ def improve(stats: RowStatistics, nested, max_passes: int | None, max_seconds: f
         nested, gained, applied = apply_moves(flat, moves)
         logger.info("%s on all rows: sweep %d (%d passes, %.1f s): cost %.6g, %d moves save %.3g%%", label,
                     len(history), spent, time.perf_counter() - start, total, applied, 100 * gained / max(total, 1e-300))
+        if gained < min_share * total:  # what is left to gain is small: the passes go unspent
+            break
     return nested, history

@@ -47,7 +47,6 @@ rows (``category_cuts.py``); a greedy start refusing such features is skipped, t
 """
 from __future__ import annotations
 
-import heapq
 import logging
 import time
 
@@ -62,7 +61,6 @@ from exclust.algorithms.histogram.base import (
 )
 from exclust.algorithms.histogram.binning import category_counts
 from exclust.algorithms.search import category_cuts
-from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs, window_minimum
 from exclust.algorithms.search.all_rows import (
     GREEDY_RULES,
     greedy_models,
@@ -72,10 +70,10 @@ from exclust.algorithms.search.all_rows import (
     sample_dataset,
     search_all_rows,
 )
-from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
+from exclust.algorithms.search.lookahead import LookaheadSearch
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
 from exclust.dataplane.parts import uniform_sample
-from exclust.estimator import Integral, Interval, Real
+from exclust.estimator import Integral, Interval, Real, StrOptions
 from exclust.sources.dataset import as_tree_input
 
 logger = logging.getLogger("exclust")
@@ -83,263 +81,52 @@ logger = logging.getLogger("exclust")
 LOCAL_SEARCH_STARTS = 2
 # The sample's lookahead runs up to this many leaves; beyond, its effort outgrows linear time in the leaves.
 LOOKAHEAD_MAX_LEAVES = 12
+# The sample's lookahead and local search price at most this many nodes per leaf of the tree
+# (split between the two runs of SEARCHES): effort linear in the leaves, and independent of the
+# data's rows (the sample's are bounded). Unbounded, k = 10 on 1,000 rows priced 20,141 nodes
+# (200 s on a shared machine) for proposals that lost to ExShallow's tree on all rows; the small
+# instances of tests/test_tree_search.py reach their optimum within 72 per leaf.
+LOOKAHEAD_EVALUATIONS_PER_LEAF = 100
+# With max_passes="auto", the search on all rows also stops after a sweep saving less than this
+# share of the cost: at 50,000 x 20, k = 40 the sweeps saved 1.23%, 0.29%, 0.058%, 0.047%,
+# 0.012%, and each later sweep costs a pass as dear as the first.
+AUTO_MIN_SWEEP_GAIN = 1e-3
+# starts="auto": IMM and ExShallow up to this many clusters, ExShallow alone beyond. At k >= 40
+# IMM was never the cheapest start (200,000 x 20: 1.9043 against ExShallow's 1.5910 at k = 40,
+# 2.1077 against 1.7426 at k = 160; the issue's data 6.93 against 2.38 at k = 160) and its time
+# grows faster than ExShallow's in k (294 s on 20,000 x 20 at k = 640, shared machine).
+AUTO_IMM_MAX_CLUSTERS = 12
 # The search's two runs (see the module): name -> spread candidates and bottom-up local search.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
 
-class _Search:
-    """The search on in-memory rows; subtrees are nested tuples (feature, threshold, left,
-    left's leaves, right), a leaf is None. ``members``: the guiding centers inside a node's box
-    (indices into ``guide``), as in ExGreedy."""
-
-    def __init__(self, X: np.ndarray, centers: np.ndarray | None, n_candidates: int, lookahead: int,
-                 guide: np.ndarray, Z: np.ndarray | None = None, n_categories: np.ndarray | None = None) -> None:
-        self.raw = np.ascontiguousarray(X)  # routing and thresholds
-        space = X if Z is None else Z  # the costs (issue 28: the clustering space Z, cut on X)
-        shift = space.mean(axis=0)  # costs are differences of large sums: work around the mean
-        self.X = np.ascontiguousarray(space - shift)
-        self.centers = np.zeros((0, space.shape[1])) if centers is None else np.ascontiguousarray(centers - shift)
-        # Features cut by sets of categories or holding missing values: their candidates come from
-        # ``category_cuts.special_cuts`` instead of the sorted sweep.
-        self.n_categories = np.zeros(X.shape[1], dtype=np.int64) if n_categories is None else n_categories
-        self.special = (self.n_categories > 0) | np.isnan(X).any(axis=0)
-        self.moments = category_cuts.moments_of(self.X) if self.special.any() else None
-        # Below the lookahead, growth (and half the lookahead's candidates) follow ExGreedy's
-        # score against the guiding centers: a leaf's best cut toward its own mean alone is
-        # short-sighted where the leaf holds several clusters. Not when the centers live in Z.
-        if Z is not None:
-            guide = guide[:0]
-        self.guide_raw = np.ascontiguousarray(guide)
-        self.guide = np.ascontiguousarray(guide - shift) if Z is None else self.guide_raw
-        self.all_members = np.arange(guide.shape[0])
-        self.order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
-        self.n_candidates = int(n_candidates)
-        self.lookahead = int(lookahead)
-        self.spread = False  # which of SEARCHES runs: candidates and local search order
-        self.cuts: dict[tuple, tuple] = {}
-        self.solved: dict[tuple, tuple[np.ndarray, list]] = {}
-
-    # ---------------------------------------------------------------- one node
-    def node(self, mask: np.ndarray, members: np.ndarray | None = None) -> tuple:
-        """(own cost, cut costs (d, rows - 1), thresholds) of the rows in ``mask``, remembered:
-        the tree's cost, or with ``members`` (two or more) ExGreedy's score against them."""
-        guided = members is not None and members.size > 1
-        key = (mask.tobytes(), members.tobytes() if guided and members is not None else None)
-        hit = self.cuts.get(key)
-        if hit is None:
-            if guided:
-                costs, thresholds, own = greedy_cut_costs(self.X, self.raw, self.order, mask, self.guide, members)
-            else:
-                costs, thresholds, own = cut_costs(self.X, self.raw, self.order, mask, self.centers)
-            extra: list = []
-            if self.moments is not None:
-                costs[self.special] = np.inf
-                side_cost = category_cuts.kmeans_side_cost(None if guided else self.centers)
-                for f in np.flatnonzero(self.special).tolist():
-                    found = category_cuts.special_cuts(self.raw[mask, f], self.moments[mask],
-                                                       int(self.n_categories[f]), side_cost, self.n_candidates,
-                                                       kmeans=True)
-                    extra += [(cost, f, cut) for cost, cut in found]
-            hit = self.cuts[key] = (own, costs, thresholds, extra)
-        return hit
-
-    def best_cuts(self, mask: np.ndarray, how_many: int, members=None,
-                  window: int = 0) -> list[tuple[float, int, float]]:
-        """The ``how_many`` cuts of least cost: (cost, feature, threshold). With ``window``, only
-        cuts of least cost among the ``window`` positions either side on their feature count: one
-        per valley of the cost, where the plain least costs crowd into one gap between clusters."""
-        _, costs, thresholds, extra = self.node(mask, members)
-        if window > 0 and costs.shape[1] > 1:
-            costs = np.where(costs == window_minimum(costs, window), costs, np.inf)
-        flat = costs.ravel()
-        found: list = []
-        if flat.size:
-            if how_many == 1:
-                pick = np.array([np.argmin(flat)])  # the first of equal least costs
-                pick = pick[np.isfinite(flat[pick])]
-            else:
-                finite = np.flatnonzero(np.isfinite(flat))
-                if finite.size > how_many:
-                    finite = finite[np.argpartition(flat[finite], how_many - 1)[:how_many]]
-                pick = finite[np.lexsort((finite, flat[finite]))]
-            p = costs.shape[1]
-            found = [(float(flat[i]), int(i // p), float(thresholds.ravel()[i])) for i in pick]
-        if extra:  # set cuts and cuts learning a missing side, merged by cost (stable: sweep cuts first)
-            found = sorted(found + extra, key=lambda c: c[0])[:how_many]
-        return found
-
-    def sides(self, mask: np.ndarray, f: int, t) -> tuple[np.ndarray, np.ndarray]:
-        left = category_cuts.goes_left(self.raw[:, f], t)
-        return mask & left, mask & ~left
-
-    def split_members(self, members: np.ndarray, f: int, t) -> tuple[np.ndarray, np.ndarray]:
-        left = category_cuts.goes_left(self.guide_raw[members, f], t)
-        return members[left], members[~left]
-
-    # ---------------------------------------------------------------- best-first growth
-    def grow(self, mask: np.ndarray, members: np.ndarray, budget: int) -> tuple[np.ndarray, list]:
-        """Best-first growth to ``budget`` leaves (the leaf whose guided cut gains most is cut
-        next): cost curve (index = leaves) and, per budget, the tree."""
-        curve = np.full(budget + 1, np.inf)
-        curve[1] = self.node(mask)[0]
-        masks, groups = [mask], [members]
-        splits: list[tuple[int, int, float, int, int]] = []
-        heap: list[tuple] = []  # (change of the cost, leaf, feature, threshold): most saved first
-        self._push(heap, masks, groups, 0)
-        while len(splits) + 1 < budget and heap:
-            _, leaf, f, t = heapq.heappop(heap)
-            left, right = self.sides(masks[leaf], f, t)
-            masks += [left, right]
-            groups += list(self.split_members(groups[leaf], f, t))
-            splits.append((leaf, f, t, len(masks) - 2, len(masks) - 1))
-            change = self.node(left)[0] + self.node(right)[0] - self.node(masks[leaf])[0]
-            curve[len(splits) + 1] = curve[len(splits)] + change
-            self._push(heap, masks, groups, len(masks) - 2)
-            self._push(heap, masks, groups, len(masks) - 1)
-        trees: list[_ApplySplits | None] = [None] * (budget + 1)
-        for leaves in range(1, len(splits) + 2):
-            trees[leaves] = _ApplySplits(splits[: leaves - 1])
-        return curve, trees
-
-    def _push(self, heap, masks, groups, leaf) -> None:
-        if masks[leaf].sum() < 2:
-            return
-        members = groups[leaf] if groups[leaf].size > 1 else None
-        found = self.best_cuts(masks[leaf], 1, members)
-        if not found and members is not None:  # no cut between its centers has rows on both sides
-            members = None
-            found = self.best_cuts(masks[leaf], 1)
-        if found:
-            # The cut is chosen by the guided score; the leaves compete by what it saves of
-            # the tree's own cost.
-            _, f, t = found[0]
-            left, right = self.sides(masks[leaf], f, t)
-            change = self.node(left)[0] + self.node(right)[0] - self.node(masks[leaf])[0]
-            heapq.heappush(heap, (change, leaf, f, t))
-
-    # ---------------------------------------------------------------- lookahead
-    def solve(self, mask: np.ndarray, members: np.ndarray, budget: int, depth: int) -> tuple[np.ndarray, list]:
-        """Best cost found for every leaf budget up to ``budget`` and the matching trees."""
-        key = (mask.tobytes(), members.tobytes(), depth, self.spread)
-        hit = self.solved.get(key)
-        if hit is not None and hit[0].size > budget:
-            return hit
-        curve, trees = self.grow(mask, members, budget)
-        if depth > 0 and budget > 2:
-            # Candidates: the best cuts by the node's own two-leaf cost and by ExGreedy's score
-            # (the latter fall between clusters, which the former can miss).
-            # Spread: one candidate per valley of the cost (half a leaf's share of the rows
-            # either side); on d31 this alone takes the lookahead's tree from 1.0811 to 1.0714.
-            window = int(mask.sum()) // (2 * budget) if self.spread else 0
-            tried = {(f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, window=window)}
-            if members.size > 1:
-                tried.update((f, t) for _, f, t in self.best_cuts(mask, self.n_candidates, members, window=window))
-            for f, t in sorted(tried, key=lambda c: (c[0], category_cuts.cut_order(c[1]))):
-                left, right = self.sides(mask, f, t)
-                left_members, right_members = self.split_members(members, f, t)
-                lc, lt = self.solve(left, left_members, budget - 1, depth - 1)
-                rc, rt = self.solve(right, right_members, budget - 1, depth - 1)
-                for m in range(2, budget + 1):
-                    for j in range(1, m):
-                        cost = lc[j] + rc[m - j]
-                        if cost < curve[m] * (1 - 1e-12):  # costs are >= 0; inf: no tree yet
-                            curve[m] = cost
-                            trees[m] = (f, t, lt[j], j, rt[m - j])
-        self.solved[key] = (curve, trees)
-        return curve, trees
-
-    def nested(self, plan, mask: np.ndarray):
-        """A plan (nested tuples whose subtrees may be _ApplySplits) as plain nested tuples."""
-        if plan is None:
-            return None
-        if isinstance(plan, _ApplySplits):
-            return plan.nested()
-        f, t, left, j, right = plan
-        lm, rm = self.sides(mask, f, t)
-        return (f, t, self.nested(left, lm), j, self.nested(right, rm))
-
-    # ---------------------------------------------------------------- local search
-    def cost(self, tree, mask: np.ndarray) -> float:
-        if tree is None:
-            return self.node(mask)[0]
-        lm, rm = self.sides(mask, tree[0], tree[1])
-        return self.cost(tree[2], lm) + self.cost(tree[4], rm)
-
-    def improve(self, tree, mask: np.ndarray):
-        """Each subtree replaced by the lookahead's best of as many leaves when that costs less
-        (top-down, or bottom-up when spread); repeated until no node improves."""
-        changed = True
-        while changed:
-            tree, changed = self._improve_once(tree, mask, self.all_members)
-        return tree
-
-    def _improve_once(self, tree, mask, members):
-        """One sweep of replacements. Top-down, the root's lookahead tree tends to replace every
-        start at once, so all starts end in one tree (d31: 1.0706 with spread candidates);
-        bottom-up (spread), a node is replaced only once neither subtree improves and a start
-        keeps its upper cuts while its subtrees improve (d31: 1.0673)."""
-        if tree is None:
-            return None, False
-        if not self.spread:
-            replaced = self._replace_node(tree, mask, members)
-            if replaced is not None:
-                return replaced, True
-        f, t, left, _, right = tree
-        lm, rm = self.sides(mask, f, t)
-        left_members, right_members = self.split_members(members, f, t)
-        new_left, changed_left = self._improve_once(left, lm, left_members)
-        new_right, changed_right = self._improve_once(right, rm, right_members)
-        if changed_left or changed_right:
-            return (f, t, new_left, count_leaves(new_left), new_right), True
-        if self.spread:
-            replaced = self._replace_node(tree, mask, members)
-            if replaced is not None:
-                return replaced, True
-        return tree, False
-
-    def _replace_node(self, tree, mask, members):
-        """The lookahead's best subtree of as many leaves, when it costs less; else None."""
-        leaves = count_leaves(tree)
-        curve, trees = self.solve(mask, members, leaves, self.lookahead)
-        if curve[leaves] < self.cost(tree, mask) - 1e-9 * max(curve[leaves], 1e-300):
-            return self.nested(trees[leaves], mask)
-        return None
-
-
-class _ApplySplits:
-    """A best-first growth's first splits, turned into nested tuples on demand."""
-
-    def __init__(self, splits: list) -> None:
-        self.splits = splits
-
-    def nested(self):
-        return nested_from_cuts({leaf: (f, t, lo, hi) for leaf, f, t, lo, hi in self.splits})
-
-
 def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
                      max_bins: int, Z: np.ndarray | None = None, categories: dict | None = None,
-                     sides: np.ndarray | None = None) -> dict:
+                     sides: np.ndarray | None = None) -> tuple[dict, int]:
     """The trees the search proposes from the sample ``rows`` (steps 1 to 3) and its greedy seeds,
-    by name; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample alone. ``Z``: the
-    sample's rows in the clustering space (None: ``rows``); ``categories``: the category features;
-    ``sides``: the features whose cuts keep a missing side (default: those holding NaN in ``rows``)."""
+    by name, and the nodes its lookahead priced; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's
+    tree on the sample alone. ``Z``: the sample's rows in the clustering space (None: ``rows``);
+    ``categories``: the category features; ``sides``: the features whose cuts keep a missing side
+    (default: those holding NaN in ``rows``)."""
     k = centers.shape[0]
     data = sample_dataset(rows, categories)
     sides = np.isnan(rows).any(axis=0) if sides is None else sides
     if n_leaves > LOOKAHEAD_MAX_LEAVES:
         labels = nearest_centers(rows if Z is None else Z, centers)
         if np.unique(labels).size < 2:
-            return {}
+            return {}, 0
         tree = rule_classes()["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
         fits = tree.n_leaves == n_leaves or (n_leaves > k and tree.n_leaves >= 2)  # CART: at most n_leaves
-        return {"cart": tree_as_nested(tree, sides)} if fits else {}
-    search = _Search(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers, Z=Z,
+        return ({"cart": tree_as_nested(tree, sides)} if fits else {}), 0
+    search = LookaheadSearch(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers, Z=Z,
                      n_categories=category_counts(categories, rows.shape[1]))
     everything = np.ones(rows.shape[0], dtype=np.bool_)
     greedy = greedy_seeds(rule_classes(), data, centers, n_leaves, max_bins, Z, sides)
     proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
+    share = LOOKAHEAD_EVALUATIONS_PER_LEAF * n_leaves // len(SEARCHES)
     for name, spread in SEARCHES.items():
         search.spread = spread
+        search.max_evaluations = search.evaluations + share
         curve, plans = search.solve(everything, search.all_members, n_leaves, lookahead)
         if not np.isfinite(curve[n_leaves]):
             from exclust.errors import InputError
@@ -351,7 +138,9 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
         # Local search from the two cheapest starts (each start costs a lookahead per node).
         for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
             proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
-    return proposals
+        logger.info("TreeSearch: %s on the sample priced %d nodes (at most %d)", name, search.evaluations,
+                    search.max_evaluations)
+    return proposals, search.evaluations
 
 
 def rule_classes() -> dict:
@@ -378,10 +167,27 @@ class TreeSearch(CenterTreePredictor):
     lookahead : levels below a node that the sample's lookahead searches before growing best-first.
     sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
     max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
-    starts : greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond
-        one leaf per cluster). Not ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
-    max_passes, max_seconds : budget of the search on all rows, in passes over the rows (a sweep
-        over every leaf is one, a few at many leaves) and in seconds; None: no limit.
+    starts : tuple of str or "auto", default "auto"
+        Greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond one
+        leaf per cluster). "auto": IMM and ExShallow up to ``AUTO_IMM_MAX_CLUSTERS`` (12) clusters,
+        ExShallow alone beyond (IMM is dearer there and never the cheapest start, issue 27). Not
+        ExGreedy by default: 292 s at k = 160 on 200,000 rows (issue 27).
+    max_passes : int, "auto" or None, default "auto"
+        Budget of the search on all rows in passes over the rows (a sweep over every leaf is one,
+        one per 74 leaves at 20 features and 256 bins). "auto": as many passes as the greedy
+        starts' trees built on all rows have levels (at least one sweep), so the search costs about what its starts
+        cost and its time grows as theirs in rows and leaves; the same tree on every machine;
+        and it stops after a sweep saving less than ``AUTO_MIN_SWEEP_GAIN`` (0.1%) of the cost.
+        None: no limit (until no move improves).
+    max_seconds : float or None, default None
+        Budget of the search on all rows in seconds; None: no limit. A sweep begun is finished.
+
+    The sample's lookahead and local search are bounded by construction: they price at most
+    ``LOOKAHEAD_EVALUATIONS_PER_LEAF`` (100) nodes per leaf (one sweep over the sample's rows per
+    feature each), then finish what they started by best-first growth; beyond
+    ``LOOKAHEAD_MAX_LEAVES`` leaves they are skipped (CART on the sample proposes instead).
+    Progress (each start's seconds, the sample's nodes, each sweep's cost and gain) goes to the
+    ``exclust`` logger at INFO.
     random_state : seed of the reference k-means (when no centers are given), of the sample and
         of the bin edges.
 
@@ -390,7 +196,9 @@ class TreeSearch(CenterTreePredictor):
     with its nearest center), ``price_`` (their ratio, a run's headline price), ``start_costs_``
     (each start's cost on all rows), ``start_`` (the cheapest, which the search improved),
     ``sweep_costs_`` (the cost before each sweep), ``weighted_avg_depth_`` (over all rows),
-    ``n_search_rows_`` (the sample's rows), ``n_passes_`` (passes over the rows).
+    ``n_search_rows_`` (the sample's rows), ``n_sample_nodes_`` (nodes the sample's lookahead
+    priced), ``max_passes_`` (the search's budget on all rows, "auto" resolved), ``n_passes_``
+    (passes over the rows).
     """
 
     _parameter_constraints = {
@@ -399,14 +207,14 @@ class TreeSearch(CenterTreePredictor):
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "lookahead": [Interval(Integral, 0, None, closed="left")],
         "sample_rows": [Interval(Integral, 2, None, closed="left")],
-        "starts": [tuple, list],
-        "max_passes": [None, Interval(Integral, 0, None, closed="left")],
+        "starts": [tuple, list, StrOptions({"auto"})],
+        "max_passes": [None, StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
         "max_seconds": [None, Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
-                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = ("imm", "exshallow"),
-                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
+                 sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] | str = "auto",
+                 max_passes: int | str | None = "auto", max_seconds: float | None = None, random_state=None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.n_candidates = n_candidates
@@ -449,12 +257,16 @@ class TreeSearch(CenterTreePredictor):
         rows = np.asarray(drawn_rows[0], dtype=np.float64)
         z_rows = None if Zx is None else np.asarray(drawn_rows[1], dtype=np.float64)
         passes = int(ds.distributed)
-        t0 = time.perf_counter()
-        proposals = sample_proposals(rows, centers, leaves, self.n_candidates, self.lookahead, 65536, Z=z_rows,
-                                     categories=categories, sides=known_missing(ds) | np.isnan(rows).any(axis=0))
-        logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
-        models = greedy_models(rule_classes(), self.starts, k, leaves, int(self.max_bins), self.random_state)
+        starts = self.starts
+        if starts == "auto":  # IMM beyond AUTO_IMM_MAX_CLUSTERS: dearer than ExShallow and never the cheapest
+            starts = ("imm", "exshallow") if k <= AUTO_IMM_MAX_CLUSTERS else ("exshallow",)
+        models = greedy_models(rule_classes(), starts, k, leaves, int(self.max_bins), self.random_state)
         greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
+        t0 = time.perf_counter()
+        proposals, sample_nodes = sample_proposals(
+            rows, centers, leaves, self.n_candidates, self.lookahead, 65536, Z=z_rows, categories=categories,
+            sides=known_missing(ds) | np.isnan(rows).any(axis=0))
+        logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
         sample, drawn = binning_sample(ds, self.random_state)
         mapper = edges_from_sample(sample, max_bins=int(self.max_bins), categories=categories,
                                    missing=known_missing(ds))
@@ -464,7 +276,16 @@ class TreeSearch(CenterTreePredictor):
             raise ParameterError(f"no tree of {leaves} leaves to start from: give 'starts' a greedy rule")
         stats = RowStatistics(ds.X, mapper, centers.mean(axis=0), Z=Zx)
         try:
-            found = search_all_rows(stats, centers, leaves, proposals, self.max_passes, self.max_seconds)
+            max_passes: int | None = None if self.max_passes in (None, "auto") else int(self.max_passes)
+            min_share = 0.0
+            if self.max_passes == "auto":
+                min_share = AUTO_MIN_SWEEP_GAIN
+                # As many passes as the greedy starts' trees have levels (a level-wise builder's
+                # passes, less its sampling ones, which differ between numpy, Dask and a run's
+                # sample): the search costs about what its starts cost, the same tree everywhere.
+                levels = sum(int(tree.node_depths().max()) for tree in greedy.values())
+                max_passes = max(levels, stats.passes_per_sweep(leaves))
+            found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds, min_share)
         finally:
             stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
@@ -480,6 +301,8 @@ class TreeSearch(CenterTreePredictor):
         self.start_ = found.start
         self.sweep_costs_ = found.sweep_costs
         self.n_search_rows_ = int(rows.shape[0])
+        self.n_sample_nodes_ = sample_nodes
+        self.max_passes_ = max_passes
         depths = self.tree_.node_depths()[self.tree_.leaves]
         self.weighted_avg_depth_ = float((found.leaf_rows * depths).sum() / max(found.leaf_rows.sum(), 1))
         self.n_passes_ = passes + greedy_passes + drawn + found.n_passes
@@ -494,6 +317,6 @@ class BestTree(TreeSearch):
 
     def __init__(self, n_clusters: int, n_leaves: int | None = None, n_candidates: int = 4, lookahead: int = 2,
                  sample_rows: int = 1_000, max_bins: int = 256, starts: tuple[str, ...] = GREEDY_RULES,
-                 max_passes: int | None = 32, max_seconds: float | None = None, random_state=None) -> None:
+                 max_passes: int | str | None = "auto", max_seconds: float | None = None, random_state=None) -> None:
         super().__init__(n_clusters, n_leaves, n_candidates, lookahead, sample_rows, max_bins, starts, max_passes,
                          max_seconds, random_state)
