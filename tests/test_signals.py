@@ -297,3 +297,45 @@ def test_a_stop_inside_a_descriptors_set_name_is_delivered_after_it():
     proc = subprocess.run([sys.executable, "-c", SET_NAME_STOP], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.stdout.strip() == f"stopped {int(signal.SIGTERM)}", proc.stdout + proc.stderr
+
+
+EXTENSION_INIT_STOP = r'''
+import os, signal, sys, time
+from exclust.dataplane.stop_signals import listening
+
+
+class StopWhileDevicearrayImports:
+    """numba's C module ``_dispatcher`` imports ``numba._devicearray`` from its init: the signal sent from this
+    finder is handled inside that nested import, with the C init on the stack."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "numba._devicearray":
+            assert "numba._dispatcher" not in sys.modules  # still initialising
+            os.kill(os.getpid(), signal.SIGHUP)
+            for _ in range(10_000):
+                pass
+        return None
+
+
+sys.meta_path.insert(0, StopWhileDevicearrayImports())
+with listening() as stop:
+    try:
+        import numba
+        deadline = time.monotonic() + 60  # a bound on a lost signal only
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("not stopped")
+    except KeyboardInterrupt:
+        print("stopped", stop.signum, "numba._dispatcher" in sys.modules)
+    except ImportError as exc:
+        print("import failed:", exc)
+'''
+
+
+def test_a_stop_while_a_c_extension_initialises_is_delivered_after_it():
+    """A stop signal that lands while a C extension's init imports another module (the sweep's SIGHUP at 1 s of a
+    label run met numba's ``_dispatcher`` importing ``numba._devicearray``): the init would turn the interrupt
+    into an ImportError (exit 1, a traceback); it is delivered again once the extension is initialised."""
+    proc = subprocess.run([sys.executable, "-c", EXTENSION_INIT_STOP], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout.strip() == f"stopped {int(signal.SIGHUP)} True", proc.stdout + proc.stderr

@@ -25,7 +25,8 @@ callback has returned; a signal that lands inside a garbage-collector callback i
 at all but delivered again a moment later (distributed's GC diagnosis times each collection from its
 "start" to its "stop" callback: an interrupt between the two fails an assertion at the next one). So
 is one that lands inside a descriptor's ``__set_name__``, where Python 3.11 wraps any exception in a
-RuntimeError (a class made while a module imports).
+RuntimeError (a class made while a module imports), and one that lands while a C extension module initialises,
+whose init turns any exception into an ImportError.
 """
 from __future__ import annotations
 
@@ -175,7 +176,7 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
             if _STATE.settled:
                 stop.signum = stop.signum or signum
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
-        if _in_gc_callback(frame) or _in_set_name(frame):
+        if _in_gc_callback(frame) or _in_set_name(frame) or _in_extension_init(frame):
             threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
             return
         stop.signum = stop.signum or signum
@@ -225,6 +226,21 @@ def _in_set_name(frame) -> bool:
     while frame is not None:
         if frame.f_code.co_name == "__set_name__":
             return True
+        frame = frame.f_back
+    return False
+
+
+def _in_extension_init(frame) -> bool:
+    """Whether ``frame`` or a caller of it creates or executes a C extension module (``ExtensionFileLoader``): the
+    module's C init may import further modules, and an interrupt raised in them comes out of the init as an
+    ImportError (the sweep's SIGHUP at 1 s of a label run landed while numba's ``_dispatcher`` imported
+    ``numba._devicearray``: "ImportError: numba._devicearray failed to import", exit 1, a traceback)."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in ("create_module", "exec_module") and code.co_filename.endswith("_bootstrap_external>"):
+            loader = frame.f_locals.get("self")
+            if type(loader).__name__ == "ExtensionFileLoader":
+                return True
         frame = frame.f_back
     return False
 
