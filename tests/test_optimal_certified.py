@@ -242,6 +242,30 @@ def test_every_cut_positions_side_bound_is_at_most_that_sides_optimum():
                         assert side[p, m] <= brute_force(X[rows], m) + 1e-9
 
 
+def test_every_cut_positions_exact_two_leaf_sides_from_the_nodes_histograms():
+    """``best_two_by_position`` given the node's histograms (made once per node): every prefix's and
+    suffix's best cost of at most two leaves, against brute force, for the root and a sub-box."""
+    from exclust.algorithms.search._optimal_bounds import best_two_by_position, node_histograms, split_cells
+
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        X = np.round(rng.normal(size=(int(rng.integers(9, 15)), 3)) * 3, 1)
+        mapper = _mapper(X)
+        cells = block_cells(X, mapper, X.mean(axis=0))
+        codes = mapper.transform(X)
+        split = int(np.median(cells.codes[:, 0]))
+        box, _ = split_cells(cells.codes, np.arange(cells.n_cells), 0, split)
+        for chosen, rows_in in ((np.arange(cells.n_cells), np.ones(X.shape[0], bool)), (box, codes[:, 0] <= split)):
+            hist = node_histograms(cells.codes, cells.stats, chosen, mapper.max_n_bins)
+            for f in range(X.shape[1]):
+                left, _, right, _ = best_two_by_position(cells.codes, cells.stats, chosen, f, hist)
+                occupied = np.unique(cells.codes[chosen, f])
+                for b in occupied:
+                    assert left[b] == pytest.approx(brute_force(X[rows_in & (codes[:, f] <= b)], 2), abs=1e-7)
+                    if b < occupied[-1]:
+                        assert right[b] == pytest.approx(brute_force(X[rows_in & (codes[:, f] > b)], 2), abs=1e-7)
+
+
 @pytest.mark.parametrize("budget", [1, 2, 5, 20])
 def test_a_search_stopped_by_its_node_budget_keeps_a_valid_bound_at_four_and_five_leaves(budget):
     rng = np.random.default_rng(13)

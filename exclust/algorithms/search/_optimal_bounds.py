@@ -193,16 +193,17 @@ def _best_two_of(acc, node, complement, out_arg):
 
 
 @numba.njit(cache=True, nogil=True)
-def best_two_by_position(codes, stats, cells, feature, n_bins):
+def best_two_by_position(codes, stats, cells, feature, node):
     """For every occupied bin b of ``feature``: the least cost of at most two leaves over the node's
     cells whose code on it is <= b (left) and over those above b (right), with their cuts (feature,
-    bin; -1 for one leaf). The cells are taken in order of their code on ``feature``; the left
-    side's per-feature histograms grow by each bin's cells, the right side's are the node's less
-    the left's: memory of two histograms (d, n_bins, width), O(cells * d * width) to fill them and
-    O(d * n_bins * width) per occupied bin to score."""
+    bin; -1 for one leaf). ``node`` is the node's histograms (``node_histograms`` of the same
+    cells), made once per node and shared by every feature's call. The cells are taken in order
+    of their code on ``feature``; the left side's per-feature histograms grow by each bin's cells,
+    the right side's are the node's less the left's: memory of two histograms (d, n_bins, width),
+    O(cells * d * width) to fill them and O(d * n_bins * width) per occupied bin to score."""
     d = codes.shape[1]
     width = stats.shape[1]
-    node = node_histograms(codes, stats, cells, n_bins)
+    n_bins = node.shape[1]
     order = np.argsort(codes[cells, feature].astype(np.int64), kind="mergesort")
     left_best = np.full(n_bins, np.inf)
     right_best = np.full(n_bins, np.inf)

@@ -111,6 +111,7 @@ class _Node:
     def __init__(self, search: BranchAndBound, cells: np.ndarray) -> None:
         self.cells = cells
         hist = node_histograms(search.codes, search.stats, cells, search.n_bins)
+        self.hist = hist  # kept for every feature's two-leaf sides (``two_leaf_sides``)
         self.total = hist[0].sum(axis=0)
         self.cost = leaf_costs(self.total)
         # Cut positions per feature: after each occupied bin but the last (a cut must leave cells
@@ -130,9 +131,9 @@ class _Node:
 
     def two_leaf_sides(self, search: BranchAndBound, f: int) -> tuple:
         """Each cut position's left and right best costs of at most two leaves on feature f, with
-        their trees: one sweep (``best_two_by_position``)."""
+        their trees: one sweep (``best_two_by_position``, from the node's own histograms)."""
         search.sweeps += 1
-        lb, la, rb, ra = best_two_by_position(search.codes, search.stats, self.cells, f, search.n_bins)
+        lb, la, rb, ra = best_two_by_position(search.codes, search.stats, self.cells, f, self.hist)
         at = self.positions[f]
         return lb[at], la[at], rb[at], ra[at]
 
