@@ -29,52 +29,38 @@ def side_cost(count, total, sumsq, centers, center_sq):
     return max(best, 0.0)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def node_rows_in_order(feature_order, in_node, rows):
-    """Write the node's rows (``in_node``) into ``rows`` in the order of ``feature_order`` (every
-    row sorted on one feature); returns how many there are."""
-    size = 0
-    for r in range(feature_order.shape[0]):
-        i = feature_order[r]
-        if in_node[i]:
-            rows[size] = i
-            size += 1
-    return size
-
-
 @numba.njit(cache=True, nogil=True)
-def cut_costs(X, raw, order, in_node, centers):
+def cut_costs(X, raw, rows_in, order, centers):
     """Per feature f and position p among the node's rows sorted on f: the cost of both sides of
     the cut after that position (inf where the next row has the same value, so no threshold
     parts them), and the cut's threshold (midpoint of the two values); and the node's own cost.
 
     ``X`` holds the rows of the clustering space moved to their mean (for the sums: the features
-    themselves, or other columns Z), ``raw`` the features as given (for the thresholds). ``order[f]``
-    sorts all rows on feature f; ``in_node`` marks the node's rows. Sums are running prefix sums:
-    one sweep per feature, O(rows * p) each.
+    themselves, or other columns Z), ``raw`` the features as given (for the thresholds).
+    ``rows_in`` holds the node's rows in ascending order, ``order[f]`` the same rows sorted on
+    feature f (``LookaheadSearch.sorted_rows``). Sums are running prefix sums: one sweep over the node's rows per
+    feature, O(m * p) each for a node of m rows.
     """
-    n, w = X.shape
+    w = X.shape[1]
     d = raw.shape[1]
     center_sq = np.zeros(centers.shape[0])
     for j in range(centers.shape[0]):
         for a in range(w):
             center_sq[j] += centers[j, a] * centers[j, a]
-    rows = np.empty(n, dtype=np.int64)
     total = np.zeros(w)
     total_sq = 0.0
-    m = 0
-    for i in range(n):
-        if in_node[i]:
-            for a in range(w):
-                total[a] += X[i, a]
-                total_sq += X[i, a] * X[i, a]
-            m += 1
+    m = rows_in.shape[0]
+    for r in range(m):
+        i = rows_in[r]
+        for a in range(w):
+            total[a] += X[i, a]
+            total_sq += X[i, a] * X[i, a]
     costs = np.full((d, max(m - 1, 0)), np.inf)
     thresholds = np.zeros((d, max(m - 1, 0)))
     left = np.empty(w)
     right = np.empty(w)
     for f in range(d):
-        node_rows_in_order(order[f], in_node, rows)
+        rows = order[f]
         left[:] = 0.0
         left_sq = 0.0
         for p in range(m - 1):
@@ -94,25 +80,20 @@ def cut_costs(X, raw, order, in_node, centers):
 
 
 @numba.njit(cache=True, nogil=True)
-def greedy_cut_costs(X, raw, order, in_node, centers, members):
+def greedy_cut_costs(X, raw, rows_in, order, centers, members):
     """ExGreedy's score of every cut of one node (Laber and Murtinho 2021): each row pays its
     squared distance to the nearest of the node's centers (``members``) on its own side; cuts
     that leave no member center on a side cost inf. Same layout as ``cut_costs``; the node's own
-    cost is the distance to the nearest member center. O(rows * k^2) per feature."""
+    cost is the distance to the nearest member center. O(m * k^2) per feature for a node of m rows."""
     n, d = X.shape
     k = members.shape[0]
-    rows = np.empty(n, dtype=np.int64)
-    m = 0
-    for i in range(n):
-        if in_node[i]:
-            m += 1
+    m = rows_in.shape[0]
     costs = np.full((d, max(m - 1, 0)), np.inf)
     thresholds = np.zeros((d, max(m - 1, 0)))
-    dist = np.empty((n, k))
+    dist = np.empty((n, k))  # rows of the node only are written and read
     own = 0.0
-    for i in range(n):
-        if not in_node[i]:
-            continue
+    for r in range(m):
+        i = rows_in[r]
         best = np.inf
         for c in range(k):
             v = 0.0
@@ -129,7 +110,7 @@ def greedy_cut_costs(X, raw, order, in_node, centers, members):
         for c in range(k):
             coord[c] = centers[members[c], f]
         ranked = np.argsort(coord)
-        node_rows_in_order(order[f], in_node, rows)
+        rows = order[f]
         # Per row, the running nearest distance over the first q ranked centers (left) and over
         # the rest (right), for every split q of the centers along f.
         near_left = np.empty((m, k))

@@ -38,13 +38,19 @@ class LookaheadSearch:
         self.guide_raw = np.ascontiguousarray(guide)
         self.guide = np.ascontiguousarray(guide - shift) if Z is None else self.guide_raw
         self.all_members = np.arange(guide.shape[0])
-        self.order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+        # All rows sorted on each feature (stable), and each node's rows so (``sorted_rows``):
+        # a child's come from its parent's by a stable partition, as CART builders do, so a
+        # node's pricing costs its own rows, not the sample's.
+        index = np.int32 if X.shape[0] < 2**31 else np.int64
+        self.order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T.astype(index))
+        self.node_rows: dict[bytes, np.ndarray] = {}
+        self.parents: dict[bytes, np.ndarray] = {}  # a node's key -> its parent's mask (``sides``)
         self.n_candidates = int(n_candidates)
         self.lookahead = int(lookahead)
         self.spread = False  # which of SEARCHES runs: candidates and local search order
         self.cuts: dict[tuple, tuple] = {}
         self.solved: dict[tuple, tuple[np.ndarray, list]] = {}
-        # The effort: nodes whose cuts were priced (each one sweep over the sample's rows per
+        # The effort: nodes whose cuts were priced (each one sweep over the node's rows per
         # feature), and the most the lookahead and the local search may price before they stop
         # trying candidates (growth alone then finishes what is started: a whole tree).
         self.evaluations = 0
@@ -63,10 +69,12 @@ class LookaheadSearch:
         hit = self.cuts.get(key)
         if hit is None:
             self.evaluations += 1
+            rows = np.flatnonzero(mask)
+            order = self.sorted_rows(mask, key[0])
             if guided:
-                costs, thresholds, own = greedy_cut_costs(self.X, self.raw, self.order, mask, self.guide, members)
+                costs, thresholds, own = greedy_cut_costs(self.X, self.raw, rows, order, self.guide, members)
             else:
-                costs, thresholds, own = cut_costs(self.X, self.raw, self.order, mask, self.centers)
+                costs, thresholds, own = cut_costs(self.X, self.raw, rows, order, self.centers)
             extra: list = []
             if self.moments is not None:
                 costs[self.special] = np.inf
@@ -77,6 +85,17 @@ class LookaheadSearch:
                                                        kmeans=True)
                     extra += [(cost, f, cut) for cost, cut in found]
             hit = self.cuts[key] = (own, costs, thresholds, extra)
+        return hit
+
+    def sorted_rows(self, mask: np.ndarray, key: bytes) -> np.ndarray:
+        """Per feature, the node's rows in the order of ``self.order`` ((d, rows)): its parent's
+        (``sides`` names it) kept where in the node, O(d * parent's rows); the sample's order
+        filtered where the parent is unknown (the root)."""
+        hit = self.node_rows.get(key)
+        if hit is None:
+            parent = self.parents.get(key)
+            source = self.order if parent is None else self.sorted_rows(parent, parent.tobytes())
+            hit = self.node_rows[key] = source[mask[source]].reshape(source.shape[0], -1)
         return hit
 
     def best_cuts(self, mask: np.ndarray, how_many: int, members=None,
@@ -106,7 +125,13 @@ class LookaheadSearch:
 
     def sides(self, mask: np.ndarray, f: int, t) -> tuple[np.ndarray, np.ndarray]:
         left = category_cuts.goes_left(self.raw[:, f], t)
-        return mask & left, mask & ~left
+        pair = mask & left, mask & ~left
+        key = mask.tobytes()
+        for side in pair:  # the parent that ``sorted_rows`` partitions (a side of all rows is the node itself)
+            side_key = side.tobytes()
+            if side_key != key:
+                self.parents.setdefault(side_key, mask)
+        return pair
 
     def split_members(self, members: np.ndarray, f: int, t) -> tuple[np.ndarray, np.ndarray]:
         left = category_cuts.goes_left(self.guide_raw[members, f], t)

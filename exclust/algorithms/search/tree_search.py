@@ -12,11 +12,13 @@ back; none is best on every data set (bench/README.md, issue 21). TreeSearch sea
    for every leaf budget at once (a cost curve), so the shares cost no extra work; row sets
    already solved are remembered.
 2. Local search (re-choose a node's cut and regrow its subtree while the cost falls): starting
-   from the two cheapest of the lookahead tree and the greedy rules' trees on the same rows
-   (ExGreedy, ExShallow, IMM and CART at k leaves; ExKMC and CART beyond), every node's subtree is
-   replaced by the lookahead's best subtree of the same number of leaves whenever that costs
-   less, until no node improves. The result is therefore never worse than any of those greedy
-   trees on the rows it searched (the cheapest start is among those improved).
+   from the two cheapest on the searched rows of the lookahead tree, the greedy starts' trees
+   built on all rows (``starts``: IMM and ExShallow by default at k leaves, ExKMC beyond) and
+   CART's tree on the searched rows, every node's subtree is replaced by the lookahead's best
+   subtree of the same number of leaves whenever that costs less, until no node improves. The
+   result is therefore never worse on the rows it searched than any of those trees (the
+   cheapest start is among those improved). The greedy rules are not fitted again on the
+   searched rows: ExShallow and ExGreedy on a 1,000-row sample cost more than the lookahead.
 3. Both steps run twice, and the cheapest tree of the two runs is kept ("plain" and "spread",
    ``SEARCHES``). Plain: the candidates are the cuts of least cost and the local search goes
    top-down. Spread: a candidate must be the cheapest cut within half a leaf's share of the
@@ -64,7 +66,6 @@ from exclust.algorithms.search import category_cuts
 from exclust.algorithms.search.all_rows import (
     GREEDY_RULES,
     greedy_models,
-    greedy_seeds,
     greedy_starts,
     nearest_centers,
     sample_dataset,
@@ -101,28 +102,26 @@ SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
 
 def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
-                     max_bins: int, Z: np.ndarray | None = None, categories: dict | None = None,
+                     starts: dict, Z: np.ndarray | None = None, categories: dict | None = None,
                      sides: np.ndarray | None = None) -> tuple[dict, int]:
-    """The trees the search proposes from the sample ``rows`` (steps 1 to 3) and its greedy seeds,
-    by name, and the nodes its lookahead priced; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's
-    tree on the sample alone. ``Z``: the sample's rows in the clustering space (None: ``rows``);
-    ``categories``: the category features; ``sides``: the features whose cuts keep a missing side
-    (default: those holding NaN in ``rows``)."""
-    k = centers.shape[0]
+    """The trees the search proposes from the sample ``rows`` (steps 1 to 3), by name, and the
+    nodes its lookahead priced; beyond ``LOOKAHEAD_MAX_LEAVES`` leaves, CART's tree on the sample
+    alone. ``starts``: the greedy rules' trees built on all rows (name -> ThresholdTree), which
+    with CART's tree on the sample start the local search: the rules are not fitted again on the
+    sample (refitting ExShallow and ExGreedy there cost more than the lookahead itself, and their
+    trees on all rows are proposed anyway). ``Z``: the sample's rows in the clustering space
+    (None: ``rows``); ``categories``: the category features; ``sides``: the features whose cuts
+    keep a missing side (default: those holding NaN in ``rows``)."""
     data = sample_dataset(rows, categories)
     sides = np.isnan(rows).any(axis=0) if sides is None else sides
+    proposals = cart_on_sample(data, rows if Z is None else Z, centers, n_leaves, sides)
     if n_leaves > LOOKAHEAD_MAX_LEAVES:
-        labels = nearest_centers(rows if Z is None else Z, centers)
-        if np.unique(labels).size < 2:
-            return {}, 0
-        tree = rule_classes()["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
-        fits = tree.n_leaves == n_leaves or (n_leaves > k and tree.n_leaves >= 2)  # CART: at most n_leaves
-        return ({"cart": tree_as_nested(tree, sides)} if fits else {}), 0
+        return proposals, 0
+    k = centers.shape[0]
     search = LookaheadSearch(rows, None if n_leaves == k else centers, n_candidates, lookahead, guide=centers, Z=Z,
-                     n_categories=category_counts(categories, rows.shape[1]))
+                             n_categories=category_counts(categories, rows.shape[1]))
     everything = np.ones(rows.shape[0], dtype=np.bool_)
-    greedy = greedy_seeds(rule_classes(), data, centers, n_leaves, max_bins, Z, sides)
-    proposals = {name if name == "cart" else f"{name} (sample)": tree for name, tree in greedy.items()}
+    seeds = {**{name: tree_as_nested(tree, sides) for name, tree in starts.items()}, **proposals}
     share = LOOKAHEAD_EVALUATIONS_PER_LEAF * n_leaves // len(SEARCHES)
     for name, spread in SEARCHES.items():
         search.spread = spread
@@ -133,14 +132,26 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
 
             raise InputError(f"the rows cannot be cut into {n_leaves} leaves: fewer distinct rows than leaves")
         proposals[name] = search.nested(plans[n_leaves], everything)
-        starts = {name: proposals[name], **greedy}
-        costs = {start: search.cost(tree, everything) for start, tree in starts.items()}
+        candidates = {name: proposals[name], **seeds}
+        costs = {start: search.cost(tree, everything) for start, tree in candidates.items()}
         # Local search from the two cheapest starts (each start costs a lookahead per node).
-        for i, start in enumerate(sorted(starts, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
-            proposals[f"{name} search {i + 1}"] = search.improve(starts[start], everything)
+        for i, start in enumerate(sorted(candidates, key=lambda s: costs[s])[:LOCAL_SEARCH_STARTS]):
+            proposals[f"{name} search {i + 1}"] = search.improve(candidates[start], everything)
         logger.info("TreeSearch: %s on the sample priced %d nodes (at most %d)", name, search.evaluations,
                     search.max_evaluations)
     return proposals, search.evaluations
+
+
+def cart_on_sample(data, space: np.ndarray, centers: np.ndarray, n_leaves: int, sides: np.ndarray) -> dict:
+    """CART's tree on the sample (``data``) against each row's nearest center in ``space``, as
+    {"cart": nested tree}: with ``n_leaves`` leaves at one leaf per cluster, 2 to ``n_leaves``
+    beyond (CART stops at pure leaves); {} where it has no such tree."""
+    labels = nearest_centers(space, centers)
+    if np.unique(labels).size < 2:
+        return {}
+    tree = rule_classes()["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
+    fits = tree.n_leaves == n_leaves or (n_leaves > centers.shape[0] and tree.n_leaves >= 2)
+    return {"cart": tree_as_nested(tree, sides)} if fits else {}
 
 
 def rule_classes() -> dict:
@@ -183,7 +194,7 @@ class TreeSearch(CenterTreePredictor):
         Budget of the search on all rows in seconds; None: no limit. A sweep begun is finished.
 
     The sample's lookahead and local search are bounded by construction: they price at most
-    ``LOOKAHEAD_EVALUATIONS_PER_LEAF`` (100) nodes per leaf (one sweep over the sample's rows per
+    ``LOOKAHEAD_EVALUATIONS_PER_LEAF`` (100) nodes per leaf (one sweep over the node's rows per
     feature each), then finish what they started by best-first growth; beyond
     ``LOOKAHEAD_MAX_LEAVES`` leaves they are skipped (CART on the sample proposes instead).
     Progress (each start's seconds, the sample's nodes, each sweep's cost and gain) goes to the
@@ -264,7 +275,7 @@ class TreeSearch(CenterTreePredictor):
         greedy, greedy_passes = greedy_starts(ds, centers, models, Zx)
         t0 = time.perf_counter()
         proposals, sample_nodes = sample_proposals(
-            rows, centers, leaves, self.n_candidates, self.lookahead, 65536, Z=z_rows, categories=categories,
+            rows, centers, leaves, self.n_candidates, self.lookahead, greedy, Z=z_rows, categories=categories,
             sides=known_missing(ds) | np.isnan(rows).any(axis=0))
         logger.info("TreeSearch: %d trees from the sample in %.1f s", len(proposals), time.perf_counter() - t0)
         sample, drawn = binning_sample(ds, self.random_state)
