@@ -21,6 +21,7 @@ MISSING_LEFT, MISSING_RIGHT = 0, 1  # exclust.tree.node_kinds' sides
 
 MAX_BULK_CENTERS = 7  # a slot with more centers never uses a bulk bin (centers! orders per slot)
 BULK_SAMPLE = 512  # rows per slot sampled to find each feature's bulk bin
+MERGE_SORT_CENTERS = 32  # a row's centers are merge sorted above this many (insertion sorted below: m^2 / 4)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -51,6 +52,34 @@ def _walk_steps(flat, cell, groups, f, near, near_d, n_near, top, lim, hi):
         if lim == 0 and hi == top:
             break
     flat[cell + 1] += prev_left  # 0 when the left side is not needed
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_sort(near_d, near, n, tmp_d, tmp_j):
+    """Sort ``near_d[:n]`` (carrying ``near``) ascending, stable: equal distances keep their order
+    (the centers' index order), as the insertion sort does for few centers; n log n, not n^2."""
+    width = 1
+    in_tmp = False  # where the runs of the current width are
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            a, b = lo, mid
+            for o in range(lo, hi):
+                take_b = a >= mid or (b < hi and (tmp_d[b] < tmp_d[a] if in_tmp else near_d[b] < near_d[a]))
+                src = b if take_b else a
+                if in_tmp:
+                    near_d[o], near[o] = tmp_d[src], tmp_j[src]
+                else:
+                    tmp_d[o], tmp_j[o] = near_d[src], near[src]
+                if take_b:
+                    b += 1
+                else:
+                    a += 1
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        near_d[:n] = tmp_d[:n]
+        near[:n] = tmp_j[:n]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -200,12 +229,20 @@ def shallow_histograms(codes, dists, feature, split_bin, left, right, resume, re
         near = np.empty(k, dtype=np.int64)  # the row's node centers, nearest first
         near_d = np.empty(k)
         rank = np.empty(k, dtype=np.int64)
+        sort_d = np.empty(k)  # the merge sort's second buffer
+        sort_j = np.empty(k, dtype=np.int64)
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             s = row_slot[i]
             groups = member_group[s]
             n_near = 0
-            for j in range(k):  # insertion sort: k is small
+            if n_members[s] > MERGE_SORT_CENTERS:  # many centers (a high node of a large k)
+                for j in range(k):
+                    if groups[0, j] >= 0:
+                        near_d[n_near], near[n_near] = dists[i, j], j
+                        n_near += 1
+                _merge_sort(near_d, near, n_near, sort_d, sort_j)
+            for j in range(k if n_members[s] <= MERGE_SORT_CENTERS else 0):  # insertion sort: few centers
                 if groups[0, j] < 0:
                     continue
                 v = dists[i, j]

@@ -24,13 +24,21 @@ PROOFS = 8  # centers of L at most as far as a carved-off one, found per row bef
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _left_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, subtract_only):
+def _left_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, carved_at, subtract_only):
     """Write row i's left-profile change along feature f at the splits kept, into its bin's cell
     ``sums[t, e, f, code, q, 0]``: the new profile (without the small child's centers) less the
     old one, or, with ``subtract_only``, minus the old one. (Whole arrays and indices, no views:
     a view in this loop would cost reference counting per row and feature.)"""
     run_old, run_new = np.inf, np.inf
     p = 0
+    if not subtract_only:
+        # Below the lowest carved-off group both profiles are the same minimum: no change to write.
+        while p < carved_at[e, f, 0]:
+            v = np.float64(dists[i, order[e, f, p]])
+            if v < run_old:
+                run_old = v
+            p += 1
+        run_new = run_old
     while p < n_p:
         g = grp[e, f, p]
         while p < n_p and grp[e, f, p] == g:
@@ -46,13 +54,23 @@ def _left_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_spl
             delta = -run_old if subtract_only else run_new - run_old
             if delta != 0.0:
                 sums[t, e, f, code, q, 0] += delta
+        if not subtract_only and p > carved_at[e, f, 1] and run_new == run_old:
+            break  # past every carved-off center, the profiles agree at every split above
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _right_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, subtract_only):
+def _right_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_split, carved_at, subtract_only):
     """As ``_left_profile`` for the right side: at split g, the groups above g."""
     run_old, run_new = np.inf, np.inf
     p = n_p - 1
+    if not subtract_only:
+        # Above the highest carved-off group both profiles are the same minimum.
+        while p > carved_at[e, f, 1]:
+            v = np.float64(dists[i, order[e, f, p]])
+            if v < run_old:
+                run_old = v
+            p -= 1
+        run_new = run_old
     while p >= 0:
         g = grp[e, f, p]
         q = new_split[e, f, g]
@@ -68,6 +86,8 @@ def _right_profile(sums, t, e, f, code, dists, i, order, grp, n_p, small, new_sp
             if not small[e, j] and v < run_new:
                 run_new = v
             p -= 1
+        if not subtract_only and p < carved_at[e, f, 0] and run_new == run_old:
+            break  # below every carved-off center, the profiles agree at every split below
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -89,8 +109,8 @@ def _disproved(dists, i, dc, candidates, e, f, lo, hi):
 @numba.njit(cache=True, nogil=True, parallel=True)
 def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, slot, n_derived, parent_order,
                    parent_grp, n_parent, small, large_order, n_large, small_list, n_small, new_split, check_left,
-                   check_right, center_grp, left_group, right_group, span_old, span_new, missing_code, n_bins,
-                   n_splits, nt):
+                   check_right, center_grp, left_group, right_group, span_old, span_new, carved_at, missing_code,
+                   n_bins, n_splits, nt):
     """Per derivation e (a large child L of parent P, small sibling S): what to add to P's sums,
     counts and cost before the cut to get L's.
 
@@ -102,11 +122,14 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
     ``small_list[e, c]``, lowers no left profile of L) the number of L's first centers by group
     of which one at most as far as c proves c lowers no left profile; ``check_right[e, c, f]``
     (-1: none) the first of L's centers from which on one such proves it on the right;
-    ``center_grp[e, f, j]`` center j's group in P along f; ``left_group`` / ``right_group``
+    ``center_grp[e, j, f]`` center j's group in P along f; ``left_group`` / ``right_group``
     (e, c, f) the group a proving center must be at or below (left) or above (right): a few
     centers at most as far as c, found once per row (``PROOFS``), settle most features at once;
     ``span_old`` / ``span_new`` (e, f, 2) the lowest and highest center code of P and of L (which
-    sides a row needs, as the direct kernel decides); ``missing_code[f]`` the missing bin (-1).
+    sides a row needs, as the direct kernel decides); ``carved_at`` (e, f, 2) the first position
+    in P's order of the lowest group holding a center of S and the last of the highest (a walk
+    that corrects a profile changes nothing outside them and stops once the profiles agree past
+    them); ``missing_code[f]`` the missing bin (-1).
 
     Returns the sums' change (n_derived, d, n_bins, n_splits, 2) at L's splits, the counts'
     (n_derived, d, n_bins) and the cost's (n_derived,).
@@ -119,8 +142,8 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
     base = np.zeros((nt, n_derived), dtype=np.float64)
     step = (m + nt - 1) // nt
     for t in numba.prange(nt):
-        low = np.empty((small_list.shape[1], d), dtype=np.int64)  # per center of S and feature
-        high = np.empty((small_list.shape[1], d), dtype=np.int64)
+        low = np.empty((small_list.shape[1], d), dtype=np.int32)  # per center of S and feature
+        high = np.empty((small_list.shape[1], d), dtype=np.int32)
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             e = row_slot[i] // 2
@@ -134,14 +157,14 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                 base_known = True
                 for c in range(n_small[e]):
                     dc = dists[i, small_list[e, c]]
-                    for f in range(d):
-                        low[c, f], high[c, f] = n_parent[e], -1
+                    low[c, :] = n_parent[e]
+                    high[c, :] = -1
                     found = 0
                     for p in range(n_large[e]):
                         j = large_order[e, 0, p]
                         if dists[i, j] <= dc:
-                            for f in range(d):
-                                g = center_grp[e, f, j]
+                            for f in range(d):  # contiguous over f (center_grp is (e, j, f)): vectorised
+                                g = center_grp[e, j, f]
                                 low[c, f] = min(low[c, f], g)
                                 high[c, f] = max(high[c, f], g)
                             found += 1
@@ -169,10 +192,10 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                 if not in_large:
                     if old_left:
                         _left_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
-                                      new_split, True)
+                                      new_split, carved_at, True)
                     if old_right:
                         _right_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
-                                       new_split, True)
+                                       new_split, carved_at, True)
                     continue
                 if span_new[e, f, 0] == span_new[e, f, 1]:
                     continue  # L keeps no split on f: nothing of f is read at L
@@ -191,7 +214,7 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                         c += 1
                     if redo:
                         _left_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
-                                      new_split, not new_left)
+                                      new_split, carved_at, not new_left)
                 if old_right:
                     redo = not new_right
                     c = 0
@@ -204,7 +227,7 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
                         c += 1
                     if redo:
                         _right_profile(sums, t, e, f, code, dists, i, parent_order, parent_grp, n_parent[e], small,
-                                       new_split, not new_right)
+                                       new_split, carved_at, not new_right)
     if nt == 1:  # no second copy of sums as large as the node's histogram
         return sums[0], counts[0], base[0]
     out_sums = np.zeros((n_derived, d, n_bins, n_splits, 2), dtype=np.float64)
@@ -215,3 +238,19 @@ def derived_deltas(codes, dists, feature, cuts, left, right, resume, remember, s
         out_counts += counts[t]
         out_base += base[t]
     return out_sums, out_counts, out_base
+
+
+@numba.njit(cache=True, nogil=True)
+def keep_columns(kept, columns, n_columns, changes, n_splits):
+    """In place, the large child's sums from its parent's ``kept`` (d, bins, splits, 2): its split
+    q on feature f is the parent's split ``columns[f, q]`` (q < ``n_columns[f]``; the parent's
+    own column beyond), plus the pass's ``changes`` (d, bins, >= n_splits, 2), for the first
+    ``n_splits`` splits. ``columns[f, q]`` >= q and rises with q, so moving the columns in order
+    reads none already moved. One sweep over the histogram, no copy of it."""
+    d, n_bins = kept.shape[0], kept.shape[1]
+    for f in range(d):
+        for b in range(n_bins):
+            for q in range(n_splits):
+                src = columns[f, q] if q < n_columns[f] else q
+                kept[f, b, q, 0] = kept[f, b, src, 0] + changes[f, b, q, 0]
+                kept[f, b, q, 1] = kept[f, b, src, 1] + changes[f, b, q, 1]

@@ -247,8 +247,7 @@ def _pass_histograms(data: EncodedData, criterion: ShallowCost, tree: CodeTree, 
             for c, f in enumerate(set_features.tolist())]
         out.append((node, sums[s], counts[s], base[s], set_cuts))
     for e, der in enumerate(derive):
-        out.append((der.node, *derived_histograms(der, threshold_codes, changes[0][e], changes[1][e],
-                                                  float(changes[2][e])), []))
+        out.append((der.node, *derived_histograms(der, changes[0][e], changes[1][e], float(changes[2][e])), []))
     return out
 
 

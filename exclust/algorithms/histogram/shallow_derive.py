@@ -41,6 +41,8 @@ class Derivation:
     sums: np.ndarray
     counts: np.ndarray
     base: float
+    columns: np.ndarray | None = None  # (d, splits): the parent's split at each of the child's (derive_request)
+    n_columns: np.ndarray | None = None  # (d,): the child's splits per feature
 
     @property
     def nbytes(self) -> int:
@@ -76,7 +78,8 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
     new_split = np.full((n, d, m_max), -1, dtype=np.int64)
     check_left = np.full((n, s_max, d), -1, dtype=np.int64)
     check_right = np.full((n, s_max, d), -1, dtype=np.int64)
-    center_grp = np.full((n, d, k), -1, dtype=np.int64)
+    center_grp = np.full((n, k, d), -1, dtype=np.int32)  # (e, center, feature): contiguous per center
+    carved_span = np.zeros((n, d, 2), dtype=np.int64)
     left_group = np.full((n, s_max, d), -1, dtype=np.int64)
     right_group = np.full((n, s_max, d), -1, dtype=np.int64)
     small_list = np.zeros((n, s_max), dtype=np.int64)
@@ -89,6 +92,8 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
     for e, der in enumerate(derived):
         slot[der.small_node], slot[der.node] = 2 * e, 2 * e + 1
         parent, members = der.parent_members, der.members
+        der.columns = np.zeros((d, max(members.size - 1, 1)), dtype=np.int64)
+        der.n_columns = np.zeros(d, dtype=np.int64)
         carved_at = np.flatnonzero(~np.isin(parent, members))
         carved = parent[carved_at]
         small[e, carved] = True
@@ -97,11 +102,19 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
             group, order, kept, large_groups = _groups(codes[:, f], parent, members)
             parent_order[e, f, :parent.size] = parent[order]
             parent_grp[e, f, :parent.size] = group[order]
-            center_grp[e, f, parent] = group
+            center_grp[e, parent, f] = group
+            # The carved-off centers' block in P's order: the first position of the lowest carved
+            # group, the last of the highest (the walks write nothing outside it).
+            sorted_grp = group[order]
+            carved_grp = group[carved_at]
+            carved_span[e, f] = (np.searchsorted(sorted_grp, carved_grp.min(), "left"),
+                                 np.searchsorted(sorted_grp, carved_grp.max(), "right") - 1)
             by_group = order[kept[order]]
             large_order[e, f, :members.size] = parent[by_group]
             large_grp = group[by_group]
             new_split[e, f, large_groups[:-1]] = np.arange(large_groups.size - 1)
+            der.columns[f, :large_groups.size - 1] = large_groups[:-1]
+            der.n_columns[f] = large_groups.size - 1
             span_old[e, f] = codes[parent, f].min(), codes[parent, f].max()
             span_new[e, f] = codes[members, f].min(), codes[members, f].max()
             top = large_groups[-1]
@@ -118,25 +131,20 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
                     right_group[e, c, f] = large_groups[below - 1]
     n_splits = int(n_large.max()) - 1
     return (slot, n, parent_order, parent_grp, n_parent, small, large_order, n_large, small_list, n_small,
-            new_split, check_left, check_right, center_grp, left_group, right_group, span_old, span_new,
+            new_split, check_left, check_right, center_grp, left_group, right_group, span_old, span_new, carved_span,
             missing_bin.astype(np.int64), n_splits)
 
 
-def derived_histograms(der: Derivation, codes: np.ndarray, sums: np.ndarray, counts: np.ndarray, base: float
+def derived_histograms(der: Derivation, sums: np.ndarray, counts: np.ndarray, base: float
                        ) -> tuple[np.ndarray, np.ndarray, float]:
     """The large child's (sums, counts, base): the parent's at the splits the child keeps, plus
-    the pass's changes (``sums`` (d, bins, splits, 2), ``counts`` (d, bins), ``base``)."""
+    the pass's changes (``sums`` (d, bins, splits, 2), ``counts`` (d, bins), ``base``), after
+    ``derive_request`` set ``der.columns``."""
+    from exclust.algorithms.histogram._shallow_derive import keep_columns
+
     n_splits = der.members.size - 1  # the pass's ``sums`` may have more (another derivation's)
     kept = der.sums  # the parent's, changed in place (nothing else reads them)
-    for f in range(codes.shape[1]):
-        large_groups = _groups(codes[:, f], der.parent_members, der.members)[3]
-        # The child's split q is the parent's at the child's q-th group (the groups at or below):
-        # q <= that group, so moving the columns down in order reads none already moved.
-        column = large_groups[:-1]
-        moved = np.flatnonzero(column != np.arange(column.size))
-        if moved.size:
-            kept[f, :, moved[0]:column.size] = kept[f][:, column[moved[0]:]]
-        kept[f, :, :n_splits] += sums[f][:, :n_splits]
+    keep_columns(kept, der.columns, der.n_columns, sums, n_splits)
     return kept[:, :, :n_splits], der.counts + np.rint(counts).astype(np.int64), der.base + base
 
 
