@@ -99,6 +99,21 @@ def cut_regions(tree: ThresholdTree, features: tuple[int, int], limits: Box) -> 
     return regions
 
 
+def import_plotting() -> None:
+    """Import what drawing a plot imports: matplotlib on its Agg backend, the figure, the patches and
+    the SVG backend (about 0.5-0.7 CPU s in a fresh process, most of the explain job's report step),
+    so that a caller with time to wait elsewhere pays for them there (the explain job: while the
+    workers read its input, ``jobs.explain.pipeline._import_later_steps``). The plots draw the same."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.backends.backend_agg  # noqa: F401 - the scatter's points are rasterized by it
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    import matplotlib.patches  # noqa: F401
+    import matplotlib.ticker  # noqa: F401
+
+
 def _svg_from_figure(fig, salt: str, css_class: str, label: str) -> str:
     """Render a matplotlib figure as an inline, responsive SVG without XML prolog or external references."""
     import matplotlib

@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from exclust.tree import rules as rules_module
-from exclust.tree._routing import route_to_clusters, route_to_leaves
 from exclust.tree.file_format import (
     KIND_NAMES,
     TreeFormatError,
@@ -263,6 +262,10 @@ class ThresholdTree:
         return parts.label_rows(self._route_block, X, to_leaves, route_nan=self.routes_missing)
 
     def _route_block(self, X: np.ndarray, to_leaves: bool) -> np.ndarray:
+        # numba on first routing, not on import: a command's driver imports the tree before it
+        # starts the workers' read, and numba then (about 0.35 s) while they read (issue 29 item 4).
+        from exclust.tree._routing import route_to_clusters, route_to_leaves
+
         X = np.ascontiguousarray(X, dtype=np.float64)
         args = (X, self.kind, self.feature, self.threshold, self.center, self.left, self.right, self.missing_side,
                 self.category_bits)

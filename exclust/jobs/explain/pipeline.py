@@ -113,13 +113,18 @@ def _load_held(config: ExplainConfig, extra: list[str], source: DataSource) -> D
 def _import_later_steps(config: ExplainConfig) -> None:
     """Import what fitting the reference and drawing the curve import, while the workers read:
     their modules pull in scikit-learn (and scipy.stats), about 1.1 s of this process's time
-    that would otherwise follow the read (measured in the explain job at 10M rows)."""
+    that would otherwise follow the read (measured in the explain job at 10M rows). And what the
+    report step imports (matplotlib: most of that step, with both workers idle, issue 29 item 4)."""
     import importlib
+
+    from exclust.report.plots import import_plotting
 
     importlib.import_module("exclust.reference.kmeans")
     importlib.import_module("exclust.reference.gaussian_mixture")
     for name in registry.algorithm(config.algorithm).curve:  # the curve's series (CART: scikit-learn)
         registry.algorithm(name).estimator_class()
+    importlib.import_module("exclust.report.page")
+    import_plotting()
 
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
