@@ -9,9 +9,10 @@ scikit-learn KMeans centers (one initialisation) fitted on a 100,000-row uniform
 timed. The cluster is bench_passes.py's: one LocalCluster of 2 worker processes x 1 thread x
 3.5 GiB. Each builder runs in a child process that connects to it, loads the Parquet files
 (held on the workers) and fits from the centers; seconds are the fit's alone (loading and
-imports excluded; numba kernels are cached on disk by an earlier run). A fit that passes
-``--timeout`` seconds is reported as not done. The price of every tree is computed on all rows
-in one pass of this process: the k-means cost of the tree's clusters at their own means over
+imports excluded; each child first fits untimed on the first 20,000 rows, so that numba's
+kernels are compiled, or loaded from its cache, before the clock starts; ``--no-warm`` times
+the first fit as it comes). A fit that passes ``--timeout`` seconds is reported as not done.
+The price of every tree is computed on all rows in one pass of this process: the k-means cost of the tree's clusters at their own means over
 the reference clusters' (each row with its nearest center), as a run's headline price.
 
 Printed: one Markdown table (seconds, price per cell) with the load average before and after.
@@ -30,6 +31,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# Rows of the untimed first fit of each child (the first of the cluster's parts at 1M rows):
+# numba compiles a kernel per argument types (on the workers: float32 distances) on its first call,
+# minutes for ExShallow's under load when the cache is cold (any change to the kernels' source).
+WARM_ROWS = 20_000
 sys.path.insert(0, str(ROOT))
 
 BUILDERS = {
@@ -71,18 +76,25 @@ def child(args) -> None:
 
             data = Dataset(np.asarray(data.X.compute() if hasattr(data.X, "compute") else data.X), data.feature_names)
         centers = np.load(args.centers)
-        k = centers.shape[0]
         module, _, name = BUILDERS[args.builder].partition(":")
         cls = getattr(importlib.import_module(module), name)
-        t0 = time.perf_counter()
-        if args.builder == "CART":
-            from exclust.dataplane.parts import label_rows
+        if args.warm:  # compile the kernels for these argument types first (a worker without a cache takes minutes)
+            from exclust.sources.dataset import Dataset
 
-            est = cls(max_leaf_nodes=k, random_state=0).fit(data, label_rows(nearest, data.X, centers))
-        else:
-            est = cls(k, random_state=0).fit(data, centers)
+            _fit(args.builder, cls, Dataset(data.X[:WARM_ROWS], data.feature_names), centers)
+        t0 = time.perf_counter()
+        est = _fit(args.builder, cls, data, centers)
         seconds = time.perf_counter() - t0
     print(json.dumps({"seconds": seconds, "tree": est.tree_.to_dict()}))
+
+
+def _fit(builder: str, cls, data, centers: np.ndarray):
+    k = centers.shape[0]
+    if builder == "CART":
+        from exclust.dataplane.parts import label_rows
+
+        return cls(max_leaf_nodes=k, random_state=0).fit(data, label_rows(nearest, data.X, centers))
+    return cls(k, random_state=0).fit(data, centers)
 
 
 def nearest(block, centers) -> np.ndarray:
@@ -124,6 +136,9 @@ def main() -> None:
     ap.add_argument("--memory", default="3.5GiB", help="memory limit of each of the 2 workers")
     ap.add_argument("--in-memory", action="store_true",
                     help="no cluster: each child fits on the rows as one numpy array in its own process")
+    ap.add_argument("--no-warm", dest="warm", action="store_false",
+                    help=f"time the first fit as it comes (by default each child first fits on {WARM_ROWS:,} rows, "
+                         "untimed, so that compiling numba's kernels is not in the seconds)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--address", help=argparse.SUPPRESS)
     ap.add_argument("--folder", help=argparse.SUPPRESS)
@@ -170,7 +185,7 @@ def main() -> None:
             for name in builders:
                 where = [] if cluster is None else ["--address", cluster.scheduler_address]
                 cmd = [sys.executable, __file__, "--child", *where, "--folder", str(folder), "--centers", str(path),
-                       "--builder", name]
+                       "--builder", name, *([] if args.warm else ["--no-warm"])]
                 try:
                     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
                                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
