@@ -27,7 +27,6 @@ from exclust.algorithms.search.row_statistics import (
     clusters_cost,
     name_leaves,
     own_cost,
-    tree_as_nested,
 )
 
 logger = logging.getLogger("exclust")
@@ -114,24 +113,6 @@ def sample_dataset(rows: np.ndarray, categories: dict | None):
 
     return Dataset(rows, [f"x{j}" for j in range(rows.shape[1])], categories=dict(categories or {}),
                    missing={f"x{j}": 1 for j in np.flatnonzero(np.isnan(rows).any(axis=0)).tolist()})
-
-
-def greedy_seeds(rules: dict, data, centers: np.ndarray, n_leaves: int, max_bins: int, Z=None, sides=None) -> dict:
-    """The greedy rules' trees on the searched rows (``data``: the sample's Dataset, ``Z`` its rows
-    in the clustering space), as nested tuples: the local search's starts. A rule refusing the
-    rows is left out (``fit_start``). ``rules``: name -> estimator class."""
-    k = centers.shape[0]
-    labels = nearest_centers(data.X if Z is None else Z, centers)
-    if n_leaves == k:
-        models = {name: rules[name](k, max_bins=max_bins) for name in ("exgreedy", "exshallow", "imm")}
-    else:
-        models = {"exkmc": rules["exkmc"](k, max_leaves=n_leaves, max_bins=max_bins)}
-    trees = {name: m.tree_ for name, m in models.items() if fit_start(f"{name} (sample)", m, data, centers, Z)}
-    if np.unique(labels).size > 1:
-        trees["cart"] = rules["cart"](max_leaf_nodes=n_leaves, random_state=0).fit(data, labels).tree_
-    # Beyond one leaf per cluster a start may have fewer leaves (CART stops at pure leaves).
-    fits = (lambda t: t.n_leaves == n_leaves) if n_leaves == k else (lambda t: 2 <= t.n_leaves <= n_leaves)
-    return {name: tree_as_nested(t, sides) for name, t in trees.items() if fits(t)}
 
 
 def _price(moments: np.ndarray, centers: np.ndarray, one_to_one: bool) -> tuple[float, np.ndarray]:
