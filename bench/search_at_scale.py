@@ -12,8 +12,9 @@ timed. The cluster is bench_passes.py's: one LocalCluster of 2 worker processes 
 imports excluded; each child first fits untimed on the first 20,000 rows, so that numba's
 kernels are compiled, or loaded from its cache, before the clock starts; ``--no-warm`` times
 the first fit as it comes). A fit that passes ``--timeout`` seconds is reported as not done.
-The price of every tree is computed on all rows in one pass of this process: the k-means cost of the tree's clusters at their own means over
-the reference clusters' (each row with its nearest center), as a run's headline price.
+The price of every tree is computed on all rows in one pass of this process: the k-means cost of
+the tree's clusters at their own means over the reference clusters' (each row with its nearest
+center), as a run's headline price.
 
 Printed: one Markdown table (seconds, price per cell) with the load average before and after.
 The machine may be shared: quote the load average with the figures.
