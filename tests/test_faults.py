@@ -175,3 +175,18 @@ def test_two_explain_commands_racing_for_one_folder_leave_one_whole_result(tmp_p
     assert tree["meta"]["algorithm"] == metrics["algorithm"]  # tree and metrics come from the same run
     assert metrics["algorithm"].upper() in (out / "report.html").read_text().upper()
     assert sorted(os.listdir(tmp_path)) == ["data", "shared"]  # no .shared.lock (issue 12), no staging
+
+
+def test_a_run_computes_on_its_own_client_even_inside_a_callers_client(dask_client):
+    """A caller's client entered as a context manager is its context's current client; the run's
+    computations must still land on the run's client, so that closing it releases all they made."""
+    from distributed import Client, default_client
+
+    from exclust.dataplane.cluster import dask_cluster
+
+    address = dask_client.scheduler.address
+    with Client(address) as callers:
+        with dask_cluster(address) as run_client:
+            assert run_client is not callers
+            assert default_client() is run_client
+        assert default_client() is callers

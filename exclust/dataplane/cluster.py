@@ -53,7 +53,12 @@ def run_cluster() -> Any:
 @contextlib.contextmanager
 def dask_cluster(address: str | None = None, n_workers: int | None = None,
                  threads_per_worker: int = 1) -> Iterator[Any]:
-    """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1."""
+    """A distributed Client: to the scheduler at ``address``, or to a new local cluster on 127.0.0.1.
+
+    The client is the current one for the run (``Client.as_current``): a caller's own client, entered
+    as a context manager, is the context's current client and would otherwise take the run's
+    computations, and keep whatever of them a lingering reference holds after the run's client
+    has closed."""
     from distributed import Client, LocalCluster
 
     if address:
@@ -62,7 +67,8 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None,
         client = Client(address, timeout=f"{timeout}s")
         try:
             client.register_plugin(QuietUserErrors())
-            yield client
+            with client.as_current():
+                yield client
         except Exception as exc:
             if not scheduler_lost(client):
                 raise
@@ -104,7 +110,8 @@ def dask_cluster(address: str | None = None, n_workers: int | None = None,
         token = _RUN_CLUSTER.set(cluster)
         try:
             client.register_plugin(QuietUserErrors())
-            yield client
+            with client.as_current():
+                yield client
         finally:
             _RUN_CLUSTER.reset(token)
             with held_back():
