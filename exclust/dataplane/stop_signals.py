@@ -176,7 +176,7 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
             if _STATE.settled:
                 stop.signum = stop.signum or signum
             return  # already stopping: let the clean-up (cancel tasks, remove staging) finish
-        if _in_gc_callback(frame) or _in_set_name(frame) or _in_extension_init(frame):
+        if _must_defer(frame):
             threading.Timer(_REDELIVER_SECONDS, redeliver, (signum,)).start()
             return
         stop.signum = stop.signum or signum
@@ -219,40 +219,29 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
         _STATE.raised, _STATE.settled = saved.raised, saved.settled
 
 
-def _in_set_name(frame) -> bool:
-    """Whether ``frame`` or a caller of it runs a descriptor's ``__set_name__``: Python 3.11 turns any exception
-    raised there, an interrupt included, into ``RuntimeError("Error calling __set_name__ ...")`` (a class being
-    made while a module imports: the sweep's SIGHUP at 3 s landed in ``packaging.markers``; exit 1, a traceback)."""
-    while frame is not None:
-        if frame.f_code.co_name == "__set_name__":
-            return True
-        frame = frame.f_back
-    return False
+def _must_defer(frame) -> bool:
+    """Whether the signal landed where an interrupt raised now would come out as some other error, so it is
+    delivered again shortly instead: ``frame`` or a caller of it runs
 
+    - a descriptor's ``__set_name__``: Python 3.11 turns any exception raised there, an interrupt included, into
+      ``RuntimeError("Error calling __set_name__ ...")`` (a class being made while a module imports: the sweep's
+      SIGHUP at 3 s landed in ``packaging.markers``; exit 1, a traceback);
+    - the creation or execution of a C extension module (``ExtensionFileLoader``): the module's C init may import
+      further modules, and an interrupt raised in them comes out of the init as an ImportError (the sweep's SIGHUP
+      at 1 s of a label run landed while numba's ``_dispatcher`` imported ``numba._devicearray``);
+    - a callback of the garbage collector (``gc.callbacks``), whose exceptions are unraisable.
 
-def _in_extension_init(frame) -> bool:
-    """Whether ``frame`` or a caller of it creates or executes a C extension module (``ExtensionFileLoader``): the
-    module's C init may import further modules, and an interrupt raised in them comes out of the init as an
-    ImportError (the sweep's SIGHUP at 1 s of a label run landed while numba's ``_dispatcher`` imported
-    ``numba._devicearray``: "ImportError: numba._devicearray failed to import", exit 1, a traceback)."""
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name in ("create_module", "exec_module") and code.co_filename.endswith("_bootstrap_external>"):
-            loader = frame.f_locals.get("self")
-            if type(loader).__name__ == "ExtensionFileLoader":
-                return True
-        frame = frame.f_back
-    return False
-
-
-def _in_gc_callback(frame) -> bool:
-    """Whether ``frame`` or a caller of it runs a callback of the garbage collector (``gc.callbacks``)."""
+    One walk up the stack checks all three."""
     import gc
 
-    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
-    codes.discard(None)
-    while frame is not None and codes:
-        if frame.f_code in codes:
+    gc_codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    gc_codes.discard(None)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__set_name__" or code in gc_codes:
             return True
+        if code.co_name in ("create_module", "exec_module") and code.co_filename.endswith("_bootstrap_external>"):
+            if type(frame.f_locals.get("self")).__name__ == "ExtensionFileLoader":
+                return True
         frame = frame.f_back
     return False
