@@ -87,9 +87,9 @@ _TEXT: dict[str, dict[str, Any]] = {
 
 def _tree_figure(svg: str, width: float, height: float):
     """A matplotlib Figure drawing the shapes of ``draw_tree``'s SVG at its own size (1 px = 1 pt)."""
-    import matplotlib
+    from exclust.report.plots import import_plotting
 
-    matplotlib.use("Agg", force=False)
+    import_plotting()
     from matplotlib import patheffects
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyBboxPatch, PathPatch

@@ -103,7 +103,8 @@ def import_plotting() -> None:
     """Import what drawing a plot imports: matplotlib on its Agg backend, the figure, the patches and
     the SVG backend (about 0.5-0.7 CPU s in a fresh process, most of the explain job's report step),
     so that a caller with time to wait elsewhere pays for them there (the explain job: while the
-    workers read its input, ``jobs.explain.pipeline._import_later_steps``). The plots draw the same."""
+    workers read its input, ``jobs.explain.pipeline._import_later_steps``). Every plot and figure calls
+    it first, so the backend is chosen in this one place."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -153,9 +154,7 @@ def scatter_svg(
 ) -> Any:
     """A scatter of a sample on two features, coloured by cluster, with the tree's cuts drawn in their regions
     (SVG text; the matplotlib Figure when ``as_figure``, for ``exclust.report.save_figure``)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    import_plotting()
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
@@ -355,9 +354,7 @@ def _series_points(leaves: np.ndarray, series: Any) -> tuple[np.ndarray, np.ndar
 def cost_curve_svg(curve: Mapping[str, Any], *, title: str | None = None, as_figure: bool = False) -> Any:
     """Cost ratio (tree / reference) against the number of leaves, one line per method, a dashed line at 1
     (SVG text; the matplotlib Figure when ``as_figure``, for ``exclust.report.save_figure``)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    import_plotting()
     from matplotlib.figure import Figure
 
     if "leaves" not in curve:
