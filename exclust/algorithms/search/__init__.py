@@ -4,8 +4,9 @@ Lives here: ``tree_search.py`` (``TreeSearch``: lookahead over the best few cuts
 from the greedy trees, on a uniform sample of the rows in memory, proposing trees; ``BestTree``, the
 ``best`` algorithm) with ``lookahead.py`` (that search on the sample, its effort bounded),
 ``all_rows.py`` (every choice between the proposals and the greedy trees made on all rows),
-``refine.py`` (the local search on all rows), ``row_statistics.py`` (the rows kept where they live
-and the passes that price trees and cuts on them), ``category_cuts.py`` (set cuts on category
+``refine.py`` (the local search on all rows), ``subtree_moves.py`` (the lookahead on the small
+subtrees of the cheapest start beyond 12 leaves, priced on all rows), ``row_statistics.py`` (the
+rows kept where they live and the passes that price trees and cuts on them), ``category_cuts.py`` (set cuts on category
 features and cuts learning where missing values go), ``optimal_tree.py`` (the exact best k-leaf tree
 by k-means cost on small instances: the yardstick of the tests and benchmarks), ``label_tree.py``
 (``LabelTree``: a small tree explaining any clustering from its labels alone), ``optimal.py``

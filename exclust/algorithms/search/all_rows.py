@@ -6,8 +6,10 @@
 2. One pass prices every start on all rows (``RowStatistics.tree_moments``: per tree and leaf,
    count, summed coordinates, summed squared norm); the cheapest is the search's start, so the
    result never costs more than any greedy tree on all rows.
-3. With one leaf per cluster, the local search on all rows (``refine.improve``) improves that
-   start while its budget lasts; every move is priced exactly on all rows.
+3. With one leaf per cluster, beyond the sample's lookahead (12 leaves), the lookahead on each
+   small subtree of that start proposes subtrees, each kept where cheaper on all rows
+   (``subtree_moves.py``, one pass); then the local search on all rows (``refine.improve``)
+   improves it while its budget lasts; every move is priced exactly on all rows.
 4. A last pass prices the result, names its leaves and gives the reference's cost, so the
    reported cost and price are on all rows.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +31,7 @@ from exclust.algorithms.search.row_statistics import (
     name_leaves,
     own_cost,
 )
+from exclust.algorithms.search.subtree_moves import choose_on_all_rows
 
 logger = logging.getLogger("exclust")
 
@@ -124,9 +128,12 @@ def _price(moments: np.ndarray, centers: np.ndarray, one_to_one: bool) -> tuple[
 
 
 def search_all_rows(stats: RowStatistics, centers: np.ndarray, n_leaves: int, proposals: dict,
-                    max_passes: int | None, max_seconds: float | None, min_share: float = 0.0) -> AllRowsResult:
+                    max_passes: int | None, max_seconds: float | None, min_share: float = 0.0,
+                    subtrees: Callable[[object], dict] | None = None) -> AllRowsResult:
     """Steps 2 to 4 of the module on the rows ``stats`` keeps; ``proposals``: name -> nested tree;
-    the budget (``max_passes``, ``max_seconds``, ``min_share``): ``refine.improve``'s."""
+    the budget (``max_passes``, ``max_seconds``, ``min_share``): ``refine.improve``'s.
+    ``subtrees``: the cheapest start -> proposals for its small subtrees (``subtree_moves.propose``),
+    each subtree's cheapest on all rows kept before the local search (one pass)."""
     k = int(centers.shape[0])
     one_to_one = n_leaves == k
     moved = np.ascontiguousarray(centers - stats.shift)
@@ -137,6 +144,12 @@ def search_all_rows(stats: RowStatistics, centers: np.ndarray, n_leaves: int, pr
     logger.info("TreeSearch: %d starts priced on all rows, the cheapest %s (%.6g)", len(names), start,
                 start_costs[start])
     nested, sweeps = proposals[start], list[float]()
+    if one_to_one and subtrees is not None:
+        t0 = time.perf_counter()
+        found = subtrees(nested)
+        nested, saved, replaced = choose_on_all_rows(stats, nested, found)
+        logger.info("TreeSearch: %d of %d subtrees replaced from the sample's lookahead in %.1f s, saving %.3g%%",
+                    replaced, len(found), time.perf_counter() - t0, 100 * saved / max(start_costs[start], 1e-300))
     if one_to_one:
         nested, sweeps = improve(stats, nested, max_passes, max_seconds, min_share=min_share)
     (final,), reference = stats.tree_moments([FlatTree.of(nested)], moved)

@@ -41,7 +41,12 @@ Data (issue 27): the lookahead and local search above run in memory on an exact 
 of at most ``sample_rows`` rows (one pass on Dask, the same rows however chunked), up to
 ``LOOKAHEAD_MAX_LEAVES`` leaves, and only propose trees; with the greedy rules' trees built on
 all rows (``starts``) they are priced together on all rows, and the cheapest is improved by
-moves priced on all rows while the budget lasts (``all_rows.py``, ``refine.py``).
+moves priced on all rows while the budget lasts (``all_rows.py``, ``refine.py``). Beyond
+``LOOKAHEAD_MAX_LEAVES`` leaves at one leaf per cluster the sample holds
+``SUBTREE_SAMPLE_ROWS_PER_LEAF`` rows per leaf (at least ``sample_rows``) and the lookahead and
+local search run on each subtree of at most ``LOOKAHEAD_MAX_LEAVES`` leaves of the cheapest
+start, on its own rows of the sample, before the moves; each subtree keeps its proposal where
+that is cheaper on all rows (``subtree_moves.py``): effort linear in the leaves.
 
 Issue 28: the cost is measured in the clustering space ``Z``, the cuts on X; category features
 are cut by sets and cuts learn where missing values go, in the lookahead and the moves on all
@@ -73,6 +78,7 @@ from exclust.algorithms.search.all_rows import (
 )
 from exclust.algorithms.search.lookahead import LookaheadSearch
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
+from exclust.algorithms.search.subtree_moves import propose
 from exclust.dataplane.parts import uniform_sample
 from exclust.estimator import Integral, Interval, Real, StrOptions
 from exclust.sources.dataset import as_tree_input
@@ -97,6 +103,18 @@ AUTO_MIN_SWEEP_GAIN = 1e-3
 # 2.1077 against 1.7426 at k = 160; the issue's data 6.93 against 2.38 at k = 160) and its time
 # grows faster than ExShallow's in k (294 s on 20,000 x 20 at k = 640, shared machine).
 AUTO_IMM_MAX_CLUSTERS = 12
+# Beyond LOOKAHEAD_MAX_LEAVES leaves at one leaf per cluster, the lookahead runs on the cheapest
+# start's subtrees of at most LOOKAHEAD_MAX_LEAVES leaves, each on its own rows of a sample of
+# this many rows per leaf (``subtree_moves.py``): at 1,000 rows the lookahead's trees lost on all
+# rows to ExShallow's even at k = 10 (100 rows a leaf).
+SUBTREE_SAMPLE_ROWS_PER_LEAF = 250
+# The subtrees' lookahead prices at most (rows of the data) / SUBTREE_ROWS_PER_EVALUATION nodes per
+# leaf, from SUBTREE_EVALUATIONS[0] to SUBTREE_EVALUATIONS[1]: its cost does not grow with the rows
+# while the starts' (ExShallow's) does, so it gets a share of the time they take. At 200,000 x 20,
+# k = 40 (bench/README.md, session search27c): 30, 100 and 300 per leaf saved 0.19%, 0.27% and
+# 0.72% of the cost in 1.6, 4.3 and 12.8 s (ExShallow: 7.4 s).
+SUBTREE_ROWS_PER_EVALUATION = 2_000
+SUBTREE_EVALUATIONS = (30, 300)
 # The search's two runs (see the module): name -> spread candidates and bottom-up local search.
 SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
@@ -142,6 +160,12 @@ def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_can
     return proposals, search.evaluations
 
 
+def subtree_evaluations(n_rows: int) -> int:
+    """Nodes per leaf the subtrees' lookahead may price on data of ``n_rows`` rows."""
+    low, high = SUBTREE_EVALUATIONS
+    return int(min(max(int(n_rows) // SUBTREE_ROWS_PER_EVALUATION, low), high))
+
+
 def cart_on_sample(data, space: np.ndarray, centers: np.ndarray, n_leaves: int, sides: np.ndarray) -> dict:
     """CART's tree on the sample (``data``) against each row's nearest center in ``space``, as
     {"cart": nested tree}: with ``n_leaves`` leaves at one leaf per cluster, 2 to ``n_leaves``
@@ -176,7 +200,8 @@ class TreeSearch(CenterTreePredictor):
         the tree has at most ``n_leaves`` leaves (a start with fewer may cost least).
     n_candidates : cuts tried at a node of the sample's lookahead (the best by two-leaf cost).
     lookahead : levels below a node that the sample's lookahead searches before growing best-first.
-    sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows.
+    sample_rows : the lookahead runs in memory on an exact uniform sample of at most this many rows
+        (beyond 12 clusters, 250 rows per cluster when that is more: the subtrees' lookahead).
     max_bins : bins per feature of the greedy starts and of the cuts priced on all rows.
     starts : tuple of str or "auto", default "auto"
         Greedy rules built on all rows as starts ("imm", "exgreedy", "exshallow"; ExKMC beyond one
@@ -196,7 +221,11 @@ class TreeSearch(CenterTreePredictor):
     The sample's lookahead and local search are bounded by construction: they price at most
     ``LOOKAHEAD_EVALUATIONS_PER_LEAF`` (100) nodes per leaf (one sweep over the node's rows per
     feature each), then finish what they started by best-first growth; beyond
-    ``LOOKAHEAD_MAX_LEAVES`` leaves they are skipped (CART on the sample proposes instead).
+    ``LOOKAHEAD_MAX_LEAVES`` leaves (at one leaf per cluster) they run on each subtree of at most
+    ``LOOKAHEAD_MAX_LEAVES`` leaves of the cheapest start instead, on a sample of
+    ``SUBTREE_SAMPLE_ROWS_PER_LEAF`` (250) rows per leaf, at most ``subtree_evaluations`` (30 to
+    300, by the data's rows) nodes per leaf, and CART proposes a whole tree from ``sample_rows``
+    of those rows.
     Progress (each start's seconds, the sample's nodes, each sweep's cost and gain) goes to the
     ``exclust`` logger at INFO.
     random_state : seed of the reference k-means (when no centers are given), of the sample and
@@ -263,10 +292,17 @@ class TreeSearch(CenterTreePredictor):
         Zx = None if space is None else space.X
         categories = {f: list(range(v)) if isinstance(v, (int, np.integer)) else list(v)
                       for f, v in dataset_categories(ds).items()}
-        drawn_rows = uniform_sample(ds.X, *([] if Zx is None else [Zx]), size=int(self.sample_rows),
-                                    random_state=self.random_state)
-        rows = np.asarray(drawn_rows[0], dtype=np.float64)
-        z_rows = None if Zx is None else np.asarray(drawn_rows[1], dtype=np.float64)
+        by_subtrees = leaves == k > LOOKAHEAD_MAX_LEAVES
+        size = max(int(self.sample_rows), SUBTREE_SAMPLE_ROWS_PER_LEAF * leaves if by_subtrees else 0)
+        drawn_rows = uniform_sample(ds.X, *([] if Zx is None else [Zx]), size=size, random_state=self.random_state)
+        big_rows = np.asarray(drawn_rows[0], dtype=np.float64)
+        big_z = None if Zx is None else np.asarray(drawn_rows[1], dtype=np.float64)
+        # The whole tree's proposals (CART beyond 12 leaves) from ``sample_rows`` of them, taken at
+        # evenly spaced ranks: a uniform sample still, the same on every input.
+        kept = np.unique(np.linspace(0, big_rows.shape[0] - 1, min(int(self.sample_rows), big_rows.shape[0]))
+                         .round().astype(np.int64))
+        rows = big_rows[kept]
+        z_rows = None if big_z is None else big_z[kept]
         passes = int(ds.distributed)
         starts = self.starts
         if starts == "auto":  # IMM beyond AUTO_IMM_MAX_CLUSTERS: dearer than ExShallow and never the cheapest
@@ -296,11 +332,18 @@ class TreeSearch(CenterTreePredictor):
                 # sample): the search costs about what its starts cost, the same tree everywhere.
                 levels = sum(int(tree.node_depths().max()) for tree in greedy.values())
                 max_passes = max(levels, stats.passes_per_sweep(leaves))
-            found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds, min_share)
+            n_categories = category_counts(categories, rows.shape[1])
+
+            def subtrees(nested) -> dict:
+                return propose(big_rows, centers, nested, LOOKAHEAD_MAX_LEAVES, subtree_evaluations(ds.X.shape[0]),
+                               int(self.n_candidates), int(self.lookahead), Z=big_z, n_categories=n_categories)
+
+            found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds, min_share,
+                                    subtrees if by_subtrees else None)
         finally:
             stats.release()
         meta = {"algorithm": "tree-search", "n_candidates": int(self.n_candidates), "lookahead": int(self.lookahead),
-                "n_search_rows": int(rows.shape[0]), "start": found.start, "max_bins": int(self.max_bins)}
+                "n_search_rows": int(big_rows.shape[0]), "start": found.start, "max_bins": int(self.max_bins)}
         self.tree_ = category_cuts.nested_to_threshold_tree(
             found.nested, found.named, found.leaf_rows, sides, n_features=ds.n_features,
             feature_names=ds.feature_names, n_clusters=k, categories=categories, meta=meta)
@@ -311,7 +354,7 @@ class TreeSearch(CenterTreePredictor):
         self.start_costs_ = found.start_costs
         self.start_ = found.start
         self.sweep_costs_ = found.sweep_costs
-        self.n_search_rows_ = int(rows.shape[0])
+        self.n_search_rows_ = int(big_rows.shape[0])
         self.n_sample_nodes_ = sample_nodes
         self.max_passes_ = max_passes
         depths = self.tree_.node_depths()[self.tree_.leaves]
