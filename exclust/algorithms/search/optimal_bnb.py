@@ -71,6 +71,11 @@ With ``use_neighbour`` set, ``solve`` takes the larger of Bounds 5 and 7 for eve
 more leaves (7 only when 5 is below the cutoff); it is off by default (it costs more time than it
 saves inside the search), and ``OptimalTree`` computes Bound 7 at the root only.
 
+**Bound 8 (a side's first cut; ``_first_cut_bound.py``, proved there).** In a node searched with
+four or more leaves, a side of three or more at every cut position: the least over the side's own
+first cuts of their exact two pieces' costs less the spectral sums of boxes around the pieces; it
+replaces Bound 4 in Bound 6 where larger, for the features whose Bound 4 sums leave a position open.
+
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
 """
