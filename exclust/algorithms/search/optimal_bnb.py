@@ -162,7 +162,8 @@ class _Node:
         table = pair_tables(search.codes, search.stats, self.cells, seg_of, n_segments)
         self.first_cut = (seg_of, table, margin_of(search.stats, self.cells))
 
-    def first_cut_bounds(self, f: int, segments: tuple, max_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+    def first_cut_bounds(self, f: int, segments: tuple[np.ndarray, np.ndarray],
+                         max_leaves: int) -> tuple[np.ndarray, np.ndarray]:
         """Bound 8 at every cut position's sides on feature f (``_first_cut_bound``)."""
         assert self.first_cut is not None
         seg_of, table, margin = self.first_cut
