@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from exclust.algorithms.search.optimal import DEFAULT_MAX_NODES, OptimalTree
+from exclust.algorithms.search.optimal_bnb import BranchAndBound
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -68,7 +69,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--max-bins", type=int, default=256)
     parser.add_argument("--sets", default="iris,wine,r15,d31,aggregation,digits,breast_cancer")
+    parser.add_argument("--without-first-cut", action="store_true",
+                        help="leave Bound 8 (a side's first cut) out, as before session bound30c")
     args = parser.parse_args()
+    BranchAndBound.use_first_cut = not args.without_first_cut
     print(HEAD, flush=True)
     if args.what == "scale":
         from exclust.datasets.synthetic import make_gmm_dataset

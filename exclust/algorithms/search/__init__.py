@@ -17,5 +17,7 @@ by k-means cost on small instances: the yardstick of the tests and benchmarks), 
 plain and binned) and ``_optimal_bounds.py`` (the branch and bound's sweeps and 1-D bounds), with ``_scatter_bounds.py``
 (its bounds from a box's scatter matrix, for sides of three or more leaves) and
 ``_neighbour_bound.py`` (its bound from each cell's nearest cells, where features are few and
-leaves many), and ``optimal_incumbent.py`` (its center-guided first tree).
+leaves many) and ``_first_cut_bound.py`` (its bound over a side's first cut, for every cut
+position's sides of three or more leaves), and ``optimal_incumbent.py`` (its center-guided first
+tree).
 """

@@ -147,10 +147,12 @@ def weighted_kmeans_1d(values, weights, n_parts):
 
 
 @numba.njit(cache=True, nogil=True)
-def _best_two_of(acc, node, complement, out_arg):
+def _best_two_of(acc, node, complement, out_arg, seg_of, out_seg):
     """The least cost of at most two leaves over the cells summed in ``acc`` (d, n_bins, width) per
     feature and bin, or with ``complement`` over those of ``node`` less ``acc`` (no copy);
-    ``out_arg`` gets (feature, bin) of the cut, (-1, -1) when one leaf is best."""
+    ``out_arg`` gets (feature, bin) of the cut, (-1, -1) when one leaf is best. ``out_seg`` (d,
+    segments; may have no columns) gets per feature g and segment s the least two-leaf cost over
+    the cuts after the bins b with ``seg_of[g, b] == s`` (inf where there is none)."""
     d, n_bins, width = acc.shape
     total = np.zeros(width)
     for b in range(n_bins):
@@ -165,6 +167,9 @@ def _best_two_of(acc, node, complement, out_arg):
     out_arg[0] = -1
     out_arg[1] = -1
     left = np.zeros(width)
+    segmented = out_seg.shape[1] > 0
+    if segmented:
+        out_seg[:, :] = np.inf
     for g in range(d):
         for w in range(width):
             left[w] = 0.0
@@ -185,6 +190,8 @@ def _best_two_of(acc, node, complement, out_arg):
                 r = total[w] - left[w]
                 nr += r * r
             value = (left[1] - nl / n_left) + ((sumsq - left[1]) - nr / n_right)
+            if segmented and value < out_seg[g, seg_of[g, b]]:
+                out_seg[g, seg_of[g, b]] = value
             if value < best:
                 best = value
                 out_arg[0] = g
@@ -194,13 +201,27 @@ def _best_two_of(acc, node, complement, out_arg):
 
 @numba.njit(cache=True, nogil=True)
 def best_two_by_position(codes, stats, cells, feature, node):
+    """``best_two_by_segments`` without the per-segment minima: (left_best, left_arg, right_best,
+    right_arg)."""
+    seg_of = np.zeros((codes.shape[1], node.shape[1]), dtype=np.int64)
+    out = best_two_by_segments(codes, stats, cells, feature, node, seg_of, 0)
+    return out[0], out[1], out[2], out[3]
+
+
+@numba.njit(cache=True, nogil=True)
+def best_two_by_segments(codes, stats, cells, feature, node, seg_of, n_segments):
     """For every occupied bin b of ``feature``: the least cost of at most two leaves over the node's
     cells whose code on it is <= b (left) and over those above b (right), with their cuts (feature,
     bin; -1 for one leaf). ``node`` is the node's histograms (``node_histograms`` of the same
     cells), made once per node and shared by every feature's call. The cells are taken in order
     of their code on ``feature``; the left side's per-feature histograms grow by each bin's cells,
     the right side's are the node's less the left's: memory of two histograms (d, n_bins, width),
-    O(cells * d * width) to fill them and O(d * n_bins * width) per occupied bin to score."""
+    O(cells * d * width) to fill them and O(d * n_bins * width) per occupied bin to score.
+
+    With ``n_segments`` > 0 it also returns, per occupied bin b of ``feature`` and per feature g and
+    segment s of g's bins (``seg_of``, (d, n_bins), non-decreasing in the bin), the least cost of
+    two leaves of the left (right) side cut on g after a bin of segment s: arrays (n_bins, d,
+    n_segments), inf where no such cut splits the side (``_first_cut_bound``, Bound 8)."""
     d = codes.shape[1]
     width = stats.shape[1]
     n_bins = node.shape[1]
@@ -211,6 +232,8 @@ def best_two_by_position(codes, stats, cells, feature, node):
     right_arg = np.full((n_bins, 2), -1, dtype=np.int64)
     acc = np.zeros((d, n_bins, width))
     arg = np.empty(2, dtype=np.int64)
+    left_seg = np.full((n_bins, d, n_segments), np.inf)
+    right_seg = np.full((n_bins, d, n_segments), np.inf)
     i = 0
     n = cells.shape[0]
     while i < n:
@@ -222,9 +245,9 @@ def best_two_by_position(codes, stats, cells, feature, node):
                 for w in range(width):
                     acc[g, bg, w] += stats[c, w]
             i += 1
-        left_best[b] = _best_two_of(acc, node, False, arg)
+        left_best[b] = _best_two_of(acc, node, False, arg, seg_of, left_seg[b])
         left_arg[b, 0], left_arg[b, 1] = arg[0], arg[1]
         if i < n:
-            right_best[b] = _best_two_of(acc, node, True, arg)
+            right_best[b] = _best_two_of(acc, node, True, arg, seg_of, right_seg[b])
             right_arg[b, 0], right_arg[b, 1] = arg[0], arg[1]
-    return left_best, left_arg, right_best, right_arg
+    return left_best, left_arg, right_best, right_arg, left_seg, right_seg

@@ -71,6 +71,11 @@ With ``use_neighbour`` set, ``solve`` takes the larger of Bounds 5 and 7 for eve
 more leaves (7 only when 5 is below the cutoff); it is off by default (it costs more time than it
 saves inside the search), and ``OptimalTree`` computes Bound 7 at the root only.
 
+**Bound 8 (a side's first cut; ``_first_cut_bound.py``, proved there).** In a node searched with
+four or more leaves, a side of three or more at every cut position: the least over the side's own
+first cuts of their exact two pieces' costs less the spectral sums of boxes around the pieces; it
+replaces Bound 4 in Bound 6 where larger, for the features whose Bound 4 sums leave a position open.
+
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
 """
@@ -81,9 +86,17 @@ import time
 
 import numpy as np
 
+from exclust.algorithms.search._first_cut_bound import (
+    box_eigen_sums,
+    first_cut_bounds,
+    margin_of,
+    pair_tables,
+    segment_map,
+    segments_for,
+)
 from exclust.algorithms.search._neighbour_bound import neighbour_bound
 from exclust.algorithms.search._optimal_bounds import (
-    best_two_by_position,
+    best_two_by_segments,
     node_histograms,
     split_cells,
     tight_box,
@@ -113,6 +126,7 @@ class _Node:
         hist = node_histograms(search.codes, search.stats, cells, search.n_bins)
         self.hist = hist  # kept for every feature's two-leaf sides (``two_leaf_sides``)
         self.total = hist[0].sum(axis=0)
+        self.first_cut: tuple | None = None  # Bound 8's (segments, box eigen sums, slack), when prepared
         self.cost = leaf_costs(self.total)
         # Cut positions per feature: after each occupied bin but the last (a cut must leave cells
         # on both sides); the left side's statistics at each.
@@ -131,11 +145,30 @@ class _Node:
 
     def two_leaf_sides(self, search: BranchAndBound, f: int) -> tuple:
         """Each cut position's left and right best costs of at most two leaves on feature f, with
-        their trees: one sweep (``best_two_by_position``, from the node's own histograms)."""
+        their trees: one sweep (``best_two_by_segments``, from the node's own histograms); with
+        ``first_cut`` prepared, Bound 8's per-segment minima too (else None)."""
         search.sweeps += 1
-        lb, la, rb, ra = best_two_by_position(search.codes, search.stats, self.cells, f, self.hist)
+        seg_of, n_segments = (self.first_cut[0], self.first_cut[0].max() + 1) if self.first_cut else \
+            (np.zeros(self.hist.shape[:2], dtype=np.int64), 0)
+        lb, la, rb, ra, ls, rs = best_two_by_segments(search.codes, search.stats, self.cells, f, self.hist, seg_of,
+                                                      int(n_segments))
         at = self.positions[f]
-        return lb[at], la[at], rb[at], ra[at]
+        return lb[at], la[at], rb[at], ra[at], (ls[at], rs[at]) if self.first_cut else None
+
+    def prepare_first_cut(self, search: BranchAndBound) -> None:
+        """Bound 8's segments and the pair tables of the boxes around the pieces (one pass)."""
+        n_segments = segments_for(self.cells.shape[0])
+        seg_of = segment_map(self.hist, n_segments)
+        table = pair_tables(search.codes, search.stats, self.cells, seg_of, n_segments)
+        self.first_cut = (seg_of, table, margin_of(search.stats, self.cells))
+
+    def first_cut_bounds(self, f: int, segments: tuple[np.ndarray, np.ndarray],
+                         max_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bound 8 at every cut position's sides on feature f (``_first_cut_bound``)."""
+        assert self.first_cut is not None
+        seg_of, table, margin = self.first_cut
+        return first_cut_bounds(f, self.positions[f], seg_of, box_eigen_sums(table, f), *segments,
+                                self.side_costs(f), max_leaves, margin)
 
 
 def leaf_costs(stats: np.ndarray) -> np.ndarray:
@@ -159,6 +192,10 @@ class BranchAndBound:
     value, stops the search the same way when it comes first; the result then depends on the
     machine's speed.
     """
+
+    # Bound 8 (``_first_cut_bound``) for the sides of three or more leaves; a switch for the tests
+    # and for bench_optimal.py's comparison (``--without-first-cut``).
+    use_first_cut = True
 
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
                  max_nodes: float = np.inf) -> None:
@@ -280,6 +317,38 @@ class BranchAndBound:
         left, right = split_cells(self.codes, node.cells, f, int(node.positions[f][p]))
         return self.solve(left if side == 0 else right, leaves, cutoff)
 
+    def _position_bounds(self, node: _Node, f: int, m: int, exact, segments, limit: float) -> dict:
+        """Per left share j whose sides are not both exact: (left, right) lower bounds at every cut
+        position of f (Bound 6). A side of one or two leaves is exact; one of more is Bound 4, or
+        Bound 8 where the node prepared it and some position's Bound 4 sum is below ``limit``,
+        lifted by Bound 1 (L_p grows with p: a running maximum from the left; R_p from the right)."""
+        positions = node.positions[f]
+        if m <= 3:  # every share's two sides are exact
+            return {}
+        if len(node.positions) > SPECTRAL_MAX_FEATURES:
+            zeros = np.zeros((positions.size, m))
+            spectral = (zeros, zeros)
+        else:
+            spectral = position_spectral_bounds(self.codes, self.stats, node.cells, f, positions, self.n_bins, m - 1)
+
+        def lifted(bounds: tuple[np.ndarray, np.ndarray]) -> dict:
+            out = {}
+            for j in range(1, m):
+                if j > 2 or m - j > 2:
+                    low_left = np.array(exact[j - 1][0], dtype=np.float64) if j <= 2 else \
+                        np.maximum.accumulate(bounds[0][:, j])
+                    low_right = np.array(exact[m - j - 1][1], dtype=np.float64) if m - j <= 2 else \
+                        np.maximum.accumulate(bounds[1][::-1, m - j])[::-1].copy()
+                    out[j] = (low_left, low_right)
+            return out
+
+        lows = lifted(spectral)
+        if segments is not None and node.first_cut is not None and \
+                any(float((low_left + low_right).min()) < limit for low_left, low_right in lows.values()):
+            first = node.first_cut_bounds(f, segments, m - 1)
+            lows = lifted((np.maximum(spectral[0], first[0]), np.maximum(spectral[1], first[1])))
+        return lows
+
     def _search(self, node: _Node, m: int, cutoff: float, incumbent) -> tuple[float, float, object]:
         best, tree = (np.inf, None) if incumbent is None else (float(incumbent[0]), incumbent[1])
         best_two, two_tree = self.best_two(node)  # at most two leaves is at most m leaves
@@ -289,15 +358,16 @@ class BranchAndBound:
         costs = {}
         # Per (feature, left share): a valid lower bound at every cut position for each side (Bound 6).
         lows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        if m >= 4 and len(node.positions) <= SPECTRAL_MAX_FEATURES and self.use_first_cut:
+            node.prepare_first_cut(self)
         for f, positions in enumerate(node.positions):
             if positions.size == 0:
                 continue
             if self.out_of_budget():  # features not yet scanned: no bound but 0 for this node
                 return 0.0, float(best), tree
             one = node.side_costs(f)
-            lb2, la2, rb2, ra2 = node.two_leaf_sides(self, f)
+            lb2, la2, rb2, ra2, segments = node.two_leaf_sides(self, f)
             costs[f] = (one, (lb2, rb2), (la2, ra2))
-            spectral = None
             for j in range(1, m):
                 if j <= 2 and m - j <= 2:  # both sides exact at every position: no search
                     total = costs[f][j - 1][0] + costs[f][m - j - 1][1]
@@ -306,19 +376,8 @@ class BranchAndBound:
                         best = float(total[p])
                         tree = (f, int(positions[p]), self._side(node, f, p, 0, j, costs[f], np.inf)[2], j,
                                 self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
-                    continue
-                if spectral is None and len(node.positions) > SPECTRAL_MAX_FEATURES:
-                    zeros = np.zeros((positions.size, m))
-                    spectral = (zeros, zeros)
-                elif spectral is None:
-                    spectral = position_spectral_bounds(self.codes, self.stats, node.cells, f, positions,
-                                                        self.n_bins, m - 1)
-                # A side of one or two leaves is exact; one of more is Bound 4 lifted by Bound 1
-                # (L_p grows with p: a running maximum from the left; R_p from the right).
-                low_left = np.array(costs[f][j - 1][0], dtype=np.float64) if j <= 2 else \
-                    np.maximum.accumulate(spectral[0][:, j])
-                low_right = np.array(costs[f][m - j - 1][1], dtype=np.float64) if m - j <= 2 else \
-                    np.maximum.accumulate(spectral[1][::-1, m - j])[::-1].copy()
+            for j, (low_left, low_right) in self._position_bounds(node, f, m, costs[f], segments,
+                                                                  min(best, cutoff)).items():
                 lows[(f, j)] = (low_left, low_right)
                 heapq.heappush(heap, (float((low_left + low_right).min()), f, j, 0, positions.size - 1, True))
         while heap:
