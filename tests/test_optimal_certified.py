@@ -95,6 +95,20 @@ def _mapper(X):
     return edges_from_sample(X, 256)
 
 
+def _root_and_a_sub_box(X, feature):
+    """The cells of ``X``, its codes, and two node selections: (cells, rows) of the root and of the
+    box at or below ``feature``'s median cell code."""
+    from exclust.algorithms.search._optimal_bounds import split_cells
+
+    mapper = _mapper(X)
+    cells = block_cells(X, mapper, X.mean(axis=0))
+    codes = mapper.transform(X)
+    split = int(np.median(cells.codes[:, feature]))
+    box, _ = split_cells(cells.codes, np.arange(cells.n_cells), feature, split)
+    nodes = ((np.arange(cells.n_cells), np.ones(X.shape[0], bool)), (box, codes[:, feature] <= split))
+    return mapper, cells, codes, nodes
+
+
 def test_bound_is_below_every_greedy_tree_and_a_stopped_search_is_honest():
     from exclust.algorithms.cart import CART
     from exclust.algorithms.histogram.exshallow import ExShallow
@@ -245,17 +259,13 @@ def test_every_cut_positions_side_bound_is_at_most_that_sides_optimum():
 def test_every_cut_positions_exact_two_leaf_sides_from_the_nodes_histograms():
     """``best_two_by_position`` given the node's histograms (made once per node): every prefix's and
     suffix's best cost of at most two leaves, against brute force, for the root and a sub-box."""
-    from exclust.algorithms.search._optimal_bounds import best_two_by_position, node_histograms, split_cells
+    from exclust.algorithms.search._optimal_bounds import best_two_by_position, node_histograms
 
     rng = np.random.default_rng(12)
     for _ in range(5):
         X = np.round(rng.normal(size=(int(rng.integers(9, 15)), 3)) * 3, 1)
-        mapper = _mapper(X)
-        cells = block_cells(X, mapper, X.mean(axis=0))
-        codes = mapper.transform(X)
-        split = int(np.median(cells.codes[:, 0]))
-        box, _ = split_cells(cells.codes, np.arange(cells.n_cells), 0, split)
-        for chosen, rows_in in ((np.arange(cells.n_cells), np.ones(X.shape[0], bool)), (box, codes[:, 0] <= split)):
+        mapper, cells, codes, nodes = _root_and_a_sub_box(X, 0)
+        for chosen, rows_in in nodes:
             hist = node_histograms(cells.codes, cells.stats, chosen, mapper.max_n_bins)
             for f in range(X.shape[1]):
                 left, _, right, _ = best_two_by_position(cells.codes, cells.stats, chosen, f, hist)
@@ -367,7 +377,7 @@ def test_first_cut_bound_is_at_most_every_sides_optimum(n_segments):
         pair_tables,
         segment_map,
     )
-    from exclust.algorithms.search._optimal_bounds import best_two_by_segments, node_histograms, split_cells
+    from exclust.algorithms.search._optimal_bounds import best_two_by_segments, node_histograms
     from exclust.algorithms.search.optimal_bnb import leaf_costs
 
     rng = np.random.default_rng(21)
@@ -375,12 +385,8 @@ def test_first_cut_bound_is_at_most_every_sides_optimum(n_segments):
     for trial in range(3):
         X = np.round(rng.normal(size=(int(rng.integers(9, 12)), 2 + trial % 2)) * 3, 1)
         X[: X.shape[0] // 2, 0] += 8.0  # two groups, so that the sides have structure to bound
-        mapper = _mapper(X)
-        cells = block_cells(X, mapper, X.mean(axis=0))
-        codes = mapper.transform(X)
-        split = int(np.median(cells.codes[:, 1]))
-        box, _ = split_cells(cells.codes, np.arange(cells.n_cells), 1, split)
-        for chosen, rows_in in ((np.arange(cells.n_cells), np.ones(X.shape[0], bool)), (box, codes[:, 1] <= split)):
+        mapper, cells, codes, nodes = _root_and_a_sub_box(X, 1)
+        for chosen, rows_in in nodes:
             hist = node_histograms(cells.codes, cells.stats, chosen, mapper.max_n_bins)
             seg_of = segment_map(hist, n_segments)
             table = pair_tables(cells.codes, cells.stats, chosen, seg_of, n_segments)
