@@ -45,7 +45,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.algorithms.search._scatter_bounds import SLACK
+from exclust.algorithms.search._scatter_bounds import SLACK, scatter_eigenvalues
 
 # Segments per feature for the boxes around the pieces: the eigendecompositions per node are
 # d^2 x 4 x segments^2 (10 features, 16 segments: 102,400 of 10 x 10, about a second).
@@ -121,10 +121,7 @@ def box_eigen_sums(table: np.ndarray, f: int) -> np.ndarray:
     upper = np.triu_indices(d)
     moments[..., upper[0], upper[1]] = boxes[..., 1 + d:]
     moments[..., upper[1], upper[0]] = boxes[..., 1 + d:]
-    safe = np.maximum(count, 1e-300)
-    scatter = moments - sums[..., :, None] * sums[..., None, :] / safe[..., None, None]
-    scatter[count <= 0] = 0.0
-    eigen = np.maximum(np.linalg.eigvalsh(scatter)[..., ::-1], 0.0)
+    eigen = scatter_eigenvalues(count, sums, moments)
     out = np.zeros((*count.shape, d + 1))
     out[..., 1:] = np.cumsum(eigen, axis=-1)
     return out

@@ -92,6 +92,16 @@ def _moments_by_bin(codes, stats, cells, feature, n_bins):
     return rows, outer
 
 
+def scatter_eigenvalues(count: np.ndarray, sums: np.ndarray, outer: np.ndarray) -> np.ndarray:
+    """The eigenvalues of the scatter matrices ``outer - s s^T / n`` of boxes given by their row
+    counts (...), summed coordinates (..., d) and summed ``s_g s_g^T / n_g`` (..., d, d): (..., d),
+    decreasing, clamped at 0 (rounding); all 0 for an empty box."""
+    safe = np.maximum(count, 1e-300)
+    scatter = outer - sums[..., :, None] * sums[..., None, :] / safe[..., None, None]
+    scatter[count <= 0] = 0.0
+    return np.maximum(np.linalg.eigvalsh(scatter)[..., ::-1], 0.0)
+
+
 def _spectral(rows: np.ndarray, outer: np.ndarray, max_leaves: int) -> np.ndarray:
     """Bound 4 for boxes given by their summed rows (..., width) and summed outer products
     (..., d, d): an array (..., max_leaves + 1) whose column j bounds j leaves (column 0 unused, 1 is
@@ -99,9 +109,7 @@ def _spectral(rows: np.ndarray, outer: np.ndarray, max_leaves: int) -> np.ndarra
     count = rows[..., 0]
     sums = rows[..., 2:]
     safe = np.maximum(count, 1e-300)
-    scatter = outer - sums[..., :, None] * sums[..., None, :] / safe[..., None, None]
-    eigen = np.linalg.eigvalsh(scatter)[..., ::-1]  # decreasing
-    eigen = np.maximum(eigen, 0.0)
+    eigen = scatter_eigenvalues(count, sums, outer)
     cost = np.maximum(rows[..., 1] - (sums * sums).sum(axis=-1) / safe, 0.0)
     out = np.zeros((*count.shape, max_leaves + 1))
     taken = np.zeros(count.shape)
