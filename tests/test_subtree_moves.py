@@ -51,8 +51,9 @@ def test_a_dearer_proposal_is_not_taken_and_a_cheaper_one_is():
     stats = RowStatistics(X, mapper, centers.mean(axis=0))
     try:
         start = balanced(16, 0, X[:, 0].min(), X[:, 0].max())
-        found = propose(X[:2000], centers, start, 12, 100, 4, 2)
+        found, nodes = propose(X[:2000], centers, start, 12, 100, 4, 2)
         assert found  # cuts on one feature only: the lookahead finds cheaper subtrees
+        assert nodes > 0  # the subtrees' lookahead's nodes are counted
         better, saved, replaced = choose_on_all_rows(stats, start, found)
         (before, after), _ = stats.tree_moments([FlatTree.of(start), FlatTree.of(better)])
         assert replaced >= 1 and saved > 0
@@ -76,3 +77,5 @@ def test_beyond_twelve_clusters_the_search_uses_its_subtrees_and_dask_gives_the_
     dist = TreeSearch(14, random_state=0).fit(da.from_array(X, chunks=(1300, 3)), centers)
     assert dist.tree_ == local.tree_
     assert dist.cost_ == pytest.approx(local.cost_, rel=1e-12)
+    # Beyond 12 leaves the nodes are the subtrees' lookaheads' (there is no whole-tree lookahead).
+    assert local.n_sample_nodes_ > 0 and dist.n_sample_nodes_ == local.n_sample_nodes_

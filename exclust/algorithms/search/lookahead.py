@@ -12,6 +12,10 @@ from exclust.algorithms.search import category_cuts
 from exclust.algorithms.search._tree_search import cut_costs, greedy_cut_costs, window_minimum
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
 
+# The search's two runs (``tree_search.py``'s module): name -> ``LookaheadSearch.spread``, spread
+# candidates and bottom-up local search.
+SEARCHES = {"lookahead": False, "lookahead-spread": True}
+
 
 class LookaheadSearch:
     """The search on in-memory rows; subtrees are nested tuples (feature, threshold, left,

@@ -21,7 +21,7 @@ import numpy as np
 
 from exclust.algorithms.search import category_cuts
 from exclust.algorithms.search.category_cuts import own_cost
-from exclust.algorithms.search.lookahead import LookaheadSearch
+from exclust.algorithms.search.lookahead import SEARCHES, LookaheadSearch
 from exclust.algorithms.search.optimal_tree import count_leaves
 from exclust.algorithms.search.row_statistics import FlatTree, RowStatistics
 
@@ -81,10 +81,12 @@ def reaching(raw: np.ndarray, nested, path: tuple) -> np.ndarray:
 
 def propose(rows: np.ndarray, guide: np.ndarray, nested, max_leaves: int, evaluations_per_leaf: int,
             n_candidates: int, lookahead: int, Z: np.ndarray | None = None,
-            n_categories: np.ndarray | None = None) -> dict[tuple, list]:
+            n_categories: np.ndarray | None = None) -> tuple[dict[tuple, list], int]:
     """Per small subtree of ``nested`` (by path), the lookahead's proposals from the sample
-    ``rows`` (``Z``: their clustering space) that differ from it; ``guide``: the reference centers."""
+    ``rows`` (``Z``: their clustering space) that differ from it; ``guide``: the reference centers.
+    Also the nodes the subtrees' lookaheads priced, together."""
     found: dict[tuple, list] = {}
+    nodes = 0
     for path in small_subtrees(nested, max_leaves):
         subtree = subtree_at(nested, path)
         leaves = count_leaves(subtree)
@@ -98,15 +100,16 @@ def propose(rows: np.ndarray, guide: np.ndarray, nested, max_leaves: int, evalua
         everything = np.ones(int(mask.sum()), dtype=np.bool_)
         share = evaluations_per_leaf * leaves // 2
         proposals: list = []
-        for spread in (False, True):  # tree_search.SEARCHES' two runs
+        for spread in SEARCHES.values():
             search.spread = spread
             search.max_evaluations = search.evaluations + share
             improved = search.improve(subtree, everything)
             if improved != subtree and improved not in proposals:
                 proposals.append(improved)
+        nodes += search.evaluations
         if proposals:
             found[path] = proposals
-    return found
+    return found, nodes
 
 
 def choose_on_all_rows(stats: RowStatistics, nested, proposals: dict[tuple, list]) -> tuple[object, float, int]:

@@ -76,7 +76,7 @@ from exclust.algorithms.search.all_rows import (
     sample_dataset,
     search_all_rows,
 )
-from exclust.algorithms.search.lookahead import LookaheadSearch
+from exclust.algorithms.search.lookahead import SEARCHES, LookaheadSearch
 from exclust.algorithms.search.row_statistics import RowStatistics, tree_as_nested
 from exclust.algorithms.search.subtree_moves import propose
 from exclust.dataplane.parts import uniform_sample
@@ -115,8 +115,6 @@ SUBTREE_SAMPLE_ROWS_PER_LEAF = 250
 # 0.72% of the cost in 1.6, 4.3 and 12.8 s (ExShallow: 7.4 s).
 SUBTREE_ROWS_PER_EVALUATION = 2_000
 SUBTREE_EVALUATIONS = (30, 300)
-# The search's two runs (see the module): name -> spread candidates and bottom-up local search.
-SEARCHES = {"lookahead": False, "lookahead-spread": True}
 
 
 def sample_proposals(rows: np.ndarray, centers: np.ndarray, n_leaves: int, n_candidates: int, lookahead: int,
@@ -237,8 +235,8 @@ class TreeSearch(CenterTreePredictor):
     (each start's cost on all rows), ``start_`` (the cheapest, which the search improved),
     ``sweep_costs_`` (the cost before each sweep), ``weighted_avg_depth_`` (over all rows),
     ``n_search_rows_`` (the sample's rows), ``n_sample_nodes_`` (nodes the sample's lookahead
-    priced), ``max_passes_`` (the search's budget on all rows, "auto" resolved), ``n_passes_``
-    (passes over the rows).
+    priced, the small subtrees' included), ``max_passes_`` (the search's budget on all rows,
+    "auto" resolved), ``n_passes_`` (passes over the rows).
     """
 
     _parameter_constraints = {
@@ -335,8 +333,12 @@ class TreeSearch(CenterTreePredictor):
             n_categories = category_counts(categories, rows.shape[1])
 
             def subtrees(nested) -> dict:
-                return propose(big_rows, centers, nested, LOOKAHEAD_MAX_LEAVES, subtree_evaluations(ds.X.shape[0]),
-                               int(self.n_candidates), int(self.lookahead), Z=big_z, n_categories=n_categories)
+                nonlocal sample_nodes
+                found, nodes = propose(big_rows, centers, nested, LOOKAHEAD_MAX_LEAVES,
+                                       subtree_evaluations(ds.X.shape[0]), int(self.n_candidates),
+                                       int(self.lookahead), Z=big_z, n_categories=n_categories)
+                sample_nodes += nodes
+                return found
 
             found = search_all_rows(stats, centers, leaves, proposals, max_passes, self.max_seconds, min_share,
                                     subtrees if by_subtrees else None)
