@@ -14,7 +14,7 @@ kernels are compiled, or loaded from its cache, before the clock starts; ``--no-
 the first fit as it comes). A fit that passes ``--timeout`` seconds is reported as not done.
 The price of every tree is computed on all rows in one pass of this process: the k-means cost of
 the tree's clusters at their own means over the reference clusters' (each row with its nearest
-center), as a run's headline price.
+center), as a run's headline price; beyond ``HOLD_MAX_ROWS`` rows that pass reads the files.
 
 Printed: one Markdown table (seconds, price per cell) with the load average before and after.
 The machine may be shared: quote the load average with the figures.
@@ -36,6 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # numba compiles a kernel per argument types (on the workers: float32 distances) on its first call,
 # minutes for ExShallow's under load when the cache is cold (any change to the kernels' source).
 WARM_ROWS = 20_000
+# Up to this many rows this process holds the rows on the workers for its pricing passes, beside
+# the child's copy; beyond, it prices from the files (at 10M two copies of 1.6 GB would fill the
+# workers' 2 x 3.5 GiB).
+HOLD_MAX_ROWS = 2_000_000
 sys.path.insert(0, str(ROOT))
 
 BUILDERS = {
@@ -182,8 +186,10 @@ def main() -> None:
             data = load_dataset(str(folder), [f"x{j}" for j in range(20)])
             if args.in_memory:
                 X = np.asarray(data.X.compute() if hasattr(data.X, "compute") else data.X)
-            else:
+            elif args.rows <= HOLD_MAX_ROWS:
                 (X,), _ = hold(data.X, force=True)
+            else:  # priced from the files: the children hold their own copy of the rows on the workers
+                X = data.X
             sample = np.asarray(X[np.sort(sample_ids(args.rows, min(args.rows, 100_000), 0))])
             centers = KMeans(k, n_init=1, random_state=0).fit(sample).cluster_centers_
             path = Path(tmp) / f"centers-{k}.npy"
