@@ -336,8 +336,9 @@ def test_neighbour_bound_beats_the_others_on_few_features_and_keeps_every_search
 def test_the_center_guided_first_tree_is_a_tree_of_one_center_a_leaf_and_never_below_the_best():
     """The first tree (optimal_incumbent) cuts until each leaf holds one center, costs what the
     search says, and the search's tree is never above it nor above the greedy tree."""
-    from exclust.algorithms.search.optimal_bnb import leaf_costs, tree_cells
+    from exclust.algorithms.search.optimal_bnb import tree_cells
     from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
+    from exclust.algorithms.search.optimal_node import leaf_costs
     from exclust.algorithms.search.optimal_tree import count_leaves
 
     rng = np.random.default_rng(5)
@@ -378,7 +379,7 @@ def test_first_cut_bound_is_at_most_every_sides_optimum(n_segments):
         segment_map,
     )
     from exclust.algorithms.search._optimal_bounds import best_two_by_segments, node_histograms
-    from exclust.algorithms.search.optimal_bnb import leaf_costs
+    from exclust.algorithms.search.optimal_node import leaf_costs
 
     rng = np.random.default_rng(21)
     largest = 0.0
@@ -417,11 +418,7 @@ def test_first_cut_bound_changes_no_optimum_and_proves_four_leaves_in_fewer_node
         for k in (4, 5):
             results = []
             for on in (True, False):
-                BranchAndBound.use_first_cut = on
-                try:
-                    results.append(OptimalTree(k, max_bins=256).fit(X))
-                finally:
-                    BranchAndBound.use_first_cut = True
+                results.append(OptimalTree(k, max_bins=256, use_first_cut=on).fit(X))
             assert results[0].cost_ == pytest.approx(brute_force(X, k), rel=1e-9, abs=1e-9)
             assert results[0].cost_ == pytest.approx(results[1].cost_, rel=1e-9, abs=1e-9)
             assert results[0].proven_optimal_ and results[1].proven_optimal_

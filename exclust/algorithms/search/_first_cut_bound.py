@@ -101,10 +101,11 @@ def pair_tables(codes, stats, cells, seg_of, n_segments):
     return table
 
 
-def box_eigen_sums(table: np.ndarray, f: int) -> np.ndarray:
-    """``E_r`` of the boxes around the pieces of feature ``f``'s sides: (d_g, 4, S, S, d + 1),
+def box_eigen_sums(table: np.ndarray, f: int, top: int | None = None) -> np.ndarray:
+    """``E_r`` of the boxes around the pieces of feature ``f``'s sides: (d_g, 4, S, S, top + 1),
     orientation o = 2 a + b with a = 0 for f-segment <= i (1: >= i) and b = 0 for g-segment <= s
-    (1: >= s); r = 0..d. Made per feature, only for features whose sides need it."""
+    (1: >= s); r = 0..top (default d: every partial sum; sides of at most m leaves need r <= m - 2).
+    Made per feature, only for features whose sides need it."""
     d, _, S = table.shape[:3]
     full = np.empty((d, S, S, table.shape[-1]))
     for g in range(d):
@@ -121,9 +122,10 @@ def box_eigen_sums(table: np.ndarray, f: int) -> np.ndarray:
     upper = np.triu_indices(d)
     moments[..., upper[0], upper[1]] = boxes[..., 1 + d:]
     moments[..., upper[1], upper[0]] = boxes[..., 1 + d:]
+    top = d if top is None else min(int(top), d)
     eigen = scatter_eigenvalues(count, sums, moments)
-    out = np.zeros((*count.shape, d + 1))
-    out[..., 1:] = np.cumsum(eigen, axis=-1)
+    out = np.zeros((*count.shape, top + 1))
+    out[..., 1:] = np.cumsum(eigen[..., :top], axis=-1)
     return out
 
 
