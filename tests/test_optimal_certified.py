@@ -233,6 +233,12 @@ def test_scatter_bounds_are_at_most_every_partition(directions, monkeypatch):
         four = _spectral(stats.sum(axis=0)[None], outer[None], m)[0, m]
         assert four <= five + 1e-9 <= least + 2e-9
         assert box_bound(stats, np.arange(n_cells), m, cutoff=-1.0) <= five + 1e-9  # Bound 4 alone
+        # Given a cutoff the programmes may stop once Bound 5 cannot reach it: never above Bound 5,
+        # and it reaches every cutoff that Bound 5 reaches.
+        for cutoff in (four, 0.5 * (four + five), five, 0.5 * (five + least), least):
+            early = box_bound(stats, np.arange(n_cells), m, cutoff=cutoff)
+            assert four - 1e-9 <= early <= five + 1e-9
+            assert early >= cutoff or five < cutoff
 
 
 def test_every_cut_positions_side_bound_is_at_most_that_sides_optimum():
@@ -391,7 +397,10 @@ def test_first_cut_bound_is_at_most_every_sides_optimum(n_segments):
             hist = node_histograms(cells.codes, cells.stats, chosen, mapper.max_n_bins)
             seg_of = segment_map(hist, n_segments)
             table = pair_tables(cells.codes, cells.stats, chosen, seg_of, n_segments)
+            known: dict = {}  # a node's boxes shared by the two features of each pair
             for f in range(X.shape[1]):
+                np.testing.assert_allclose(box_eigen_sums(table, f, 2, known), box_eigen_sums(table, f)[..., :3],
+                                           rtol=1e-12, atol=1e-9)
                 *_, left_seg, right_seg = best_two_by_segments(cells.codes, cells.stats, chosen, f, hist, seg_of,
                                                                n_segments)
                 occupied = np.unique(cells.codes[chosen, f])[:-1]

@@ -127,7 +127,7 @@ class BranchAndBound:
         self.sweeps = 0  # sweeps over a node's cells (histograms)
         self.box_bounds = 0  # Bound 5 computed at the start of a search of three or more leaves
         self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
-        self.scatter_memo: dict[tuple[bytes, int], tuple[float, bool]] = {}
+        self.scatter_memo: dict[tuple[bytes, int], tuple[float, float]] = {}
         self.neighbour_memo: dict[tuple[bytes, int], float] = {}
         self.neighbour_bounds = 0  # Bound 7 computed (boxes of at most NEIGHBOUR_MAX_CELLS cells)
         # Bound 7 inside the search (``solve``), off by default: measured on aggregation, r15 and
@@ -159,14 +159,22 @@ class BranchAndBound:
 
     def scatter_bound(self, cells: np.ndarray, m: int, cutoff: float = np.inf, key=None) -> float:
         """Bound 5 of the box holding ``cells`` for ``m`` leaves (Bound 4 alone when that reaches
-        ``cutoff``), remembered per box: the 1-D programmes over many cells are not redone."""
+        ``cutoff``; below it when Bound 5 cannot reach ``cutoff``, ``box_bound``), remembered per box
+        with the cutoff it was made for: the 1-D programmes over many cells are redone only for a
+        lower cutoff that the value remembered does not reach."""
         key = self.key(cells, m) if key is None else key
         known = self.scatter_memo.get(key)
-        if known is not None and (known[1] or known[0] >= cutoff):
-            return known[0]
+        if known is not None:
+            value, made_for = known
+            # Reached, or made without a cutoff, or its programmes showed Bound 5 below a cutoff
+            # at most this one.
+            if value >= cutoff or made_for == np.inf or value < made_for <= cutoff < np.inf:
+                return value
         self.box_bounds += 1
         bound = float(box_bound(self.stats, cells, m, cutoff))
-        self.scatter_memo[key] = (bound, bound < cutoff)  # complete unless Bound 4 stopped it
+        if known is not None:
+            bound = max(bound, known[0])  # both valid
+        self.scatter_memo[key] = (bound, cutoff)
         return bound
 
     def neighbour_bound(self, cells: np.ndarray, m: int, key=None) -> float:

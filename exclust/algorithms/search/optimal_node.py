@@ -57,7 +57,7 @@ class SearchNode:
         self.cost = leaf_costs(self.total)
         # Bound 8's segments (``prepare_first_cut``) and its pair tables, made on first use.
         self.segments: tuple[np.ndarray, int] | None = None
-        self._pairs: tuple[np.ndarray, float] | None = None
+        self._pairs: tuple[np.ndarray, float, dict] | None = None
         # Cut positions per feature: after each occupied bin but the last (a cut must leave cells
         # on both sides); the left side's statistics at each.
         self.positions: list[np.ndarray] = []
@@ -99,10 +99,10 @@ class SearchNode:
         seg_of, n_segments = self.segments
         if self._pairs is None:
             self._pairs = (pair_tables(self.codes, self.stats, self.cells, seg_of, n_segments),
-                           margin_of(self.stats, self.cells))
-        table, margin = self._pairs
-        return first_cut_bounds(f, self.positions[f], seg_of, box_eigen_sums(table, f, max_leaves - 2), *segments,
-                                self.side_costs(f), max_leaves, margin)
+                           margin_of(self.stats, self.cells), {})
+        table, margin, known = self._pairs
+        sums = box_eigen_sums(table, f, max_leaves - 2, known)  # a node has one max_leaves: one top per dict
+        return first_cut_bounds(f, self.positions[f], seg_of, sums, *segments, self.side_costs(f), max_leaves, margin)
 
     def position_bounds(self, f: int, m: int, exact, segments, limit: float) -> dict:
         """Per left share j whose sides are not both exact: (left, right) lower bounds at every cut
