@@ -432,3 +432,34 @@ def test_first_cut_bound_changes_no_optimum_and_proves_four_leaves_in_fewer_node
             assert results[0].cost_ == pytest.approx(results[1].cost_, rel=1e-9, abs=1e-9)
             assert results[0].proven_optimal_ and results[1].proven_optimal_
             assert results[0].nodes_searched_ <= results[1].nodes_searched_
+
+
+def test_a_nodes_pair_tables_are_made_only_when_a_position_is_open_and_change_no_bound():
+    """Bound 8's pair tables (one pass over the node's cells) wait for the first feature whose Bound 4
+    sums leave a position open; made then, the bounds are those of tables made up front, and a
+    search's switch is its own (no process-wide flag)."""
+    from exclust.algorithms.search.optimal_node import SearchNode
+
+    rng = np.random.default_rng(23)
+    X = np.round(np.concatenate([c + rng.normal(size=(8, 3)) for c in rng.uniform(-9, 9, size=(5, 3))]), 1)
+    mapper, cells, _, nodes = _root_and_a_sub_box(X, 0)
+    for chosen, _ in nodes:
+        closed, lazy, eager = (SearchNode(cells.codes, cells.stats, chosen, mapper.max_n_bins) for _ in range(3))
+        for node in (closed, lazy, eager):
+            node.prepare_first_cut()
+        for f in range(X.shape[1]):
+            exact = [(*closed.side_costs(f),)]
+            lb, la, rb, ra, segments = closed.two_leaf_sides(f)
+            exact += [(lb, rb), (la, ra)]
+            assert closed.position_bounds(f, 5, exact, segments, limit=-np.inf) is not None
+            assert closed._pairs is None  # nothing open below a limit of -inf: no tables
+            eager.first_cut_bounds(f, segments, 4)  # tables made before any position asked
+            got, want = lazy.position_bounds(f, 5, exact, segments, np.inf), eager.position_bounds(f, 5, exact,
+                                                                                                   segments, np.inf)
+            assert lazy._pairs is not None and got.keys() == want.keys()
+            for j in got:
+                np.testing.assert_array_equal(got[j][0], want[j][0])
+                np.testing.assert_array_equal(got[j][1], want[j][1])
+    assert not hasattr(BranchAndBound, "use_first_cut")
+    assert BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, use_first_cut=False).use_first_cut is False
+    assert OptimalTree(4, use_first_cut=False).get_params()["use_first_cut"] is False
