@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from exclust.algorithms.search.optimal import DEFAULT_MAX_NODES, OptimalTree
-from exclust.algorithms.search.optimal_bnb import BranchAndBound
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -72,7 +71,8 @@ def main() -> None:
     parser.add_argument("--without-first-cut", action="store_true",
                         help="leave Bound 8 (a side's first cut) out, as before session bound30c")
     args = parser.parse_args()
-    BranchAndBound.use_first_cut = not args.without_first_cut
+    options = {"max_nodes": args.nodes, "max_seconds": args.seconds, "max_bins": args.max_bins,
+               "use_first_cut": not args.without_first_cut}
     print(HEAD, flush=True)
     if args.what == "scale":
         from exclust.datasets.synthetic import make_gmm_dataset
@@ -81,13 +81,13 @@ def main() -> None:
             for k in map(int, args.ks.split(",")):
                 X, _, _ = make_gmm_dataset(n, n_components=k, n_features=args.features, random_state=0)
                 started = time.monotonic()
-                model = OptimalTree(k, max_nodes=args.nodes, max_seconds=args.seconds, max_bins=args.max_bins).fit(X)
+                model = OptimalTree(k, **options).fit(X)
                 print(line("gmm", n, args.features, k, model, time.monotonic() - started), flush=True)
     else:
         for name in args.sets.split(","):
             X, k = load(name)
             started = time.monotonic()
-            model = OptimalTree(k, max_nodes=args.nodes, max_seconds=args.seconds, max_bins=args.max_bins).fit(X)
+            model = OptimalTree(k, **options).fit(X)
             print(line(name, X.shape[0], X.shape[1], k, model, time.monotonic() - started), flush=True)
 
 

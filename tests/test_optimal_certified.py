@@ -233,6 +233,12 @@ def test_scatter_bounds_are_at_most_every_partition(directions, monkeypatch):
         four = _spectral(stats.sum(axis=0)[None], outer[None], m)[0, m]
         assert four <= five + 1e-9 <= least + 2e-9
         assert box_bound(stats, np.arange(n_cells), m, cutoff=-1.0) <= five + 1e-9  # Bound 4 alone
+        # Given a cutoff the programmes may stop once Bound 5 cannot reach it: never above Bound 5,
+        # and it reaches every cutoff that Bound 5 reaches.
+        for cutoff in (four, 0.5 * (four + five), five, 0.5 * (five + least), least):
+            early = box_bound(stats, np.arange(n_cells), m, cutoff=cutoff)
+            assert four - 1e-9 <= early <= five + 1e-9
+            assert early >= cutoff or five < cutoff
 
 
 def test_every_cut_positions_side_bound_is_at_most_that_sides_optimum():
@@ -336,8 +342,9 @@ def test_neighbour_bound_beats_the_others_on_few_features_and_keeps_every_search
 def test_the_center_guided_first_tree_is_a_tree_of_one_center_a_leaf_and_never_below_the_best():
     """The first tree (optimal_incumbent) cuts until each leaf holds one center, costs what the
     search says, and the search's tree is never above it nor above the greedy tree."""
-    from exclust.algorithms.search.optimal_bnb import leaf_costs, tree_cells
+    from exclust.algorithms.search.optimal_bnb import tree_cells
     from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
+    from exclust.algorithms.search.optimal_node import leaf_costs
     from exclust.algorithms.search.optimal_tree import count_leaves
 
     rng = np.random.default_rng(5)
@@ -378,7 +385,7 @@ def test_first_cut_bound_is_at_most_every_sides_optimum(n_segments):
         segment_map,
     )
     from exclust.algorithms.search._optimal_bounds import best_two_by_segments, node_histograms
-    from exclust.algorithms.search.optimal_bnb import leaf_costs
+    from exclust.algorithms.search.optimal_node import leaf_costs
 
     rng = np.random.default_rng(21)
     largest = 0.0
@@ -390,7 +397,10 @@ def test_first_cut_bound_is_at_most_every_sides_optimum(n_segments):
             hist = node_histograms(cells.codes, cells.stats, chosen, mapper.max_n_bins)
             seg_of = segment_map(hist, n_segments)
             table = pair_tables(cells.codes, cells.stats, chosen, seg_of, n_segments)
+            known: dict = {}  # a node's boxes shared by the two features of each pair
             for f in range(X.shape[1]):
+                np.testing.assert_allclose(box_eigen_sums(table, f, 2, known), box_eigen_sums(table, f)[..., :3],
+                                           rtol=1e-12, atol=1e-9)
                 *_, left_seg, right_seg = best_two_by_segments(cells.codes, cells.stats, chosen, f, hist, seg_of,
                                                                n_segments)
                 occupied = np.unique(cells.codes[chosen, f])[:-1]
@@ -417,12 +427,39 @@ def test_first_cut_bound_changes_no_optimum_and_proves_four_leaves_in_fewer_node
         for k in (4, 5):
             results = []
             for on in (True, False):
-                BranchAndBound.use_first_cut = on
-                try:
-                    results.append(OptimalTree(k, max_bins=256).fit(X))
-                finally:
-                    BranchAndBound.use_first_cut = True
+                results.append(OptimalTree(k, max_bins=256, use_first_cut=on).fit(X))
             assert results[0].cost_ == pytest.approx(brute_force(X, k), rel=1e-9, abs=1e-9)
             assert results[0].cost_ == pytest.approx(results[1].cost_, rel=1e-9, abs=1e-9)
             assert results[0].proven_optimal_ and results[1].proven_optimal_
             assert results[0].nodes_searched_ <= results[1].nodes_searched_
+
+
+def test_a_nodes_pair_tables_are_made_only_when_a_position_is_open_and_change_no_bound():
+    """Bound 8's pair tables (one pass over the node's cells) wait for the first feature whose Bound 4
+    sums leave a position open; made then, the bounds are those of tables made up front, and a
+    search's switch is its own (no process-wide flag)."""
+    from exclust.algorithms.search.optimal_node import SearchNode
+
+    rng = np.random.default_rng(23)
+    X = np.round(np.concatenate([c + rng.normal(size=(8, 3)) for c in rng.uniform(-9, 9, size=(5, 3))]), 1)
+    mapper, cells, _, nodes = _root_and_a_sub_box(X, 0)
+    for chosen, _ in nodes:
+        closed, lazy, eager = (SearchNode(cells.codes, cells.stats, chosen, mapper.max_n_bins) for _ in range(3))
+        for node in (closed, lazy, eager):
+            node.prepare_first_cut()
+        for f in range(X.shape[1]):
+            exact = [(*closed.side_costs(f),)]
+            lb, la, rb, ra, segments = closed.two_leaf_sides(f)
+            exact += [(lb, rb), (la, ra)]
+            assert closed.position_bounds(f, 5, exact, segments, limit=-np.inf) is not None
+            assert closed._pairs is None  # nothing open below a limit of -inf: no tables
+            eager.first_cut_bounds(f, segments, 4)  # tables made before any position asked
+            got, want = lazy.position_bounds(f, 5, exact, segments, np.inf), eager.position_bounds(f, 5, exact,
+                                                                                                   segments, np.inf)
+            assert lazy._pairs is not None and got.keys() == want.keys()
+            for j in got:
+                np.testing.assert_array_equal(got[j][0], want[j][0])
+                np.testing.assert_array_equal(got[j][1], want[j][1])
+    assert not hasattr(BranchAndBound, "use_first_cut")
+    assert BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, use_first_cut=False).use_first_cut is False
+    assert OptimalTree(4, use_first_cut=False).get_params()["use_first_cut"] is False

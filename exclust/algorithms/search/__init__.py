@@ -11,7 +11,8 @@ features and cuts learning where missing values go), ``optimal_tree.py`` (the ex
 by k-means cost on small instances: the yardstick of the tests and benchmarks), ``label_tree.py``
 (``LabelTree``: a small tree explaining any clustering from its labels alone), ``optimal.py``
 (``OptimalTree``: the proven optimum at the bin edges, or a proven lower bound) with
-``optimal_bnb.py`` (its branch and bound and the bounds, each proved) and
+``optimal_bnb.py`` (its branch and bound and the bounds, each proved), ``optimal_node.py`` (one box
+of that search: its cut positions' exact small sides and their bounds) and
 ``optimal_cells.py`` (the rows' cell statistics it searches), and the numba kernels
 ``_tree_search.py`` (every cut's cost at one node), ``_leaf_statistics.py`` (per-leaf moments,
 plain and binned) and ``_optimal_bounds.py`` (the branch and bound's sweeps and 1-D bounds), with ``_scatter_bounds.py``

@@ -101,15 +101,34 @@ def pair_tables(codes, stats, cells, seg_of, n_segments):
     return table
 
 
-def box_eigen_sums(table: np.ndarray, f: int) -> np.ndarray:
-    """``E_r`` of the boxes around the pieces of feature ``f``'s sides: (d_g, 4, S, S, d + 1),
+def box_eigen_sums(table: np.ndarray, f: int, top: int | None = None, known: dict | None = None) -> np.ndarray:
+    """``E_r`` of the boxes around the pieces of feature ``f``'s sides: (d_g, 4, S, S, top + 1),
     orientation o = 2 a + b with a = 0 for f-segment <= i (1: >= i) and b = 0 for g-segment <= s
-    (1: >= s); r = 0..d. Made per feature, only for features whose sides need it."""
-    d, _, S = table.shape[:3]
-    full = np.empty((d, S, S, table.shape[-1]))
+    (1: >= s); r = 0..top (default d: every partial sum; sides of at most m leaves need r <= m - 2).
+    Made per feature, only for features whose sides need it. The box of (f, g, a, b, i, s) is the
+    box of (g, f, b, a, s, i), so with ``known`` (a node's dict, one ``top`` per dict) each pair of
+    features' boxes are decomposed once and serve both features."""
+    d = table.shape[0]
+    top = d if top is None else min(int(top), d)
+    known = {} if known is None else known
+    missing = sorted({(min(f, g), max(f, g)) for g in range(d)} - known.keys())
+    if missing:
+        for pair, sums in zip(missing, _pair_eigen_sums(table, missing, top), strict=True):
+            known[pair] = sums
+    out = np.empty((d, 4, *table.shape[2:4], top + 1))
     for g in range(d):
-        full[g] = table[f, g] if f <= g else table[g, f].transpose(1, 0, 2)
-    boxes = np.empty((d, 4, S, S, table.shape[-1]))
+        sums = known[(min(f, g), max(f, g))]
+        # Stored with a for the lower feature: for f > g swap the orientations' roles and the segments.
+        out[g] = sums if f <= g else sums[[0, 2, 1, 3]].transpose(0, 2, 1, 3)
+    return out
+
+
+def _pair_eigen_sums(table: np.ndarray, pairs: list[tuple[int, int]], top: int) -> np.ndarray:
+    """``E_0..E_top`` of every box of the pairs (f, g), f <= g: (pairs, 4, S, S, top + 1), orientation
+    2 a + b with a for f's segments (axis 2) and b for g's (axis 3), as in ``box_eigen_sums``."""
+    d = table.shape[0]
+    full = np.stack([table[f, g] for f, g in pairs])
+    boxes = np.empty((len(pairs), 4, *full.shape[1:]))
     for a in (0, 1):
         along_f = np.cumsum(full, axis=1) if a == 0 else np.cumsum(full[:, ::-1], axis=1)[:, ::-1]
         for b in (0, 1):
@@ -122,8 +141,8 @@ def box_eigen_sums(table: np.ndarray, f: int) -> np.ndarray:
     moments[..., upper[0], upper[1]] = boxes[..., 1 + d:]
     moments[..., upper[1], upper[0]] = boxes[..., 1 + d:]
     eigen = scatter_eigenvalues(count, sums, moments)
-    out = np.zeros((*count.shape, d + 1))
-    out[..., 1:] = np.cumsum(eigen, axis=-1)
+    out = np.zeros((*count.shape, top + 1))
+    out[..., 1:] = np.cumsum(eigen[..., :top], axis=-1)
     return out
 
 

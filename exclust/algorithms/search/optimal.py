@@ -45,9 +45,10 @@ from exclust.algorithms.histogram.base import (
     known_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
-from exclust.algorithms.search.optimal_bnb import BranchAndBound, leaf_costs, pad_leaves, tree_cells
+from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
+from exclust.algorithms.search.optimal_node import leaf_costs
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
 from exclust.dataplane.parts import map_reduce, uniform_sample
 from exclust.errors import ParameterError
@@ -116,6 +117,9 @@ class OptimalTree(CenterTreePredictor):
         at every midpoint between them.
     random_state : int, RandomState or None, default None
         Seed of the binning sample (used only when there are more rows than the sample).
+    use_first_cut : bool, default True
+        Bound the sides of three or more leaves over their own first cut too (Bound 8 of
+        ``_first_cut_bound``). Off only to compare: the same optimum, usually in more nodes.
 
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
@@ -136,15 +140,17 @@ class OptimalTree(CenterTreePredictor):
         **{k: v for k, v in CENTER_TREE_CONSTRAINTS.items() if k != "objective"},
         "max_nodes": [Interval(Integral, 0, None, closed="left")],
         "max_seconds": [None, Interval(Real, 0, None, closed="left")],
+        "use_first_cut": ["boolean"],
     }
 
     def __init__(self, n_clusters: int, max_nodes: int = DEFAULT_MAX_NODES, max_seconds: float | None = None,
-                 max_bins: int = 256, random_state=None) -> None:
+                 max_bins: int = 256, random_state=None, use_first_cut: bool = True) -> None:
         self.n_clusters = n_clusters
         self.max_nodes = max_nodes
         self.max_seconds = max_seconds
         self.max_bins = max_bins
         self.random_state = random_state
+        self.use_first_cut = use_first_cut
 
     def fit(self, X, centers=None) -> OptimalTree:
         """Search the tree for X; ``centers`` (optional) only name the leaves' clusters."""
@@ -164,7 +170,7 @@ class OptimalTree(CenterTreePredictor):
         started = time.monotonic()
         deadline = np.inf if self.max_seconds is None else started + float(self.max_seconds)
         search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, deadline=deadline,
-                                max_nodes=int(self.max_nodes))
+                                max_nodes=int(self.max_nodes), use_first_cut=bool(self.use_first_cut))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         if centers is not None:

@@ -53,8 +53,8 @@ eigenvectors (Bound 5). ``solve`` computes Bound 5 before searching a box of ``m
 and does not search it when the bound reaches the cutoff (or the incumbent); otherwise the
 search's bound is raised to it.
 
-**Bound 6 (every cut position's sides).** For the cut positions of one (f, j) the search keeps a
-lower bound per position for each side: exact for one or two leaves, else Bound 4 of that side
+**Bound 6 (every cut position's sides; ``optimal_node.py``).** For the cut positions of one (f, j)
+the search keeps a lower bound per position for each side: exact for one or two leaves, else Bound 4 of that side
 (computed for every position of f at once from prefix sums of the per-bin moments), lifted by
 Bound 1: a running maximum from the left for ``L_p`` (it grows with p), from the right for
 ``R_p``, and after each probe at ``mid`` the probe's side bounds are carried to every ``L_p``,
@@ -86,29 +86,11 @@ import time
 
 import numpy as np
 
-from exclust.algorithms.search._first_cut_bound import (
-    box_eigen_sums,
-    first_cut_bounds,
-    margin_of,
-    pair_tables,
-    segment_map,
-    segments_for,
-)
 from exclust.algorithms.search._neighbour_bound import neighbour_bound
-from exclust.algorithms.search._optimal_bounds import (
-    best_two_by_segments,
-    node_histograms,
-    split_cells,
-    tight_box,
-    weighted_kmeans_1d,
-)
-from exclust.algorithms.search._scatter_bounds import box_bound, position_spectral_bounds
+from exclust.algorithms.search._optimal_bounds import split_cells, tight_box, weighted_kmeans_1d
+from exclust.algorithms.search._scatter_bounds import box_bound
+from exclust.algorithms.search.optimal_node import SPECTRAL_MAX_FEATURES, SearchNode
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
-
-# Bound 6's spectral part (every cut position's sides) costs O(cells x d^2) per feature, so
-# O(cells x d^3) per node: with more features than this the sides of three or more leaves start
-# from 0 (Bound 1 and the probes alone), as before Bound 6.
-SPECTRAL_MAX_FEATURES = 16
 
 # Bound 7 (``_neighbour_bound``) costs O(cells^2 d) per box: boxes of more cells go without it.
 NEIGHBOUR_MAX_CELLS = 5_000
@@ -116,69 +98,6 @@ NEIGHBOUR_MAX_CELLS = 5_000
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
 FIRST_PROBES = 4
-
-
-class _Node:
-    """A node's cells with its histograms' prefix sums: every cut's two sides' statistics."""
-
-    def __init__(self, search: BranchAndBound, cells: np.ndarray) -> None:
-        self.cells = cells
-        hist = node_histograms(search.codes, search.stats, cells, search.n_bins)
-        self.hist = hist  # kept for every feature's two-leaf sides (``two_leaf_sides``)
-        self.total = hist[0].sum(axis=0)
-        self.first_cut: tuple | None = None  # Bound 8's (segments, box eigen sums, slack), when prepared
-        self.cost = leaf_costs(self.total)
-        # Cut positions per feature: after each occupied bin but the last (a cut must leave cells
-        # on both sides); the left side's statistics at each.
-        self.positions: list[np.ndarray] = []
-        self.left: list[np.ndarray] = []
-        for f in range(hist.shape[0]):
-            occupied = np.flatnonzero(hist[f, :, 0] > 0)
-            prefix = np.cumsum(hist[f], axis=0)
-            self.positions.append(occupied[:-1])
-            self.left.append(prefix[occupied[:-1]])
-
-    def side_costs(self, f: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each cut position's left and right leaf costs on feature f."""
-        left = self.left[f]
-        return leaf_costs(left), leaf_costs(self.total[None, :] - left)
-
-    def two_leaf_sides(self, search: BranchAndBound, f: int) -> tuple:
-        """Each cut position's left and right best costs of at most two leaves on feature f, with
-        their trees: one sweep (``best_two_by_segments``, from the node's own histograms); with
-        ``first_cut`` prepared, Bound 8's per-segment minima too (else None)."""
-        search.sweeps += 1
-        seg_of, n_segments = (self.first_cut[0], self.first_cut[0].max() + 1) if self.first_cut else \
-            (np.zeros(self.hist.shape[:2], dtype=np.int64), 0)
-        lb, la, rb, ra, ls, rs = best_two_by_segments(search.codes, search.stats, self.cells, f, self.hist, seg_of,
-                                                      int(n_segments))
-        at = self.positions[f]
-        return lb[at], la[at], rb[at], ra[at], (ls[at], rs[at]) if self.first_cut else None
-
-    def prepare_first_cut(self, search: BranchAndBound) -> None:
-        """Bound 8's segments and the pair tables of the boxes around the pieces (one pass)."""
-        n_segments = segments_for(self.cells.shape[0])
-        seg_of = segment_map(self.hist, n_segments)
-        table = pair_tables(search.codes, search.stats, self.cells, seg_of, n_segments)
-        self.first_cut = (seg_of, table, margin_of(search.stats, self.cells))
-
-    def first_cut_bounds(self, f: int, segments: tuple[np.ndarray, np.ndarray],
-                         max_leaves: int) -> tuple[np.ndarray, np.ndarray]:
-        """Bound 8 at every cut position's sides on feature f (``_first_cut_bound``)."""
-        assert self.first_cut is not None
-        seg_of, table, margin = self.first_cut
-        return first_cut_bounds(f, self.positions[f], seg_of, box_eigen_sums(table, f), *segments,
-                                self.side_costs(f), max_leaves, margin)
-
-
-def leaf_costs(stats: np.ndarray) -> np.ndarray:
-    """k-means cost of leaves from their (count, summed squared norm, summed coordinates) rows."""
-    stats = np.asarray(stats, dtype=np.float64)
-    count = stats[..., 0]
-    sums = stats[..., 2:]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = stats[..., 1] - np.where(count > 0, (sums * sums).sum(axis=-1) / np.maximum(count, 1e-300), 0.0)
-    return np.maximum(value, 0.0)
 
 
 class BranchAndBound:
@@ -193,23 +112,22 @@ class BranchAndBound:
     machine's speed.
     """
 
-    # Bound 8 (``_first_cut_bound``) for the sides of three or more leaves; a switch for the tests
-    # and for bench_optimal.py's comparison (``--without-first-cut``).
-    use_first_cut = True
-
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
-                 max_nodes: float = np.inf) -> None:
+                 max_nodes: float = np.inf, use_first_cut: bool = True) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
         self.deadline = deadline
         self.max_nodes = max_nodes
+        # Bound 8 (``_first_cut_bound``) for the sides of three or more leaves; off only to compare
+        # (tests, bench_optimal.py's ``--without-first-cut``).
+        self.use_first_cut = bool(use_first_cut)
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         self.nodes = 0  # searches of a (box, leaves) pair actually run
         self.sweeps = 0  # sweeps over a node's cells (histograms)
         self.box_bounds = 0  # Bound 5 computed at the start of a search of three or more leaves
         self.memo: dict[tuple[bytes, int], tuple[float, float, object]] = {}
-        self.scatter_memo: dict[tuple[bytes, int], tuple[float, bool]] = {}
+        self.scatter_memo: dict[tuple[bytes, int], tuple[float, float]] = {}
         self.neighbour_memo: dict[tuple[bytes, int], float] = {}
         self.neighbour_bounds = 0  # Bound 7 computed (boxes of at most NEIGHBOUR_MAX_CELLS cells)
         # Bound 7 inside the search (``solve``), off by default: measured on aggregation, r15 and
@@ -218,14 +136,14 @@ class BranchAndBound:
         self.use_neighbour = False
 
     # ------------------------------------------------------------------ small pieces
-    def node(self, cells: np.ndarray) -> _Node:
+    def node(self, cells: np.ndarray) -> SearchNode:
         self.sweeps += 1
-        return _Node(self, cells)
+        return SearchNode(self.codes, self.stats, cells, self.n_bins)
 
     def key(self, cells: np.ndarray, m: int) -> tuple[bytes, int]:
         return tight_box(self.codes, cells).tobytes(), m
 
-    def best_two(self, node: _Node, force: bool = False) -> tuple[float, object]:
+    def best_two(self, node: SearchNode, force: bool = False) -> tuple[float, object]:
         """The exact best tree of at most two leaves: one sweep's prefix sums (with ``force``,
         the best cut even when it saves nothing)."""
         best, tree = (np.inf if force else float(node.cost)), None
@@ -241,14 +159,22 @@ class BranchAndBound:
 
     def scatter_bound(self, cells: np.ndarray, m: int, cutoff: float = np.inf, key=None) -> float:
         """Bound 5 of the box holding ``cells`` for ``m`` leaves (Bound 4 alone when that reaches
-        ``cutoff``), remembered per box: the 1-D programmes over many cells are not redone."""
+        ``cutoff``; below it when Bound 5 cannot reach ``cutoff``, ``box_bound``), remembered per box
+        with the cutoff it was made for: the 1-D programmes over many cells are redone only for a
+        lower cutoff that the value remembered does not reach."""
         key = self.key(cells, m) if key is None else key
         known = self.scatter_memo.get(key)
-        if known is not None and (known[1] or known[0] >= cutoff):
-            return known[0]
+        if known is not None:
+            value, made_for = known
+            # Reached, or made without a cutoff, or its programmes showed Bound 5 below a cutoff
+            # at most this one.
+            if value >= cutoff or made_for == np.inf or value < made_for <= cutoff < np.inf:
+                return value
         self.box_bounds += 1
         bound = float(box_bound(self.stats, cells, m, cutoff))
-        self.scatter_memo[key] = (bound, bound < cutoff)  # complete unless Bound 4 stopped it
+        if known is not None:
+            bound = max(bound, known[0])  # both valid
+        self.scatter_memo[key] = (bound, cutoff)
         return bound
 
     def neighbour_bound(self, cells: np.ndarray, m: int, key=None) -> float:
@@ -305,7 +231,7 @@ class BranchAndBound:
         self.memo[key] = out
         return out
 
-    def _side(self, node: _Node, f: int, p: int, side: int, leaves: int, exact, cutoff: float):
+    def _side(self, node: SearchNode, f: int, p: int, side: int, leaves: int, exact, cutoff: float):
         """(lb, ub, tree) of one side of cut position p on f with at most ``leaves`` leaves;
         ``exact`` holds every position's one-leaf and two-leaf sides."""
         if leaves <= 2:
@@ -317,39 +243,7 @@ class BranchAndBound:
         left, right = split_cells(self.codes, node.cells, f, int(node.positions[f][p]))
         return self.solve(left if side == 0 else right, leaves, cutoff)
 
-    def _position_bounds(self, node: _Node, f: int, m: int, exact, segments, limit: float) -> dict:
-        """Per left share j whose sides are not both exact: (left, right) lower bounds at every cut
-        position of f (Bound 6). A side of one or two leaves is exact; one of more is Bound 4, or
-        Bound 8 where the node prepared it and some position's Bound 4 sum is below ``limit``,
-        lifted by Bound 1 (L_p grows with p: a running maximum from the left; R_p from the right)."""
-        positions = node.positions[f]
-        if m <= 3:  # every share's two sides are exact
-            return {}
-        if len(node.positions) > SPECTRAL_MAX_FEATURES:
-            zeros = np.zeros((positions.size, m))
-            spectral = (zeros, zeros)
-        else:
-            spectral = position_spectral_bounds(self.codes, self.stats, node.cells, f, positions, self.n_bins, m - 1)
-
-        def lifted(bounds: tuple[np.ndarray, np.ndarray]) -> dict:
-            out = {}
-            for j in range(1, m):
-                if j > 2 or m - j > 2:
-                    low_left = np.array(exact[j - 1][0], dtype=np.float64) if j <= 2 else \
-                        np.maximum.accumulate(bounds[0][:, j])
-                    low_right = np.array(exact[m - j - 1][1], dtype=np.float64) if m - j <= 2 else \
-                        np.maximum.accumulate(bounds[1][::-1, m - j])[::-1].copy()
-                    out[j] = (low_left, low_right)
-            return out
-
-        lows = lifted(spectral)
-        if segments is not None and node.first_cut is not None and \
-                any(float((low_left + low_right).min()) < limit for low_left, low_right in lows.values()):
-            first = node.first_cut_bounds(f, segments, m - 1)
-            lows = lifted((np.maximum(spectral[0], first[0]), np.maximum(spectral[1], first[1])))
-        return lows
-
-    def _search(self, node: _Node, m: int, cutoff: float, incumbent) -> tuple[float, float, object]:
+    def _search(self, node: SearchNode, m: int, cutoff: float, incumbent) -> tuple[float, float, object]:
         best, tree = (np.inf, None) if incumbent is None else (float(incumbent[0]), incumbent[1])
         best_two, two_tree = self.best_two(node)  # at most two leaves is at most m leaves
         if best_two < best:
@@ -359,14 +253,15 @@ class BranchAndBound:
         # Per (feature, left share): a valid lower bound at every cut position for each side (Bound 6).
         lows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         if m >= 4 and len(node.positions) <= SPECTRAL_MAX_FEATURES and self.use_first_cut:
-            node.prepare_first_cut(self)
+            node.prepare_first_cut()
         for f, positions in enumerate(node.positions):
             if positions.size == 0:
                 continue
             if self.out_of_budget():  # features not yet scanned: no bound but 0 for this node
                 return 0.0, float(best), tree
             one = node.side_costs(f)
-            lb2, la2, rb2, ra2, segments = node.two_leaf_sides(self, f)
+            self.sweeps += 1
+            lb2, la2, rb2, ra2, segments = node.two_leaf_sides(f)
             costs[f] = (one, (lb2, rb2), (la2, ra2))
             for j in range(1, m):
                 if j <= 2 and m - j <= 2:  # both sides exact at every position: no search
@@ -376,8 +271,7 @@ class BranchAndBound:
                         best = float(total[p])
                         tree = (f, int(positions[p]), self._side(node, f, p, 0, j, costs[f], np.inf)[2], j,
                                 self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
-            for j, (low_left, low_right) in self._position_bounds(node, f, m, costs[f], segments,
-                                                                  min(best, cutoff)).items():
+            for j, (low_left, low_right) in node.position_bounds(f, m, costs[f], segments, min(best, cutoff)).items():
                 lows[(f, j)] = (low_left, low_right)
                 heapq.heappush(heap, (float((low_left + low_right).min()), f, j, 0, positions.size - 1, True))
         while heap:
