@@ -15,10 +15,12 @@ whole (the line names it; it is kept).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from typing import NoReturn
@@ -278,7 +280,33 @@ def _stopped_line(command: str, stop) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``exclust`` command. Stop signals are obeyed from its first line
     (``exclust.dataplane.stop_signals``); with ``argv`` None (this process's own command line) the process
-    ends with the returned status, and a stop signal after the outcome is settled is ignored while it exits."""
+    ends with the returned status, and a stop signal after the outcome is settled is ignored while it exits:
+    it ends itself once the outcome is reported (``_end_process``), without the interpreter's teardown."""
+    code = _main(argv)
+    if argv is None:
+        _end_process(code)
+    return code
+
+
+def _end_process(code: int) -> None:
+    """End this process with ``code`` as the interpreter would, less its teardown of every module's objects
+    (numba, scikit-learn, matplotlib, distributed: about a second of the driver at the end of every run,
+    issue 29 item 4). Every output is committed or removed by now: the run's contexts have all exited. What
+    an ordinary exit does first is done here too: non-daemon threads joined, ``atexit`` handlers run
+    (logging's flush, multiprocessing's finalizers), the standard streams flushed."""
+    import atexit
+
+    shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as Py_Finalize does first
+    if callable(shutdown):
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(int(code or 0) & 0xFF)  # as sys.exit(code) gives it to the OS
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from exclust.dataplane import stop_signals
 
     with stop_signals.listening(keep_settled=argv is None) as stop:

@@ -79,7 +79,6 @@ def in_dask_worker() -> bool:
         return False
     try:
         from distributed import get_worker
-
         get_worker()
         return True
     except (ImportError, ValueError):
@@ -482,11 +481,11 @@ def sample_ids(n: int, size: int, random_state=None) -> np.ndarray:
     return np.sort(rng.choice(n, size=int(size), replace=False)).astype(np.int64)
 
 
-def uniform_sample(X, *columns: Any, size: int, random_state=None) -> tuple:
+def uniform_sample(X, *columns: Any, size: int, random_state=None, compute: bool = True) -> Any:
     """(X rows, *column values) of an exact uniform sample of ``min(size, n)`` rows, in row order.
 
     The rows are chosen by global row id on the driver, so numpy and dask inputs, chunked any
-    way, give the same sample. One pass on dask (only the sample travels); none for numpy.
+    way, give the same sample. One pass on dask (only the sample travels; ``compute=False``: its Delayed).
     """
     n = int(X.shape[0])
     ids = sample_ids(n, size, random_state)
@@ -495,5 +494,6 @@ def uniform_sample(X, *columns: Any, size: int, random_state=None) -> tuple:
         return (np.asarray(X[ids], dtype=np.float64), *[np.asarray(c)[ids] for c in cols])
     bounds = row_offsets(X)
     cut = np.searchsorted(ids, bounds)
-    per_part = [ids[cut[i] : cut[i + 1]] for i in range(len(bounds) - 1)]
-    return tuple(map_reduce(_take_rows, X, *columns, combine=concat_parts, with_offset=True, per_part=per_part))
+    own = [ids[cut[i] : cut[i + 1]] for i in range(len(bounds) - 1)]
+    drawn = map_reduce(_take_rows, X, *columns, combine=concat_parts, with_offset=True, per_part=own, compute=compute)
+    return tuple(drawn) if compute else drawn

@@ -57,13 +57,15 @@ def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
 
 
 def hold(*arrays: Any, force: bool | None = None,
-         while_reading: Callable[[], Any] | None = None) -> tuple[tuple, bool]:
+         while_reading: Callable[[tuple], Any] | None = None) -> tuple[tuple, bool]:
     """Persist dask arrays on the workers together (one read of their shared source) when they
     fit in ``HOLD_MEMORY_SHARE`` of the workers' memory; else leave them to be streamed.
 
     ``force`` True/False overrides the size rule. Returns (arrays, held). numpy input is held
-    already. Holding is one pass (counted). ``while_reading()``, when the arrays are being held,
-    runs on this process while the workers read (driver work that would otherwise wait).
+    already. Holding is one pass (counted). ``while_reading(held)``, when the arrays are being held,
+    runs on this process while the workers read (driver work that would otherwise wait); ``held``:
+    the arrays as they will be returned, whose blocks are being read (work submitted on them then
+    runs on each block as soon as it is read, in the read's pass).
     """
     lazy = [a for a in arrays if is_lazy(a)]
     if not lazy:
@@ -80,11 +82,12 @@ def hold(*arrays: Any, force: bool | None = None,
 
     record_pass(*lazy)
     persisted = dask.persist(*lazy)
+    in_order = iter(persisted)
+    held = tuple(next(in_order) if is_lazy(a) else a for a in arrays)
     if while_reading is not None:
-        while_reading()
+        while_reading(held)
     _wait(persisted)
-    persisted = iter(persisted)
-    return tuple(next(persisted) if is_lazy(a) else a for a in arrays), True
+    return held, True
 
 
 def _wait(arrays) -> None:

@@ -103,7 +103,7 @@ def import_plotting() -> None:
     """Import what drawing a plot imports: matplotlib on its Agg backend, the figure, the patches and
     the SVG backend (about 0.5-0.7 CPU s in a fresh process, most of the explain job's report step),
     so that a caller with time to wait elsewhere pays for them there (the explain job: while the
-    workers read its input, ``jobs.explain.pipeline._import_later_steps``). Every plot and figure calls
+    workers read its input, ``jobs.explain.held_load.import_later_steps``). Every plot and figure calls
     it first, so the backend is chosen in this one place."""
     import matplotlib
 

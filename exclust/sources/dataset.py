@@ -83,13 +83,16 @@ def _check_block(block: np.ndarray) -> np.ndarray:
     return finite_summary(np.ascontiguousarray(block, dtype=np.float64)).reshape(1, -1)
 
 
+def check_rows(X):
+    """The validation's work on a dask matrix, lazy: one _check_block row per chunk (computed by
+    ``validate_matrix``, or by a caller in the same graph as the read: ``load_dataset``'s ``prepare``)."""
+    return X.map_blocks(_check_block, dtype=np.float64, chunks=((1,) * X.numblocks[0], (3 * X.shape[1] + 2,)))
+
+
 def _check_pass(X) -> np.ndarray:
     """One _check_block row per chunk (dask) or one for the whole matrix (numpy): one pass, nothing
     row-sized returned."""
-    if is_lazy(X):
-        return X.map_blocks(_check_block, dtype=np.float64,
-                            chunks=((1,) * X.numblocks[0], (3 * X.shape[1] + 2,))).compute()
-    return _check_block(X)
+    return check_rows(X).compute() if is_lazy(X) else _check_block(X)
 
 
 def check_scale(magnitude: np.ndarray, feature_names: Sequence[str], n_rows: int, source: str) -> None:
@@ -131,8 +134,10 @@ def validate_matrix(
     n_clusters: int | None = None,
     extra: dict[str, Any] | None = None,
     source: str = "array",
+    checks: np.ndarray | None = None,
 ) -> tuple[Any, dict[str, Any], int, dict[str, int]]:
     """Check shape and finiteness in one pass. Returns (X, extra, n_dropped, missing).
+    ``checks``: ``check_rows(X)`` computed already (then no pass here).
 
     ``nan_policy``: "keep" (default) keeps NaN (a missing value, which the trees route) and
     refuses infinities; "drop" drops every row holding NaN or an infinity; "raise" refuses both.
@@ -148,7 +153,7 @@ def validate_matrix(
     if X.shape[0] == 0:
         raise InputError(f"no rows in {source}")
     d = X.shape[1]
-    checks = _check_pass(X)
+    checks = _check_pass(X) if checks is None else np.asarray(checks, dtype=np.float64)
     counts = checks[:, : 2 + 2 * d].astype(np.int64)
     total = counts.sum(axis=0)
     bad_rows, inf_rows, nonfinite, infinite = int(total[0]), int(total[1]), total[2:2 + d], total[2 + d:2 + 2 * d]
@@ -237,7 +242,8 @@ def load_dataset(
     n_clusters: int | None = None,
     piece_rows: int = DEFAULT_PIECE_ROWS,
     storage_options: Mapping[str, Any] | None = None,
-    prepare: Callable[[Any, dict[str, Any]], tuple[Any, dict[str, Any]]] | None = None,
+    prepare: Callable[[Any, dict[str, Any], Callable[[Any, dict[str, Any]], Any]],
+                      tuple[Any, dict[str, Any], np.ndarray | None]] | None = None,
     categorical: Sequence[str] = (),
     cluster_on: Sequence[str] | None = None,
     vocabularies: Mapping[str, Sequence[Any]] | None = None,
@@ -260,7 +266,10 @@ def load_dataset(
     ``storage_options`` go to the fsspec filesystem of a URL (``s3://...``: key, secret,
     endpoint_url, ...); the standard AWS_* environment variables are read too. ``prepare``
     sees the matrix and extra columns between reading and validation (the pipeline holds them
-    on the workers there, so that validation already reads memory).
+    on the workers there, so that validation already reads memory): ``prepare(X, extras, checks_of)``
+    returns ``(X, extras, checks)``, where ``checks`` is ``checks_of(X, extras)`` (the validation's
+    lazy work, ``check_rows`` of the matrix it checks) computed, say in the same graph as the read,
+    or None for a pass of its own here.
     """
     from exclust.sources.base import open_source
     from exclust.sources.categories import feature_categories
@@ -276,14 +285,20 @@ def load_dataset(
         options["vocabularies"] = dict(vocabularies)
     read = reader.columns(features, [*extra_columns, *wanted], piece_rows=piece_rows, **options)
     X, names, extras, by_name, notes = read.X, read.feature_names, read.extras, read.categories, read.notes
-    if prepare is not None:
-        X, extras = prepare(X, extras)
     cluster_names = _cluster_columns(cluster_on, names, by_name, label, notes)
     aside = [c for c in (cluster_names or ()) if c not in names]  # read as extra columns, checked with X
+
+    def matrix(X, extras):  # what the validation checks: X, and the clustering's columns read aside
+        return _beside(X, [extras[c] for c in aside]) if aside else X
+
+    checks = None
+    if prepare is not None:
+        X, extras, checks = prepare(X, extras, lambda X, extras: check_rows(matrix(X, extras)))
     d = len(names)
-    checked = _beside(X, [extras[c] for c in aside]) if aside else X
+    checked = matrix(X, extras)
     checked, extras, n_dropped, missing = validate_matrix(
-        checked, [*names, *aside], nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label
+        checked, [*names, *aside], nan_policy=nan_policy, n_clusters=n_clusters, extra=extras, source=label,
+        checks=checks,
     )
     X = checked[:, :d] if aside else checked
     cluster_X = None

@@ -20,6 +20,7 @@ from exclust.errors import InputError
 from exclust.jobs import registry
 from exclust.jobs.config import ExplainConfig
 from exclust.jobs.explain.fits_ahead import FitsAhead, FittedAhead, curve_leaves, sample_reference_labels, wants_curve
+from exclust.jobs.explain.held_load import load_held
 from exclust.outputs.folders import json_text
 from exclust.outputs.staging import StagedOutput, staged_output
 from exclust.sources.base import DataSource
@@ -82,8 +83,11 @@ def load(config: ExplainConfig, source: DataSource | None = None) -> Dataset:
     extra = [c for c in (config.truth, config.reference_column, *(config.concepts or ())) if c]
     extra = list(dict.fromkeys(extra))
     source = source if source is not None else config.source()
-    if source.needs_cluster:  # read by the workers: held right after the read
-        data = _load_held(config, extra, source)
+    if source.needs_cluster:  # read by the workers: held right after the read, checked and sampled in its pass
+        data, held, drawn = load_held(config, extra, source, RUN_SAMPLE_ROWS)
+        data = _hold(data, held) if data.n_dropped and held else data
+        if drawn is not None:
+            data.run_sample = RunSample(drawn[0], dict(zip(extra, drawn[1:], strict=True)), data.n_rows)
     else:
         data = load_dataset(config.input, config.features, extra_columns=extra, nan_policy=config.nan_policy,
                             n_clusters=config.k, categorical=config.categorical or (), cluster_on=config.cluster_on)
@@ -92,39 +96,6 @@ def load(config: ExplainConfig, source: DataSource | None = None) -> Dataset:
     if unknown and registry.algorithm(config.algorithm).space is None:  # a tree over other coordinates names its own
         raise InputError(f"plot feature(s) {unknown} are not among the features {data.feature_names}")
     return data
-
-
-def _load_held(config: ExplainConfig, extra: list[str], source: DataSource) -> Dataset:
-    """``load_dataset`` for a source the workers read, with the hold placed between the read and the validation."""
-    held = {"held": False}
-
-    def hold_before_validation(X, extras):
-        (X, *columns), held["held"] = residency.hold(X, *extras.values(), force=config.hold,
-                                                     while_reading=lambda: _import_later_steps(config))
-        parts.record_pass(X)  # validation: one pass (sources/dataset.py's own map over the chunks)
-        return X, dict(zip(extras, columns, strict=True))
-
-    data = load_dataset(source, config.features, extra_columns=extra, nan_policy=config.nan_policy,
-                        n_clusters=config.k, storage_options=config.storage_options, prepare=hold_before_validation,
-                        categorical=config.categorical or (), cluster_on=config.cluster_on)
-    return _hold(data, held["held"]) if data.n_dropped and held["held"] else data
-
-
-def _import_later_steps(config: ExplainConfig) -> None:
-    """Import what fitting the reference and drawing the curve import, while the workers read:
-    their modules pull in scikit-learn (and scipy.stats), about 1.1 s of this process's time
-    that would otherwise follow the read (measured in the explain job at 10M rows). And what the
-    report step imports (matplotlib: most of that step, with both workers idle, issue 29 item 4)."""
-    import importlib
-
-    from exclust.report.plots import import_plotting
-
-    importlib.import_module("exclust.reference.kmeans")
-    importlib.import_module("exclust.reference.gaussian_mixture")
-    for name in registry.algorithm(config.algorithm).curve:  # the curve's series (CART: scikit-learn)
-        registry.algorithm(name).estimator_class()
-    importlib.import_module("exclust.report.page")
-    import_plotting()
 
 
 def _hold(data: Dataset, force: bool | None) -> Dataset:
