@@ -16,6 +16,7 @@ import importlib
 from typing import Any
 
 from exclust.dataplane import parts, residency
+from exclust.dataplane.tasks import current_client
 from exclust.jobs import registry
 from exclust.jobs.config import ExplainConfig
 from exclust.sources.base import DataSource
@@ -58,11 +59,8 @@ def _compute_now(*collections: Any):
     """Submit dask collections on the active distributed client now (each task runs once its inputs
     are in memory); returns a function that waits for their values. None without a distributed
     client (the validation then runs its own pass, and the sample is drawn when first needed)."""
-    try:
-        from distributed import default_client
-
-        client = default_client()
-    except (ImportError, ValueError):
+    client = current_client()
+    if client is None:
         return None
     futures = client.compute(list(collections))
     return lambda: tuple(client.gather(futures))
