@@ -56,6 +56,16 @@ def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
     return bool(memory) and nbytes <= share * memory
 
 
+def fits_in_memory(nbytes: int, distributed: bool, share: float) -> bool:
+    """Whether ``nbytes`` take at most ``share`` of the memory they would live in: the workers'
+    (``distributed``), else this machine's free memory."""
+    if distributed:
+        return fits_on_workers(nbytes, share)
+    import psutil
+
+    return nbytes <= share * psutil.virtual_memory().available
+
+
 def hold(*arrays: Any, force: bool | None = None,
          while_reading: Callable[[tuple], Any] | None = None) -> tuple[tuple, bool]:
     """Persist dask arrays on the workers together (one read of their shared source) when they

@@ -67,21 +67,21 @@ def binning_sample(data, random_state=None) -> tuple[np.ndarray, int]:
 
 
 def encode_for_trees(data, centers: np.ndarray, max_bins: int, random_state=None, *, metric=None,
-                     between_extra: bool = False, Z=None) -> EncodedData:
+                     between_extra: bool = False, Z=None, values: str | None = None) -> EncodedData:
     """Passes 1 and 2: bin edges (centers' coordinates included when they live in the data's
     space, ``Z`` None) and the encoded partitions of ``data`` (a Dataset, whose run sample is
     reused when it has one, or a validated matrix); its category features
     (``Dataset.categories``) are binned by code.
 
     ``metric`` and ``between_extra`` go to EncodedData and edges_from_sample; ``Z``, the
-    clustering space's rows, to EncodedData."""
+    clustering space's rows, and ``values`` to EncodedData."""
     ds = data if isinstance(data, Dataset) else as_matrix(data)
     sample, passes = binning_sample(ds, random_state)
     mapper = edges_from_sample(sample, max_bins=max_bins, extra_edges=centers if Z is None else None,
                                between_extra=between_extra, categories=dataset_categories(ds),
                                missing=known_missing(ds))
     del sample
-    return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric, Z=Z)
+    return EncodedData(ds, mapper, centers, n_passes=passes, metric=metric, Z=Z, values=values)
 
 
 def dataset_categories(ds: Dataset) -> dict:
@@ -110,12 +110,13 @@ def clustering_space(Z, ds: Dataset) -> Dataset | None:
 
 
 def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmeans", *,
-                distances: bool = False, between_extra: bool = False, Z=None):
+                distances: bool = False, between_extra: bool = False, Z=None, values: str | None = None):
     """Validate the data and centers of IMM / ExKMC / ExShallow (their parameters are checked by
     ``_check_params``) and encode the data; returns (dataset, centers, data). The k-medians
     objective keeps l1 distances to the centers; ``distances`` keeps squared Euclidean distances
     for k-means instead of dot products. ``Z`` (default None: X, or the dataset's
-    ``cluster_X``): the clustering space, where the centers live and the costs are measured."""
+    ``cluster_X``): the clustering space, where the centers live and the costs are measured.
+    ``values``: ``EncodedData``'s ("none" for a builder that reads no per-center values)."""
     k = int(n_clusters)
     ds = as_tree_input(X, n_clusters=k)
     space = clustering_space(Z, ds)
@@ -125,7 +126,7 @@ def prepare_fit(X, n_clusters, centers, max_bins, random_state, objective="kmean
     centers = check_centers(centers, k, reference.n_features)
     metric = "l1" if objective == "kmedians" else ("sqeuclidean" if distances else None)
     data = encode_for_trees(ds, centers, max_bins, random_state, metric=metric, between_extra=between_extra,
-                            Z=None if space is None else space.X)
+                            Z=None if space is None else space.X, values=values)
     return ds, centers, data
 
 

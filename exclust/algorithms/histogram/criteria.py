@@ -57,6 +57,7 @@ from exclust.algorithms.histogram.cut_search import (
     side_costs,
     side_of_missing,
 )
+from exclust.algorithms.histogram.kept_values import over_value_chunks
 from exclust.dataplane.parts import kernel_threads
 from exclust.tree.node_kinds import MISSING_LEFT
 
@@ -93,6 +94,7 @@ class Criterion:
     """A split criterion of the engine (see the module docstring for the contract)."""
 
     holds_distances: bool | None = None  # what EncodedData must keep: None, either
+    reads_values = True  # whether ``block`` reads the per-center values (``kept_values``)
     # ``block(part, tree_arrays, routing, *pass_args)``: accumulates this criterion's histograms
     # on one kept part, where the part lives; a module-level function, so a Dask task can name it.
     block: Callable[..., Any]
@@ -107,6 +109,9 @@ class Criterion:
 
     def check(self, data) -> None:
         """Refuse encoded data that do not hold what ``block`` reads."""
+        if self.reads_values and data.values == "none":
+            raise ValueError(f"{type(self).__name__} histograms need the per-center values: encode with values "
+                             "other than 'none'")
         if self.holds_distances is not None and data.holds_distances != self.holds_distances:
             need = "distances to the centers" if self.holds_distances else "dot products with the centers"
             raise ValueError(f"{type(self).__name__} histograms need {need}: encode with the matching metric")
@@ -132,6 +137,7 @@ class Mistakes(Criterion):
     cluster counted there, in cluster order.
     """
 
+    reads_values = False
     block = staticmethod(_block_mistakes)
 
     def pass_args(self, data, slot, center_ok):
@@ -176,6 +182,7 @@ class CompactMistakes(Criterion):
     another: IMM counts the mistakes of a cut apart, to take them off the parent's counts.
     """
 
+    reads_values = False
     block = staticmethod(_block_mistake_counts)
 
     def pass_args(self, data, slot, target, column, widths, center_codes):
@@ -206,10 +213,11 @@ class CompactMistakes(Criterion):
 
 # --------------------------------------------------------------------------- ExKMC: surrogate cost
 def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins, n_features):
-    return surrogate_histograms(
-        part["codes"], part["dots"], part["labels"], *tree_arrays, *resume_nodes(part, routing), slot, n_slots,
-        n_bins, n_features, kernel_threads(),
-    )
+    resume, remember = resume_nodes(part, routing)
+    return over_value_chunks(part, lambda start, stop, dots: surrogate_histograms(
+        part["codes"][start:stop], dots, part["labels"][start:stop], *tree_arrays, resume[start:stop], remember,
+        slot, n_slots, n_bins, n_features, kernel_threads(),
+    ))
 
 
 class SurrogateCost(Criterion):
@@ -257,12 +265,20 @@ class SurrogateCost(Criterion):
 # --------------------------------------------------------------------------- ExShallow, ExGreedy
 def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, center_span, n_bins, n_splits,
                    bulk_min_rows, missing_bin, sets):
+    resume, remember = resume_nodes(part, routing)
+    return over_value_chunks(part, lambda start, stop, dots: shallow_rows(
+        part["codes"][start:stop], dots, tree_arrays, resume[start:stop], remember, slot, member_group, n_groups,
+        center_span, n_bins, n_splits, bulk_min_rows, missing_bin, sets))
+
+
+def shallow_rows(codes, dots, tree_arrays, resume, remember, slot, member_group, n_groups, center_span, n_bins,
+                 n_splits, bulk_min_rows, missing_bin, sets):
+    """``ShallowCost``'s histograms of some rows of a part (their codes, distances and resume nodes)."""
     from exclust.algorithms.histogram._shallow_cut import shallow_histograms
 
-    resume, remember = resume_nodes(part, routing)
     cells, base = shallow_histograms(
-        part["codes"], part["dots"], *tree_arrays, resume, remember, slot, member_group.shape[0],
-        member_group, n_groups, center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows, missing_bin,
+        codes, dots, *tree_arrays, resume, remember, slot, member_group.shape[0], member_group, n_groups,
+        center_span, n_bins, n_splits, kernel_threads(), bulk_min_rows, missing_bin,
     )
     if sets is None:
         return cells, base
@@ -270,9 +286,8 @@ def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, cen
 
     set_features, group, set_groups, masks, width = sets
     # The first kernel left every row's leaf in ``resume``: this one routes in no step.
-    return cells, base, set_histograms(part["codes"], part["dots"], *tree_arrays, resume, remember, slot,
-                                       member_group.shape[0], set_features, group, set_groups, masks, n_bins, width,
-                                       kernel_threads())
+    return cells, base, set_histograms(codes, dots, *tree_arrays, resume, remember, slot, member_group.shape[0],
+                                       set_features, group, set_groups, masks, n_bins, width, kernel_threads())
 
 
 class ShallowCost(Criterion):
@@ -356,6 +371,7 @@ class MedianCut(Criterion):
     rows (most first, then by code), the prefix whose rows come closest to half of the node's.
     """
 
+    reads_values = False
     block = staticmethod(_block_box_statistics)
 
     def best_split(self, counts: np.ndarray, sums: np.ndarray, sq: np.ndarray, mapper: BinMapper | None = None

@@ -26,42 +26,49 @@ from typing import Any
 
 import numpy as np
 
-from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_and_project
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.code_tree import CodeTree
 from exclust.algorithms.histogram.criteria import Criterion
+from exclust.algorithms.histogram.kept_values import HELD_VALUES_SHARE, encode_rows, recomputed_chunks
 from exclust.dataplane.parts import align, is_lazy, label_dtype
-from exclust.dataplane.residency import keep_parts, reduce_kept
+from exclust.dataplane.residency import fits_in_memory, keep_parts, reduce_kept
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
 
 # --------------------------------------------------------------------------- encoded partitions
 METRICS = (None, "sqeuclidean", "l1")
+VALUES = ("held", "recomputed", "none")  # what a kept part keeps of its per-center values
 
 
-def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype, metric=None) -> dict:
+def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype, metric=None,
+                  values: str = "held") -> dict:
     """Pass 2 on one partition: codes, nearest-center labels, sum of ||z||^2 and, per center,
     the dot products (``metric`` None) or the distances (under key "dots" either way).
 
     ``block`` holds the tree's features X, then, when the clustering space is another one, its
     columns Z (``EncodedData``'s ``Z``): the codes come from X, the per-center values from Z.
+    ``values`` "recomputed": the part keeps the block itself (``"rows"``) and how its values are
+    made (``"recipe"``) in place of ``"dots"``, and ``kept_values.value_chunks`` recomputes them
+    in each pass; "none": neither (a pass that reads values is refused).
     """
     block = np.ascontiguousarray(block, dtype=np.float64)
-    d = mapper.n_features
-    X = block[:, :d]
-    Z = np.ascontiguousarray(block[:, d:]) if block.shape[1] > d else X
-    n, k = X.shape[0], centers.shape[0]
-    codes = np.empty(X.shape, dtype=mapper.code_dtype)
-    dots = np.empty((n, k), dtype=dots_dtype)
+    n, k = block.shape[0], centers.shape[0]
+    codes = np.empty((n, mapper.n_features), dtype=mapper.code_dtype)
     labels = np.empty(n, dtype=label_dtype(k))
-    if metric is None:
-        sq, unbinned = encode_and_project(
-            X, *mapper.grid(), Z, np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),
-            codes, dots, labels,
-        )
+    part: dict = {"codes": codes, "labels": labels, "n": n}
+    if values == "held":
+        part["dots"] = np.empty((n, k), dtype=dots_dtype)
+        sq, unbinned = encode_rows(block, mapper, centers, metric, codes, part["dots"], labels)
     else:
-        sq, unbinned = encode_and_measure(X, *mapper.grid(), Z, centers, metric == "l1", codes, dots, labels)
-    return {"codes": codes, "labels": labels, "dots": dots, "sq": float(sq), "n": n, "unbinned": unbinned}
+        sq, unbinned = 0.0, np.zeros(mapper.n_features, dtype=np.int64)
+        for _, _, _, chunk_sq, chunk_unbinned in recomputed_chunks(block, mapper, centers, dots_dtype, metric,
+                                                                    codes, labels):
+            sq, unbinned = sq + chunk_sq, unbinned + chunk_unbinned
+        if values == "recomputed":
+            part["rows"] = block
+            part["recipe"] = (mapper, centers, dots_dtype, metric)
+    part["sq"], part["unbinned"] = float(sq), unbinned
+    return part
 
 
 def _block_summary(part, k):
@@ -102,10 +109,16 @@ class EncodedData:
     centers live; the codes come from X, every per-center value from Z. Without Z, X must be
     complete (InputError otherwise). A feature whose NaN the binning sample missed gets its
     missing bin here, at the price of a second encoding pass.
+
+    ``values`` (default None: "held" when they take at most ``HELD_VALUES_SHARE`` of the memory
+    they would live in, else "recomputed"): "held" keeps the (rows, k) per-center values;
+    "recomputed" keeps the rows and makes the values again in every pass that reads them
+    (``kept_values.value_chunks``: the same values, d multiply-adds per center and row a pass);
+    "none" keeps neither (IMM: it reads only codes and labels).
     """
 
     def __init__(self, data, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None,
-                 Z=None) -> None:
+                 Z=None, values: str | None = None) -> None:
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         self.metric = metric
@@ -123,8 +136,15 @@ class EncodedData:
         data = data if isinstance(data, Dataset) else Dataset(data, [])
         X = data.X
         dots_dtype = np.float32 if data.distributed else np.float64
+        if values is None:
+            fits = fits_in_memory(int(X.shape[0]) * self.k * np.dtype(dots_dtype).itemsize, data.distributed,
+                                  HELD_VALUES_SHARE)
+            values = "held" if fits else "recomputed"
+        if values not in VALUES:
+            raise ValueError(f"values must be one of {VALUES} or None, got {values!r}")
+        self.values = values
         block = with_clustering_space(X, Z)
-        self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric,
+        self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric, self.values,
                                 summarize=_block_summary, summarize_args=(self.k,))
         self.n_passes += 1
         sq, self.label_counts, unbinned = self._kept.summary
@@ -132,7 +152,7 @@ class EncodedData:
             self._kept.release()
             self.mapper = mapper = mapper.with_missing(np.flatnonzero(unbinned))
             self.n_bins = int(mapper.max_n_bins)
-            self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric,
+            self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric, self.values,
                                     summarize=_block_summary, summarize_args=(self.k,))
             self.n_passes += 1
             sq, self.label_counts, _ = self._kept.summary

@@ -188,8 +188,9 @@ class IMM(CenterTreePredictor):
         """
         self._check_params()
         X = self._fit_input(X)
+        # IMM counts mistakes from codes and labels alone: no per-center values kept.
         ds, centers, data = prepare_fit(
-            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective, Z=Z
+            X, self.n_clusters, centers, self.max_bins, self.random_state, self.objective, Z=Z, values="none"
         )
         tree, mistakes = grow_imm(data)
         self.centers_ = centers

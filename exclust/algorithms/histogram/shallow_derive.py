@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from exclust.algorithms.histogram.criteria import ShallowCost, _block_shallow
+from exclust.algorithms.histogram.criteria import ShallowCost
+from exclust.algorithms.histogram.kept_values import over_value_chunks
 from exclust.dataplane.parts import kernel_threads
 
 DERIVE_MIN_CENTERS = 16  # a large child with fewer centers is computed directly: its pass is cheap
@@ -150,13 +151,18 @@ def derived_histograms(der: Derivation, sums: np.ndarray, counts: np.ndarray, ba
 
 def _block_derived(part, tree_arrays, routing, shallow_args, derive):
     from exclust.algorithms.histogram._shallow_derive import derived_deltas
-    from exclust.algorithms.histogram.criteria import resume_nodes
+    from exclust.algorithms.histogram.criteria import resume_nodes, shallow_rows
 
-    direct = _block_shallow(part, tree_arrays, routing, *shallow_args)
     resume, remember = resume_nodes(part, routing)
     n_bins = shallow_args[4]
-    return direct, derived_deltas(part["codes"], part["dots"], *tree_arrays, resume, remember, *derive[:-1],
-                                  n_bins, derive[-1], kernel_threads())
+
+    def rows(start, stop, dots):
+        codes, own_resume = part["codes"][start:stop], resume[start:stop]
+        direct = shallow_rows(codes, dots, tree_arrays, own_resume, remember, *shallow_args)
+        return direct, derived_deltas(codes, dots, *tree_arrays, own_resume, remember, *derive[:-1], n_bins,
+                                      derive[-1], kernel_threads())
+
+    return over_value_chunks(part, rows)
 
 
 class DerivedShallowCost(ShallowCost):

@@ -1,0 +1,131 @@
+"""The engine's per-center values held or recomputed in every pass (kept_values.py): the same
+values, the same trees, in memory and on a LocalCluster; IMM keeps none."""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from exclust.algorithms.histogram import engine, kept_values
+from exclust.algorithms.histogram.base import encode_for_trees
+from exclust.algorithms.histogram.criteria import SurrogateCost
+from exclust.algorithms.histogram.exgreedy import ExGreedy
+from exclust.algorithms.histogram.exkmc import ExKMC
+from exclust.algorithms.histogram.exshallow import ExShallow
+from exclust.algorithms.histogram.imm import IMM
+
+
+def _blobs(rng, n: int = 6000, d: int = 4, k: int = 6):
+    centers = rng.normal(scale=6.0, size=(k, d))
+    X = centers[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+    return X, centers
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Recompute 1,024 rows at a time (the floor), so a part of a few thousand rows takes several chunks."""
+    monkeypatch.setattr(kept_values, "RECOMPUTED_CHUNK_BYTES", 1)
+
+
+@pytest.mark.parametrize("metric", [None, "sqeuclidean", "l1"])
+def test_recomputed_values_equal_the_held_ones(rng, small_chunks, metric):
+    X, centers = _blobs(rng, n=3500)
+    held = encode_for_trees(X, centers, 32, 0, metric=metric, values="held")
+    again = encode_for_trees(X, centers, 32, 0, metric=metric, values="recomputed")
+    (held_part,), (again_part,) = held._kept.parts, again._kept.parts
+    assert "dots" not in again_part and again_part["rows"].shape == X.shape
+    np.testing.assert_array_equal(again_part["codes"], held_part["codes"])
+    np.testing.assert_array_equal(again_part["labels"], held_part["labels"])
+    seen = []
+    for start, stop, values in kept_values.value_chunks(again_part):  # one buffer, overwritten chunk by chunk
+        np.testing.assert_array_equal(values, held_part["dots"][start:stop])
+        seen.append((start, stop))
+    assert seen == [(0, 1024), (1024, 2048), (2048, 3072), (3072, 3500)]
+    assert again.sum_sq == pytest.approx(held.sum_sq, rel=1e-12)
+
+
+def test_values_held_when_they_fit_else_recomputed(rng, monkeypatch):
+    X, centers = _blobs(rng, n=2000)
+    assert encode_for_trees(X, centers, 32, 0).values == "held"
+    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.0)
+    assert encode_for_trees(X, centers, 32, 0).values == "recomputed"
+
+
+def test_values_none_keeps_nothing_and_refuses_a_pass_that_reads_them(rng):
+    X, centers = _blobs(rng, n=2000)
+    data = encode_for_trees(X, centers, 32, 0, values="none")
+    (part,) = data._kept.parts
+    assert "dots" not in part and "rows" not in part
+    assert np.bincount(part["labels"], minlength=6).sum() == 2000
+    from exclust.algorithms.histogram.code_tree import CodeTree
+
+    with pytest.raises(ValueError, match="per-center values"):
+        data.histograms(SurrogateCost(), CodeTree(), np.zeros(1, dtype=np.int64), 1)
+
+
+BUILDERS = [
+    pytest.param(lambda: ExKMC(n_clusters=6, max_leaves=10, random_state=0), id="ExKMC"),
+    pytest.param(lambda: ExShallow(n_clusters=6, random_state=0), id="ExShallow"),
+    pytest.param(lambda: ExGreedy(n_clusters=6, random_state=0), id="ExGreedy"),
+]
+
+
+@pytest.mark.parametrize("make", BUILDERS)
+def test_recomputed_values_build_the_held_tree_in_memory(rng, small_chunks, monkeypatch, make):
+    X, centers = _blobs(rng)
+    held = make().fit(X, centers)
+    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.0)
+    recomputed = make().fit(X, centers)
+    assert recomputed.tree_.to_dict()["nodes"] == held.tree_.to_dict()["nodes"]
+    assert recomputed.n_passes_ == held.n_passes_
+
+
+@pytest.mark.parametrize("make", BUILDERS)
+def test_recomputed_values_build_the_held_tree_on_a_cluster(rng, dask_client, small_chunks, monkeypatch, make):
+    X, centers = _blobs(rng)
+    lazy = da.from_array(X, chunks=(2500, -1))
+    held = make().fit(lazy, centers)
+    # The driver decides what the parts keep; the workers recompute with the default chunk
+    # (RECOMPUTED_CHUNK_BYTES is theirs): 2,500-row parts in one chunk each at k = 6.
+    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.0)
+    recomputed = make().fit(lazy, centers)
+    assert recomputed.tree_.to_dict()["nodes"] == held.tree_.to_dict()["nodes"]
+    in_memory = make().fit(X, centers)
+    assert recomputed.predict(X).tolist() == in_memory.predict(X).tolist()
+
+
+def test_imm_keeps_no_values_and_builds_the_tree_it_built_with_them(rng):
+    from exclust.algorithms.histogram.imm import grow_imm
+
+    X, centers = _blobs(rng)
+    with_values = encode_for_trees(X, centers, 256, 0, values="held")
+    tree, mistakes = grow_imm(with_values)
+    fitted = IMM(n_clusters=6, random_state=0).fit(X, centers)
+    assert fitted.n_mistakes_ == mistakes
+    assert fitted.tree_.to_dict()["nodes"] == tree.to_threshold_tree(
+        with_values.mapper, 6, fitted.tree_.feature_names).to_dict()["nodes"]
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: ExShallow(n_clusters=4, random_state=0), id="ExShallow"),
+    pytest.param(lambda: ExGreedy(n_clusters=4, random_state=0), id="ExGreedy"),
+])
+def test_recomputed_values_cut_a_category_with_missing_values_as_held(rng, small_chunks, monkeypatch, make):
+    """Set cuts (``_shallow_sets``) and missing sides from recomputed distances, in a clustering space Z."""
+    from exclust.sources.dataset import Dataset
+
+    centers = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, -4.0]])
+    n = 5000
+    cluster = rng.integers(0, 4, n)
+    Z = centers[cluster] + rng.normal(size=(n, 2)) * 0.8
+    segment = np.where(rng.random(n) < 0.15, rng.integers(0, 6, n), cluster + 2 * rng.integers(0, 2, n) % 6)
+    segment = segment.astype(float)
+    segment[rng.random(n) < 0.06] = np.nan
+    x0 = Z[:, 0] + rng.normal(size=n) * 0.5
+    x0[rng.random(n) < 0.1] = np.nan
+    table = Dataset(np.stack([segment, x0], 1), ["segment", "x0"], categories={0: list("abcdef")})
+    held = make().fit(table, centers, Z=Z)
+    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.0)
+    recomputed = make().fit(table, centers, Z=Z)
+    assert recomputed.tree_.to_dict()["nodes"] == held.tree_.to_dict()["nodes"]
+    assert "category_set" in recomputed.tree_.to_dict()["nodes"]["kind"]
