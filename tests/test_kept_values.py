@@ -41,6 +41,12 @@ def test_recomputed_values_equal_the_held_ones(rng, small_chunks, metric):
         np.testing.assert_array_equal(values, held_part["dots"][start:stop])
         seen.append((start, stop))
     assert seen == [(0, 1024), (1024, 2048), (2048, 3072), (3072, 3500)]
+    # Only the rows a pass reads are made; the others are NaN, never stale values of another chunk.
+    needed = rng.random(3500) < 0.3
+    for start, stop, values in kept_values.value_chunks(again_part, needed):
+        mine = needed[start:stop]
+        np.testing.assert_array_equal(values[mine], held_part["dots"][start:stop][mine])
+        assert np.isnan(values[~mine]).all()
     assert again.sum_sq == pytest.approx(held.sum_sq, rel=1e-12)
 
 

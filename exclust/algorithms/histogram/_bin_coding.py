@@ -184,14 +184,59 @@ def encode_rows(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_
     return _summed(unbinned)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dots_with_centers(Z, i, centers_t, acc):
+    """``acc[j] = <z_i, mu_j>`` for every center, feature by feature into all k at once (a loop
+    without a carried dependency, which the compiler vectorizes)."""
+    acc[:] = 0.0
+    for f in range(Z.shape[1]):
+        v = Z[i, f]
+        for j in range(centers_t.shape[1]):
+            acc[j] += v * centers_t[f, j]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _distances_to_centers(Z, i, centers_t, l1, acc):
+    """``acc[j]``: the squared Euclidean (or, with ``l1``, l1) distance of z_i to every center,
+    each summed from its own differences in feature order (no cancellation error, which the
+    dot-product form ``||z||^2 - 2<z, mu> + ||mu||^2`` would carry), all k at once."""
+    acc[:] = 0.0
+    for f in range(Z.shape[1]):
+        v = Z[i, f]
+        for j in range(centers_t.shape[1]):
+            diff = v - centers_t[f, j]
+            acc[j] += abs(diff) if l1 else diff * diff
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def center_values(Z, centers_t, measure, l1, needed, values):
+    """Per row of Z with ``needed[i]``, its value with every center (``measure``: distances as
+    ``_distances_to_centers``, else dot products), the encoding kernels' numbers to the bit;
+    the rows not needed get NaN, so that a reader who should have needed them sees it."""
+    n = Z.shape[0]
+    k = centers_t.shape[1]
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(n_chunks):
+        acc = np.empty(k)
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            if not needed[i]:
+                values[i, :] = np.nan
+                continue
+            if measure:
+                _distances_to_centers(Z, i, centers_t, l1, acc)
+            else:
+                _dots_with_centers(Z, i, centers_t, acc)
+            for j in range(k):
+                values[i, j] = acc[j]
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width, sub_start, sub_base,
                        n_categories, missing_bin, Z, centers_t, center_sq, codes, dots, labels):
     """Pass 2 in one read of each row: bin codes of X, <z, mu_j> for every center, nearest center.
 
     Returns the block's sum of ||z||^2 and, per feature of X, its NaN without a missing bin. The
-    dot products accumulate feature by feature into all k centers at once (a loop without a
-    carried dependency, which the compiler vectorizes).
+    dot products are ``_dots_with_centers``'.
     """
     n, d = X.shape
     dz = Z.shape[1]
@@ -205,12 +250,10 @@ def encode_and_project(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
                       sub_start, sub_base, n_categories, missing_bin)
-            acc[:] = 0.0
             for f in range(dz):
                 v = Z[i, f]
                 part += v * v
-                for j in range(k):
-                    acc[j] += v * centers_t[f, j]
+            _dots_with_centers(Z, i, centers_t, acc)
             best = np.inf
             arg = 0
             for j in range(k):
@@ -231,17 +274,18 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
     """Pass 2 with distances in place of dot products: bin codes of X, the distance of every
     row of Z to every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
 
-    Each distance is summed from its own differences, so it carries no cancellation error (the
-    dot-product form ``||z||^2 - 2<z, mu> + ||mu||^2`` would). Returns the block's sum of
-    ||z||^2 and, per feature of X, its NaN without a missing bin.
+    The distances are ``_distances_to_centers``'. Returns the block's sum of ||z||^2 and, per
+    feature of X, its NaN without a missing bin.
     """
     n, d = X.shape
     dz = Z.shape[1]
     k = centers.shape[0]
+    centers_t = np.ascontiguousarray(centers.T)
     total = 0.0
     n_chunks = (n + CHUNK - 1) // CHUNK
     unbinned = np.zeros((n_chunks, d), dtype=np.int64)
     for c in numba.prange(n_chunks):
+        acc = np.empty(k)  # one scratch row per chunk, not per row
         part = 0.0
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             _code_row(X, i, codes, unbinned, c, edges, origin, inv_width, base, sub_of_cell, sub_origin, sub_inv_width,
@@ -249,16 +293,13 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
             for f in range(dz):
                 v = Z[i, f]
                 part += v * v
+            _distances_to_centers(Z, i, centers_t, l1, acc)
             best = np.inf
             arg = 0
             for j in range(k):
-                acc = 0.0
-                for f in range(dz):
-                    diff = Z[i, f] - centers[j, f]
-                    acc += abs(diff) if l1 else diff * diff
-                dists[i, j] = acc
-                if acc < best:
-                    best = acc
+                dists[i, j] = acc[j]
+                if acc[j] < best:
+                    best = acc[j]
                     arg = j
             labels[i] = arg
         total += part

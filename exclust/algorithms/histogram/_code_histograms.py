@@ -33,6 +33,9 @@ def _goes_left_compiled(cuts, node, code):
     return lambda cuts, node, code: cuts[node, code] != 0
 
 
+ROW_CHUNK = 4096  # rows per parallel task of ``rows_in_slots``
+
+
 @numba.njit(cache=True, nogil=True)
 def route_codes(codes, i, feature, cuts, left, right, node):
     """Leaf reached by row ``i`` of ``codes`` from ``node`` (0: the root; feature -1 marks a leaf)."""
@@ -145,6 +148,24 @@ def mistake_counts(codes, labels, feature, cuts, left, right, resume, remember, 
     out = np.zeros(size, dtype=np.int64)
     for t in range(nt):
         out += parts[t]
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rows_in_slots(codes, feature, cuts, left, right, resume, slots):
+    """Whether each row's leaf (routed from the node ``resume[i]`` it is known to pass) holds a
+    slot in any of the node tables ``slots`` (m, n_nodes; -1: none): the rows a pass will read.
+    Writes nothing back (the pass itself records the leaves)."""
+    n = codes.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    n_chunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    for c in numba.prange(n_chunks):
+        for i in range(c * ROW_CHUNK, min(n, (c + 1) * ROW_CHUNK)):
+            node = route_codes(codes, i, feature, cuts, left, right, resume[i])
+            for t in range(slots.shape[0]):
+                if slots[t, node] >= 0:
+                    out[i] = True
+                    break
     return out
 
 

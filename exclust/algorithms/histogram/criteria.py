@@ -57,7 +57,7 @@ from exclust.algorithms.histogram.cut_search import (
     side_costs,
     side_of_missing,
 )
-from exclust.algorithms.histogram.kept_values import over_value_chunks
+from exclust.algorithms.histogram.kept_values import needed_rows, over_value_chunks
 from exclust.dataplane.parts import kernel_threads
 from exclust.tree.node_kinds import MISSING_LEFT
 
@@ -217,7 +217,7 @@ def _block_surrogate(part, tree_arrays, routing, slot, n_slots, n_bins, n_featur
     return over_value_chunks(part, lambda start, stop, dots: surrogate_histograms(
         part["codes"][start:stop], dots, part["labels"][start:stop], *tree_arrays, resume[start:stop], remember,
         slot, n_slots, n_bins, n_features, kernel_threads(),
-    ))
+    ), needed_rows(part, tree_arrays, resume, slot))
 
 
 class SurrogateCost(Criterion):
@@ -268,7 +268,7 @@ def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, cen
     resume, remember = resume_nodes(part, routing)
     return over_value_chunks(part, lambda start, stop, dots: shallow_rows(
         part["codes"][start:stop], dots, tree_arrays, resume[start:stop], remember, slot, member_group, n_groups,
-        center_span, n_bins, n_splits, bulk_min_rows, missing_bin, sets))
+        center_span, n_bins, n_splits, bulk_min_rows, missing_bin, sets), needed_rows(part, tree_arrays, resume, slot))
 
 
 def shallow_rows(codes, dots, tree_arrays, resume, remember, slot, member_group, n_groups, center_span, n_bins,

@@ -29,7 +29,7 @@ import numpy as np
 from exclust.algorithms.histogram.binning import BinMapper
 from exclust.algorithms.histogram.code_tree import CodeTree
 from exclust.algorithms.histogram.criteria import Criterion
-from exclust.algorithms.histogram.kept_values import HELD_VALUES_SHARE, encode_rows, recomputed_chunks
+from exclust.algorithms.histogram.kept_values import HELD_VALUES_SHARE, encode_in_chunks, encode_rows, values_recipe
 from exclust.dataplane.parts import align, is_lazy, label_dtype
 from exclust.dataplane.residency import fits_in_memory, keep_parts, reduce_kept
 from exclust.errors import InputError
@@ -47,9 +47,9 @@ def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dot
 
     ``block`` holds the tree's features X, then, when the clustering space is another one, its
     columns Z (``EncodedData``'s ``Z``): the codes come from X, the per-center values from Z.
-    ``values`` "recomputed": the part keeps the block itself (``"rows"``) and how its values are
-    made (``"recipe"``) in place of ``"dots"``, and ``kept_values.value_chunks`` recomputes them
-    in each pass; "none": neither (a pass that reads values is refused).
+    ``values`` "recomputed": the part keeps the clustering space's rows and how its values are
+    made (``kept_values.values_recipe``) in place of ``"dots"``, and ``kept_values.value_chunks``
+    recomputes them in each pass; "none": neither (a pass that reads values is refused).
     """
     block = np.ascontiguousarray(block, dtype=np.float64)
     n, k = block.shape[0], centers.shape[0]
@@ -60,13 +60,9 @@ def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dot
         part["dots"] = np.empty((n, k), dtype=dots_dtype)
         sq, unbinned = encode_rows(block, mapper, centers, metric, codes, part["dots"], labels)
     else:
-        sq, unbinned = 0.0, np.zeros(mapper.n_features, dtype=np.int64)
-        for _, _, _, chunk_sq, chunk_unbinned in recomputed_chunks(block, mapper, centers, dots_dtype, metric,
-                                                                    codes, labels):
-            sq, unbinned = sq + chunk_sq, unbinned + chunk_unbinned
+        sq, unbinned = encode_in_chunks(block, mapper, centers, dots_dtype, metric, codes, labels)
         if values == "recomputed":
-            part["rows"] = block
-            part["recipe"] = (mapper, centers, dots_dtype, metric)
+            part.update(values_recipe(block, mapper, centers, dots_dtype, metric))
     part["sq"], part["unbinned"] = float(sq), unbinned
     return part
 

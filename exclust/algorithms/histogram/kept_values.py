@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from exclust.algorithms.histogram._bin_coding import encode_and_measure, encode_and_project
+from exclust.algorithms.histogram._bin_coding import center_values, encode_and_measure, encode_and_project
+from exclust.algorithms.histogram._code_histograms import rows_in_slots
 from exclust.algorithms.histogram.binning import BinMapper
-from exclust.dataplane.parts import add_parts, label_dtype
+from exclust.dataplane.parts import add_parts
 
 # The per-center values of a part ((rows, k): dot products or distances) are held where the
 # part lives when all of them take at most this share of that memory (the workers' for Dask, this
@@ -45,46 +46,73 @@ def encode_rows(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, metri
     return encode_and_measure(X, *mapper.grid(), Z, centers, metric == "l1", codes, values, labels)
 
 
-def recomputed_chunks(rows: np.ndarray, mapper: BinMapper, centers: np.ndarray, dtype, metric,
-                      codes: np.ndarray | None = None, labels: np.ndarray | None = None
-                      ) -> Iterator[tuple[int, int, np.ndarray, float, np.ndarray]]:
-    """The per-center values of ``rows`` made ``RECOMPUTED_CHUNK_BYTES`` at a time, as
-    (start, stop, values, sum of ||z||^2, NaN per feature without a missing bin) per chunk;
-    the chunk's codes and labels go to rows ``start:stop`` of ``codes`` and ``labels`` (both or neither; None:
-    scratch, dropped). ``values`` is one buffer, overwritten by the next chunk."""
-    n, k = rows.shape[0], centers.shape[0]
-    step = max(1024, RECOMPUTED_CHUNK_BYTES // (k * np.dtype(dtype).itemsize))
-    width = min(step, n)
-    values = np.empty((width, k), dtype=dtype)
-    # Scratch codes and labels are written at rows 0:m of theirs, the caller's at start:stop.
-    own_rows = codes is None
-    codes = np.empty((width, mapper.n_features), dtype=mapper.code_dtype) if codes is None else codes
-    labels = np.empty(width, dtype=label_dtype(k)) if labels is None else labels
+def chunk_rows(k: int, dtype) -> int:
+    """Rows per chunk of recomputed values: ``RECOMPUTED_CHUNK_BYTES`` of them, at least 1,024."""
+    return max(1024, RECOMPUTED_CHUNK_BYTES // (k * np.dtype(dtype).itemsize))
+
+
+def encode_in_chunks(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dtype, metric, codes: np.ndarray,
+                     labels: np.ndarray) -> tuple[float, np.ndarray]:
+    """``encode_rows`` on ``block`` a chunk of rows at a time, its values into one scratch buffer
+    and dropped (a part that will recompute them): codes and labels written, (sum of ||z||^2,
+    NaN per feature without a missing bin) returned."""
+    n, k = block.shape[0], centers.shape[0]
+    step = chunk_rows(k, dtype)
+    values = np.empty((min(step, n), k), dtype=dtype)
+    sq, unbinned = 0.0, np.zeros(mapper.n_features, dtype=np.int64)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        m = stop - start
-        at = slice(0, m) if own_rows else slice(start, stop)
-        sq, unbinned = encode_rows(rows[start:stop], mapper, centers, metric, codes[at], values[:m], labels[at])
-        yield start, stop, values[:m], float(sq), unbinned
+        chunk_sq, chunk_unbinned = encode_rows(block[start:stop], mapper, centers, metric, codes[start:stop],
+                                               values[:stop - start], labels[start:stop])
+        sq, unbinned = sq + chunk_sq, unbinned + chunk_unbinned
+    return sq, unbinned
 
 
-def value_chunks(part: dict) -> Iterator[tuple[int, int, np.ndarray]]:
+def values_recipe(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dtype, metric) -> dict:
+    """What a part keeps to recompute its values: the clustering space's columns of its block
+    (``"rows"``: Z's, or X itself) and the centers as the kernel takes them (``"recipe"``)."""
+    d = mapper.n_features
+    Z = np.ascontiguousarray(block[:, d:]) if block.shape[1] > d else block
+    return {"rows": Z, "recipe": (np.ascontiguousarray(centers.T), metric is not None, metric == "l1", dtype)}
+
+
+def needed_rows(part: dict, tree_arrays: tuple, resume: np.ndarray, *slots: np.ndarray) -> np.ndarray | None:
+    """The rows of a part whose leaf holds a slot in one of ``slots`` (node tables, -1: none):
+    the only rows whose values a pass reads. None when the part holds its values (no routing
+    spent then)."""
+    if "rows" not in part:
+        return None
+    return rows_in_slots(part["codes"], *tree_arrays, resume, np.stack([np.asarray(t, dtype=np.int64) for t in slots]))
+
+
+def value_chunks(part: dict, needed: np.ndarray | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
     """The part's per-center values as (start, stop, values) over its rows: the held values in
-    one piece, else recomputed from the kept rows a chunk at a time (the same kernel, so the same
-    values as if held). A consumer takes rows ``start:stop`` of every per-row array with them."""
+    one piece, else recomputed from the kept rows a chunk at a time (the encoding's arithmetic,
+    ``_bin_coding.center_values``: the same values as if held), only for the rows ``needed``
+    (a bool mask, None: all; the others are NaN). A consumer takes rows ``start:stop`` of every
+    per-row array with them; ``values`` is one buffer, overwritten by the next chunk."""
     if "dots" in part:
         yield 0, part["n"], part["dots"]
         return
     if "rows" not in part:
         raise ValueError("these encoded rows keep no per-center values (EncodedData values='none')")
-    for start, stop, values, _, _ in recomputed_chunks(part["rows"], *part["recipe"]):
-        yield start, stop, values
+    rows = part["rows"]
+    centers_t, measure, l1, dtype = part["recipe"]
+    n, k = part["n"], centers_t.shape[1]
+    step = chunk_rows(k, dtype)
+    values = np.empty((min(step, n), k), dtype=dtype)
+    needed = np.ones(n, dtype=np.bool_) if needed is None else needed
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        center_values(rows[start:stop], centers_t, measure, l1, needed[start:stop], values[:stop - start])
+        yield start, stop, values[:stop - start]
 
 
-def over_value_chunks(part: dict, per_chunk: Callable[[int, int, np.ndarray], Any]) -> Any:
-    """``per_chunk(start, stop, values)`` over ``value_chunks(part)``, its results summed."""
+def over_value_chunks(part: dict, per_chunk: Callable[[int, int, np.ndarray], Any],
+                      needed: np.ndarray | None = None) -> Any:
+    """``per_chunk(start, stop, values)`` over ``value_chunks(part, needed)``, its results summed."""
     total = None
-    for start, stop, values in value_chunks(part):
+    for start, stop, values in value_chunks(part, needed):
         found = per_chunk(start, stop, values)
         total = found if total is None else add_parts(total, found)
     return total

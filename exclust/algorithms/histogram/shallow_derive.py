@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from exclust.algorithms.histogram.criteria import ShallowCost
-from exclust.algorithms.histogram.kept_values import over_value_chunks
+from exclust.algorithms.histogram.kept_values import needed_rows, over_value_chunks
 from exclust.dataplane.parts import kernel_threads
 
 DERIVE_MIN_CENTERS = 16  # a large child with fewer centers is computed directly: its pass is cheap
@@ -162,7 +162,8 @@ def _block_derived(part, tree_arrays, routing, shallow_args, derive):
         return direct, derived_deltas(codes, dots, *tree_arrays, own_resume, remember, *derive[:-1], n_bins,
                                       derive[-1], kernel_threads())
 
-    return over_value_chunks(part, rows)
+    # The direct slots' rows and the derivations' (its small and large children's).
+    return over_value_chunks(part, rows, needed_rows(part, tree_arrays, resume, shallow_args[0], derive[0]))
 
 
 class DerivedShallowCost(ShallowCost):
