@@ -135,3 +135,14 @@ def test_recomputed_values_cut_a_category_with_missing_values_as_held(rng, small
     recomputed = make().fit(table, centers, Z=Z)
     assert recomputed.tree_.to_dict()["nodes"] == held.tree_.to_dict()["nodes"]
     assert "category_set" in recomputed.tree_.to_dict()["nodes"]["kind"]
+
+
+def test_an_empty_part_gives_empty_histograms_from_recomputed_values(rng):
+    """A part of no rows (an empty file's) gives one empty chunk, so its block returns zeros to the
+    reduction as a part holding its values does."""
+    X, centers = _blobs(rng, n=2000)
+    data = encode_for_trees(X, centers, 32, 0, values="recomputed")
+    (part,) = data._kept.parts
+    empty = {"codes": part["codes"][:0], "labels": part["labels"][:0], "n": 0, "rows": part["rows"][:0],
+             "recipe": part["recipe"]}
+    assert [(a, b, v.shape) for a, b, v in kept_values.value_chunks(empty)] == [(0, 0, (0, 6))]

@@ -102,7 +102,7 @@ def value_chunks(part: dict, needed: np.ndarray | None = None) -> Iterator[tuple
     step = chunk_rows(k, dtype)
     values = np.empty((min(step, n), k), dtype=dtype)
     needed = np.ones(n, dtype=np.bool_) if needed is None else needed
-    for start in range(0, n, step):
+    for start in range(0, max(n, 1), step):  # an empty part gives one empty chunk, as held values do
         stop = min(n, start + step)
         center_values(rows[start:stop], centers_t, measure, l1, needed[start:stop], values[:stop - start])
         yield start, stop, values[:stop - start]
