@@ -144,25 +144,42 @@ def _stop_at(kind: str, offset: float, signum: int, whole_group: bool, inputs: P
     return "settled"
 
 
-def _points(fine_until: float, fine_step: float, coarse: list[float]) -> list[float]:
-    return [round(fine_step * (i + 1), 2) for i in range(int(fine_until / fine_step))] + coarse
+def _points(life: float, fine_until: float, fine_step: float) -> list[float]:
+    """Offsets over a run that lasted ``life`` seconds when left alone: every ``fine_step`` s through
+    the first ``fine_until`` s (at least eight steps inside the run, finer when it is short), then
+    coarser, at fractions of its life. Taken from the run itself, so that most points land inside it
+    whether the machine is quiet or loaded (a fixed list missed a run that ended in 2 s)."""
+    end = min(fine_until, 0.9 * life)
+    step = min(fine_step, end / 8)
+    fine = [round(step * (i + 1), 2) for i in range(int(end / step + 1e-9))]
+    return fine + [round(life * f, 2) for f in (0.6, 0.75, 0.9) if life * f > end]
+
+
+def _life(kind: str, inputs: Path, run: Path) -> float:
+    """Seconds the command takes when nobody stops it (the sweep's reference run, checked complete)."""
+    run.mkdir()
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "exclust.cli", *_command(kind, inputs, run), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    life = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    outputs = [run / "out"] if kind != "label --date" else sorted((run / "out").iterdir())
+    assert outputs and all(_complete(p) for p in outputs)
+    return life
 
 
 SIGNALS = [(signal.SIGTERM, False), (signal.SIGTERM, True), (signal.SIGINT, True), (signal.SIGHUP, False)]
 
 
-@pytest.mark.parametrize("kind, offsets", [
-    ("label", _points(5.0, 0.25, [6.0, 7.5, 9.0, 12.0])),
-    ("label --date", _points(5.0, 1.0, [7.0, 10.0])),
-    ("explain", _points(5.0, 1.0, [7.0, 10.0, 14.0])),
-])
-def test_a_stop_signal_at_any_moment_leaves_nothing_or_a_committed_output_said_so(kind, offsets, inputs, tmp_path):
+@pytest.mark.parametrize("kind, fine_step", [("label", 0.25), ("label --date", 1.0), ("explain", 1.0)])
+def test_a_stop_signal_at_any_moment_leaves_nothing_or_a_committed_output_said_so(kind, fine_step, inputs, tmp_path):
+    offsets = _points(_life(kind, inputs, tmp_path / "whole"), 5.0, fine_step)
     seen: dict[str, int] = {}
     for i, offset in enumerate(offsets):
         signum, whole_group = SIGNALS[i % len(SIGNALS)]
         outcome = _stop_at(kind, offset, signum, whole_group, inputs, tmp_path / f"point-{i}")
         seen[outcome] = seen.get(outcome, 0) + 1
-    assert seen.get("stopped", 0) >= len(offsets) // 3, seen  # most points land inside the run
+    assert len(offsets) >= 8 and seen.get("stopped", 0) >= len(offsets) // 3, seen  # most land inside the run
 
 
 @pytest.mark.parametrize("signum, whole_group", [(signal.SIGTERM, False), (signal.SIGINT, True)])
