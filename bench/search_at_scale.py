@@ -81,6 +81,10 @@ def child(args) -> None:
 
             data = Dataset(np.asarray(data.X.compute() if hasattr(data.X, "compute") else data.X), data.feature_names)
         centers = np.load(args.centers)
+        if args.held_share is not None:  # the share of memory the per-center values may hold
+            import exclust.algorithms.histogram.engine as engine
+
+            engine.HELD_VALUES_SHARE = args.held_share
         module, _, name = BUILDERS[args.builder].partition(":")
         cls = getattr(importlib.import_module(module), name)
         if args.warm:  # compile the kernels for these argument types first (a worker without a cache takes minutes)
@@ -149,6 +153,9 @@ def main() -> None:
     ap.add_argument("--no-warm", dest="warm", action="store_false",
                     help=f"time the first fit as it comes (by default each child first fits on {WARM_ROWS:,} rows, "
                          "untimed, so that compiling numba's kernels is not in the seconds)")
+    ap.add_argument("--held-share", type=float,
+                    help="the share of the workers' memory the engine's per-center values may take before they are "
+                         "recomputed in every pass (default: the engine's HELD_VALUES_SHARE; 0: always recomputed)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--address", help=argparse.SUPPRESS)
     ap.add_argument("--folder", help=argparse.SUPPRESS)
@@ -197,7 +204,8 @@ def main() -> None:
             for name in builders:
                 where = [] if cluster is None else ["--address", cluster.scheduler_address]
                 cmd = [sys.executable, __file__, "--child", *where, "--folder", str(folder), "--centers", str(path),
-                       "--builder", name, *([] if args.warm else ["--no-warm"])]
+                       "--builder", name, *([] if args.warm else ["--no-warm"]),
+                       *([] if args.held_share is None else ["--held-share", str(args.held_share)])]
                 try:
                     done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
                                           env=dict(os.environ, PYTHONPATH=str(ROOT)))

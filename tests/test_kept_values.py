@@ -47,6 +47,13 @@ def test_recomputed_values_equal_the_held_ones(rng, small_chunks, metric):
         mine = needed[start:stop]
         np.testing.assert_array_equal(values[mine], held_part["dots"][start:stop][mine])
         assert np.isnan(values[~mine]).all()
+    # Only the centers a pass reads are made: those columns equal the held ones, the rest NaN.
+    asked = np.zeros(centers.shape[0], dtype=bool)
+    asked[[1, 4]] = True
+    for start, stop, values in kept_values.value_chunks(again_part, needed, asked):
+        mine = needed[start:stop]
+        np.testing.assert_array_equal(values[mine][:, asked], held_part["dots"][start:stop][mine][:, asked])
+        assert np.isnan(values[~mine]).all() and np.isnan(values[:, ~asked]).all()
     assert again.sum_sq == pytest.approx(held.sum_sq, rel=1e-12)
 
 

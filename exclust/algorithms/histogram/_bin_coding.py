@@ -209,25 +209,29 @@ def _distances_to_centers(Z, i, centers_t, l1, acc):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def center_values(Z, centers_t, measure, l1, needed, values):
-    """Per row of Z with ``needed[i]``, its value with every center (``measure``: distances as
-    ``_distances_to_centers``, else dot products), the encoding kernels' numbers to the bit;
-    the rows not needed get NaN, so that a reader who should have needed them sees it."""
+def center_values(Z, centers_t, columns, measure, l1, needed, values):
+    """Per row of Z with ``needed[i]``, its value with the centers ``centers_t`` ((d, s): the
+    columns ``columns`` of the full table), written to ``values[i, columns]`` (``measure``:
+    distances as ``_distances_to_centers``, else dot products), the encoding kernels' numbers to
+    the bit (each value is summed over the features in the same order, whichever centers are
+    asked); those columns of the rows not needed get NaN, so that a reader who should have
+    needed them sees it. The other columns are not written."""
     n = Z.shape[0]
-    k = centers_t.shape[1]
+    s = centers_t.shape[1]
     n_chunks = (n + CHUNK - 1) // CHUNK
     for c in numba.prange(n_chunks):
-        acc = np.empty(k)
+        acc = np.empty(s)
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             if not needed[i]:
-                values[i, :] = np.nan
+                for j in range(s):
+                    values[i, columns[j]] = np.nan
                 continue
             if measure:
                 _distances_to_centers(Z, i, centers_t, l1, acc)
             else:
                 _dots_with_centers(Z, i, centers_t, acc)
-            for j in range(k):
-                values[i, j] = acc[j]
+            for j in range(s):
+                values[i, columns[j]] = acc[j]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

@@ -268,7 +268,14 @@ def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, cen
     resume, remember = resume_nodes(part, routing)
     return over_value_chunks(part, lambda start, stop, dots: shallow_rows(
         part["codes"][start:stop], dots, tree_arrays, resume[start:stop], remember, slot, member_group, n_groups,
-        center_span, n_bins, n_splits, bulk_min_rows, missing_bin, sets), needed_rows(part, tree_arrays, resume, slot))
+        center_span, n_bins, n_splits, bulk_min_rows, missing_bin, sets), needed_rows(part, tree_arrays, resume, slot),
+        slots_centers(member_group))
+
+
+def slots_centers(member_group: np.ndarray) -> np.ndarray:
+    """The centers of a shallow pass's slots (a bool mask over k): the only values its kernels
+    read (each row reads its own node's centers)."""
+    return (member_group[:, 0, :] >= 0).any(axis=0)
 
 
 def shallow_rows(codes, dots, tree_arrays, resume, remember, slot, member_group, n_groups, center_span, n_bins,

@@ -27,7 +27,10 @@ from exclust.dataplane.parts import add_parts
 # float32, more than two 3.5 GiB workers hold; the rows are 1.6 GB, and a pass then pays the
 # d multiply-adds per center of the encoding (bench/README.md, "The kept values at 10M x k = 160").
 HELD_VALUES_SHARE = 0.25
-RECOMPUTED_CHUNK_BYTES = 32 << 20
+# Chunks are large because every chunk is a call of the pass's kernels, each of which makes and
+# sums its own per-thread histograms (tens of MB at k = 160): ExGreedy at 200,000 x k = 160 in
+# memory took 16.0 s held, 28.0 s recomputed 32 MB at a time and 22.9 s 256 MB at a time.
+RECOMPUTED_CHUNK_BYTES = 256 << 20
 
 
 def encode_rows(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, metric, codes: np.ndarray,
@@ -85,12 +88,15 @@ def needed_rows(part: dict, tree_arrays: tuple, resume: np.ndarray, *slots: np.n
     return rows_in_slots(part["codes"], *tree_arrays, resume, np.stack([np.asarray(t, dtype=np.int64) for t in slots]))
 
 
-def value_chunks(part: dict, needed: np.ndarray | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
+def value_chunks(part: dict, needed: np.ndarray | None = None, centers: np.ndarray | None = None
+                 ) -> Iterator[tuple[int, int, np.ndarray]]:
     """The part's per-center values as (start, stop, values) over its rows: the held values in
     one piece, else recomputed from the kept rows a chunk at a time (the encoding's arithmetic,
     ``_bin_coding.center_values``: the same values as if held), only for the rows ``needed``
-    (a bool mask, None: all; the others are NaN). A consumer takes rows ``start:stop`` of every
-    per-row array with them; ``values`` is one buffer, overwritten by the next chunk."""
+    (a bool mask, None: all; the others are NaN) and the ``centers`` the pass reads (a bool
+    mask over the k centers, None: all; the other columns are NaN): a deep node's pass reads
+    only its own centers' values, so it makes only those. A consumer takes rows ``start:stop``
+    of every per-row array with them; ``values`` is one buffer, overwritten by the next chunk."""
     if "dots" in part:
         yield 0, part["n"], part["dots"]
         return
@@ -100,19 +106,25 @@ def value_chunks(part: dict, needed: np.ndarray | None = None) -> Iterator[tuple
     centers_t, measure, l1, dtype = part["recipe"]
     n, k = part["n"], centers_t.shape[1]
     step = chunk_rows(k, dtype)
-    values = np.empty((min(step, n), k), dtype=dtype)
+    if centers is None or centers.all():
+        columns = np.arange(k)
+        values = np.empty((min(step, n), k), dtype=dtype)
+    else:  # the columns not made stay NaN in every chunk
+        columns = np.flatnonzero(centers)
+        centers_t = np.ascontiguousarray(centers_t[:, columns])
+        values = np.full((min(step, n), k), np.nan, dtype=dtype)
     needed = np.ones(n, dtype=np.bool_) if needed is None else needed
     for start in range(0, max(n, 1), step):  # an empty part gives one empty chunk, as held values do
         stop = min(n, start + step)
-        center_values(rows[start:stop], centers_t, measure, l1, needed[start:stop], values[:stop - start])
+        center_values(rows[start:stop], centers_t, columns, measure, l1, needed[start:stop], values[:stop - start])
         yield start, stop, values[:stop - start]
 
 
 def over_value_chunks(part: dict, per_chunk: Callable[[int, int, np.ndarray], Any],
-                      needed: np.ndarray | None = None) -> Any:
-    """``per_chunk(start, stop, values)`` over ``value_chunks(part, needed)``, its results summed."""
+                      needed: np.ndarray | None = None, centers: np.ndarray | None = None) -> Any:
+    """``per_chunk(start, stop, values)`` over ``value_chunks(part, needed, centers)``, its results summed."""
     total = None
-    for start, stop, values in value_chunks(part, needed):
+    for start, stop, values in value_chunks(part, needed, centers):
         found = per_chunk(start, stop, values)
         total = found if total is None else add_parts(total, found)
     return total

@@ -151,7 +151,7 @@ def derived_histograms(der: Derivation, sums: np.ndarray, counts: np.ndarray, ba
 
 def _block_derived(part, tree_arrays, routing, shallow_args, derive):
     from exclust.algorithms.histogram._shallow_derive import derived_deltas
-    from exclust.algorithms.histogram.criteria import resume_nodes, shallow_rows
+    from exclust.algorithms.histogram.criteria import resume_nodes, shallow_rows, slots_centers
 
     resume, remember = resume_nodes(part, routing)
     n_bins = shallow_args[4]
@@ -162,8 +162,13 @@ def _block_derived(part, tree_arrays, routing, shallow_args, derive):
         return direct, derived_deltas(codes, dots, *tree_arrays, own_resume, remember, *derive[:-1], n_bins,
                                       derive[-1], kernel_threads())
 
-    # The direct slots' rows and the derivations' (its small and large children's).
-    return over_value_chunks(part, rows, needed_rows(part, tree_arrays, resume, shallow_args[0], derive[0]))
+    # The direct slots' rows and the derivations' (its small and large children's), with the
+    # direct slots' centers and the derivations' parents' (the kernel reads no other).
+    centers = slots_centers(shallow_args[1])
+    parent_order, n_parent = derive[2], derive[4]
+    for e in range(derive[1]):
+        centers[parent_order[e, 0, :n_parent[e]]] = True
+    return over_value_chunks(part, rows, needed_rows(part, tree_arrays, resume, shallow_args[0], derive[0]), centers)
 
 
 class DerivedShallowCost(ShallowCost):
