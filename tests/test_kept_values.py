@@ -57,6 +57,45 @@ def test_recomputed_values_equal_the_held_ones(rng, small_chunks, metric):
     assert again.sum_sq == pytest.approx(held.sum_sq, rel=1e-12)
 
 
+def test_a_part_holding_its_first_rows_values_gives_the_held_values(rng, small_chunks):
+    """A share held: the first rows' values in one piece, the rest recomputed from row ``held`` on."""
+    X, centers = _blobs(rng, n=3500)
+    held = encode_for_trees(X, centers, 32, 0, metric="sqeuclidean", values="held")
+    (held_part,) = held._kept.parts
+    part = engine._encode_block(X, held.mapper, held.centers, np.float64, "sqeuclidean", "recomputed", 0.4)
+    assert part["dots"].shape == (1400, 6) and part["rows"].shape == (2100, 4)
+    np.testing.assert_array_equal(part["codes"], held_part["codes"])
+    np.testing.assert_array_equal(part["labels"], held_part["labels"])
+    needed = rng.random(3500) < 0.5
+    asked = np.array([True, False, True, True, False, False])
+    seen = []
+    for start, stop, values in kept_values.value_chunks(part, needed, asked):
+        mine = needed[start:stop] if start else np.ones(stop, dtype=bool)  # held rows come whole
+        np.testing.assert_array_equal(values[mine][:, asked], held_part["dots"][start:stop][mine][:, asked])
+        seen.append((start, stop))
+    assert seen == [(0, 1400), (1400, 2424), (2424, 3448), (3448, 3500)]
+
+
+def test_the_share_of_values_that_fits_on_the_workers_builds_the_held_tree(rng, dask_client, monkeypatch):
+    """Half the values held on each worker's parts (the share set from the workers' memory), the rest
+    recomputed: the same trees as with every value held."""
+    from exclust.dataplane.residency import cluster_memory
+
+    X, centers = _blobs(rng)
+    lazy = da.from_array(X, chunks=(2500, -1))
+    held = {name: make().fit(lazy, centers).tree_.to_dict()["nodes"] for name, make in SHARED_BUILDERS}
+    values_bytes = X.shape[0] * centers.shape[0] * 4  # float32 on the workers
+    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.5 * values_bytes / cluster_memory())
+    data = encode_for_trees(lazy, centers, 32, 0, metric="sqeuclidean")
+    assert data.values == "recomputed" and data.held_share == pytest.approx(0.5)
+    import dask
+
+    assert sorted(part["dots"].shape[0] for part in dask.compute(*data._kept.parts)) == [500, 1250, 1250]
+    data.release()
+    for name, make in SHARED_BUILDERS:
+        assert make().fit(lazy, centers).tree_.to_dict()["nodes"] == held[name], name
+
+
 def test_values_held_when_they_fit_else_recomputed(rng, monkeypatch):
     X, centers = _blobs(rng, n=2000)
     assert encode_for_trees(X, centers, 32, 0).values == "held"
@@ -80,6 +119,13 @@ BUILDERS = [
     pytest.param(lambda: ExKMC(n_clusters=6, max_leaves=10, random_state=0), id="ExKMC"),
     pytest.param(lambda: ExShallow(n_clusters=6, random_state=0), id="ExShallow"),
     pytest.param(lambda: ExGreedy(n_clusters=6, random_state=0), id="ExGreedy"),
+]
+
+
+SHARED_BUILDERS = [
+    ("ExKMC", lambda: ExKMC(n_clusters=6, max_leaves=10, random_state=0)),
+    ("ExShallow", lambda: ExShallow(n_clusters=6, random_state=0)),
+    ("ExGreedy", lambda: ExGreedy(n_clusters=6, random_state=0)),
 ]
 
 

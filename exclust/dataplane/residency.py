@@ -56,14 +56,16 @@ def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
     return bool(memory) and nbytes <= share * memory
 
 
-def fits_in_memory(nbytes: int, distributed: bool, share: float) -> bool:
-    """Whether ``nbytes`` take at most ``share`` of the memory they would live in: the workers'
-    (``distributed``), else this machine's free memory."""
+def share_that_fits(nbytes: int, distributed: bool, share: float) -> float:
+    """The share (0..1) of ``nbytes`` that fits in ``share`` of the memory they would live in:
+    the workers' (``distributed``), else this machine's free memory."""
     if distributed:
-        return fits_on_workers(nbytes, share)
-    import psutil
+        memory = cluster_memory()
+    else:
+        import psutil
 
-    return nbytes <= share * psutil.virtual_memory().available
+        memory = int(psutil.virtual_memory().available)
+    return 1.0 if nbytes <= 0 else min(1.0, max(0.0, share * memory / nbytes))
 
 
 def hold(*arrays: Any, force: bool | None = None,

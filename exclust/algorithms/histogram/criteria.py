@@ -275,7 +275,7 @@ def _block_shallow(part, tree_arrays, routing, slot, member_group, n_groups, cen
 def slots_centers(member_group: np.ndarray) -> np.ndarray:
     """The centers of a shallow pass's slots (a bool mask over k): the only values its kernels
     read (each row reads its own node's centers)."""
-    return (member_group[:, 0, :] >= 0).any(axis=0)
+    return np.asarray((member_group[:, 0, :] >= 0).any(axis=0))
 
 
 def shallow_rows(codes, dots, tree_arrays, resume, remember, slot, member_group, n_groups, center_span, n_bins,

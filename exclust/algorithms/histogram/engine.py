@@ -31,7 +31,7 @@ from exclust.algorithms.histogram.code_tree import CodeTree
 from exclust.algorithms.histogram.criteria import Criterion
 from exclust.algorithms.histogram.kept_values import HELD_VALUES_SHARE, encode_in_chunks, encode_rows, values_recipe
 from exclust.dataplane.parts import align, is_lazy, label_dtype
-from exclust.dataplane.residency import fits_in_memory, keep_parts, reduce_kept
+from exclust.dataplane.residency import keep_parts, reduce_kept, share_that_fits
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
 
@@ -41,28 +41,33 @@ VALUES = ("held", "recomputed", "none")  # what a kept part keeps of its per-cen
 
 
 def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dots_dtype, metric=None,
-                  values: str = "held") -> dict:
+                  values: str = "held", held_share: float = 1.0) -> dict:
     """Pass 2 on one partition: codes, nearest-center labels, sum of ||z||^2 and, per center,
     the dot products (``metric`` None) or the distances (under key "dots" either way).
 
     ``block`` holds the tree's features X, then, when the clustering space is another one, its
     columns Z (``EncodedData``'s ``Z``): the codes come from X, the per-center values from Z.
-    ``values`` "recomputed": the part keeps the clustering space's rows and how its values are
-    made (``kept_values.values_recipe``) in place of ``"dots"``, and ``kept_values.value_chunks``
-    recomputes them in each pass; "none": neither (a pass that reads values is refused).
+    ``values`` "recomputed": the part holds the values of its first ``held_share`` of rows
+    (``"dots"``) and, for the rest, keeps the clustering space's rows and how their values are
+    made (``kept_values.values_recipe``), which ``kept_values.value_chunks`` recomputes in each
+    pass; "none": neither (a pass that reads values is refused).
     """
     block = np.ascontiguousarray(block, dtype=np.float64)
     n, k = block.shape[0], centers.shape[0]
     codes = np.empty((n, mapper.n_features), dtype=mapper.code_dtype)
     labels = np.empty(n, dtype=label_dtype(k))
     part: dict = {"codes": codes, "labels": labels, "n": n}
-    if values == "held":
-        part["dots"] = np.empty((n, k), dtype=dots_dtype)
-        sq, unbinned = encode_rows(block, mapper, centers, metric, codes, part["dots"], labels)
-    else:
-        sq, unbinned = encode_in_chunks(block, mapper, centers, dots_dtype, metric, codes, labels)
+    held = n if values == "held" else int(held_share * n) if values == "recomputed" else 0
+    sq, unbinned = 0.0, np.zeros(mapper.n_features, dtype=np.int64)
+    if held:
+        part["dots"] = np.empty((held, k), dtype=dots_dtype)
+        sq, unbinned = encode_rows(block[:held], mapper, centers, metric, codes[:held], part["dots"], labels[:held])
+    if held < n:
+        rest_sq, rest_unbinned = encode_in_chunks(block[held:], mapper, centers, dots_dtype, metric, codes[held:],
+                                                  labels[held:])
+        sq, unbinned = sq + rest_sq, unbinned + rest_unbinned
         if values == "recomputed":
-            part.update(values_recipe(block, mapper, centers, dots_dtype, metric))
+            part.update(values_recipe(block[held:], mapper, centers, dots_dtype, metric))
     part["sq"], part["unbinned"] = float(sq), unbinned
     return part
 
@@ -107,10 +112,11 @@ class EncodedData:
     missing bin here, at the price of a second encoding pass.
 
     ``values`` (default None: "held" when they take at most ``HELD_VALUES_SHARE`` of the memory
-    they would live in, else "recomputed"): "held" keeps the (rows, k) per-center values;
-    "recomputed" keeps the rows and makes the values again in every pass that reads them
-    (``kept_values.value_chunks``: the same values, d multiply-adds per center and row a pass);
-    "none" keeps neither (IMM: it reads only codes and labels).
+    they would live in, else "recomputed" with that share held): "held" keeps the (rows, k)
+    per-center values; "recomputed" keeps those of the first ``held_share`` of each part's rows
+    (0 when asked for by name) and, for the others, the rows, whose values every pass that reads
+    them makes again (``kept_values.value_chunks``: the same values, d multiply-adds per center and
+    row a pass); "none" keeps neither (IMM: it reads only codes and labels).
     """
 
     def __init__(self, data, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None,
@@ -132,16 +138,17 @@ class EncodedData:
         data = data if isinstance(data, Dataset) else Dataset(data, [])
         X = data.X
         dots_dtype = np.float32 if data.distributed else np.float64
+        self.held_share = 0.0
         if values is None:
-            fits = fits_in_memory(int(X.shape[0]) * self.k * np.dtype(dots_dtype).itemsize, data.distributed,
-                                  HELD_VALUES_SHARE)
-            values = "held" if fits else "recomputed"
+            self.held_share = share_that_fits(int(X.shape[0]) * self.k * np.dtype(dots_dtype).itemsize,
+                                              data.distributed, HELD_VALUES_SHARE)
+            values = "held" if self.held_share >= 1.0 else "recomputed"
         if values not in VALUES:
             raise ValueError(f"values must be one of {VALUES} or None, got {values!r}")
         self.values = values
         block = with_clustering_space(X, Z)
         self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric, self.values,
-                                summarize=_block_summary, summarize_args=(self.k,))
+                                self.held_share, summarize=_block_summary, summarize_args=(self.k,))
         self.n_passes += 1
         sq, self.label_counts, unbinned = self._kept.summary
         if unbinned.any():
@@ -149,7 +156,7 @@ class EncodedData:
             self.mapper = mapper = mapper.with_missing(np.flatnonzero(unbinned))
             self.n_bins = int(mapper.max_n_bins)
             self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric, self.values,
-                                    summarize=_block_summary, summarize_args=(self.k,))
+                                    self.held_share, summarize=_block_summary, summarize_args=(self.k,))
             self.n_passes += 1
             sq, self.label_counts, _ = self._kept.summary
         self.distributed = self._kept.distributed

@@ -2,11 +2,11 @@
 
 A kept part (``engine._encode_block``) carries, per row, either its values with every reference
 center ((rows, k): dot products or distances, under ``"dots"``) or, when holding them all would
-not fit (``HELD_VALUES_SHARE``), the rows themselves and how to make the values (``"rows"``,
-``"recipe"``), or neither (``EncodedData(values="none")``, IMM). The criteria's blocks read them
-through ``value_chunks`` / ``over_value_chunks``, so one block serves both: held values come in
-one piece, recomputed ones a chunk of rows at a time, by the encoding's own kernel (the same
-numbers).
+not fit (``HELD_VALUES_SHARE``), the values of as many of its first rows as fit and, for the
+others, the rows themselves and how to make their values (``"rows"``, ``"recipe"``), or neither
+(``EncodedData(values="none")``, IMM). The criteria's blocks read them through ``value_chunks`` /
+``over_value_chunks``, so one block serves every case: held values come in one piece, recomputed
+ones a chunk of rows at a time, by the encoding's own kernel (the same numbers).
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from exclust.dataplane.parts import add_parts
 
 # The per-center values of a part ((rows, k): dot products or distances) are held where the
 # part lives when all of them take at most this share of that memory (the workers' for Dask, this
-# machine's free memory for numpy); else only the rows are kept and every pass recomputes the
-# values, ``RECOMPUTED_CHUNK_BYTES`` of them at a time. At 10M rows x k = 160 they are 6.4 GB of
+# machine's free memory for numpy); else the values of the first rows of each part up to that
+# share are held, and every pass recomputes the others' from their rows, ``RECOMPUTED_CHUNK_BYTES``
+# of them at a time. At 10M rows x k = 160 they are 6.4 GB of
 # float32, more than two 3.5 GiB workers hold; the rows are 1.6 GB, and a pass then pays the
 # d multiply-adds per center of the encoding (bench/README.md, "The kept values at 10M x k = 160").
 HELD_VALUES_SHARE = 0.25
@@ -91,32 +92,38 @@ def needed_rows(part: dict, tree_arrays: tuple, resume: np.ndarray, *slots: np.n
 def value_chunks(part: dict, needed: np.ndarray | None = None, centers: np.ndarray | None = None
                  ) -> Iterator[tuple[int, int, np.ndarray]]:
     """The part's per-center values as (start, stop, values) over its rows: the held values in
-    one piece, else recomputed from the kept rows a chunk at a time (the encoding's arithmetic,
-    ``_bin_coding.center_values``: the same values as if held), only for the rows ``needed``
-    (a bool mask, None: all; the others are NaN) and the ``centers`` the pass reads (a bool
-    mask over the k centers, None: all; the other columns are NaN): a deep node's pass reads
-    only its own centers' values, so it makes only those. A consumer takes rows ``start:stop``
-    of every per-row array with them; ``values`` is one buffer, overwritten by the next chunk."""
-    if "dots" in part:
-        yield 0, part["n"], part["dots"]
-        return
+    one piece (all of them, or those of its first rows), then the others recomputed from the kept
+    rows a chunk at a time (the encoding's arithmetic, ``_bin_coding.center_values``: the same
+    values as if held), only for the rows ``needed`` (a bool mask over the part, None: all; the
+    others are NaN) and the ``centers`` the pass reads (a bool mask over the k centers, None: all;
+    the other columns are NaN): a deep node's pass reads only its own centers' values, so it makes
+    only those. A consumer takes rows ``start:stop`` of every per-row array with them; a
+    recomputed ``values`` is one buffer, overwritten by the next chunk."""
+    n = part["n"]
     if "rows" not in part:
-        raise ValueError("these encoded rows keep no per-center values (EncodedData values='none')")
-    rows = part["rows"]
+        if "dots" not in part:
+            raise ValueError("these encoded rows keep no per-center values (EncodedData values='none')")
+        yield 0, n, part["dots"]
+        return
+    held = part["dots"].shape[0] if "dots" in part else 0
+    if held:
+        yield 0, held, part["dots"]
+    rows = part["rows"]  # those after the held ones
     centers_t, measure, l1, dtype = part["recipe"]
-    n, k = part["n"], centers_t.shape[1]
+    k = centers_t.shape[1]
     step = chunk_rows(k, dtype)
     if centers is None or centers.all():
         columns = np.arange(k)
-        values = np.empty((min(step, n), k), dtype=dtype)
+        values = np.empty((min(step, n - held), k), dtype=dtype)
     else:  # the columns not made stay NaN in every chunk
         columns = np.flatnonzero(centers)
         centers_t = np.ascontiguousarray(centers_t[:, columns])
-        values = np.full((min(step, n), k), np.nan, dtype=dtype)
+        values = np.full((min(step, n - held), k), np.nan, dtype=dtype)
     needed = np.ones(n, dtype=np.bool_) if needed is None else needed
-    for start in range(0, max(n, 1), step):  # an empty part gives one empty chunk, as held values do
+    for start in range(held, n, step) if n > held else [held]:  # an empty part gives one empty chunk
         stop = min(n, start + step)
-        center_values(rows[start:stop], centers_t, columns, measure, l1, needed[start:stop], values[:stop - start])
+        center_values(rows[start - held:stop - held], centers_t, columns, measure, l1, needed[start:stop],
+                      values[:stop - start])
         yield start, stop, values[:stop - start]
 
 
