@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from exclust.algorithms.search.optimal import DEFAULT_MAX_NODES, OptimalTree
+from exclust.algorithms.search.optimal_bnb import PROBE_MIN_LEAVES, PROBE_NODES
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -99,15 +100,18 @@ def main() -> None:
     parser.add_argument("--sets", default="iris,wine,r15,d31,aggregation,digits,breast_cancer")
     parser.add_argument("--without-first-cut", action="store_true",
                         help="leave Bound 8 (a side's first cut) out, as before session bound30c")
-    parser.add_argument("--probe-nodes", type=int, default=None,
-                        help="a probe's own node budget, doubled each time its position is probed again")
+    parser.add_argument("--probe-nodes", type=int, default=PROBE_NODES,
+                        help="a probe's own node budget, doubled each time its position is probed again; "
+                             "0: none (every probe runs to its cutoff, as before session bound30f)")
     parser.add_argument("--probe-depth", type=int, default=1, help="levels whose probes get their own budget")
+    parser.add_argument("--probe-min-leaves", type=int, default=PROBE_MIN_LEAVES,
+                        help="the probes budgeted: those with a side of at least this many leaves")
     parser.add_argument("--trace-root", action="store_true",
                         help="after each fit, the root's probes (bounds as shares of the best tree's cost)")
     args = parser.parse_args()
     options = {"max_nodes": args.nodes, "max_seconds": args.seconds, "max_bins": args.max_bins,
-               "use_first_cut": not args.without_first_cut, "probe_nodes": args.probe_nodes,
-               "probe_depth": args.probe_depth}
+               "use_first_cut": not args.without_first_cut, "probe_nodes": args.probe_nodes or None,
+               "probe_depth": args.probe_depth, "probe_min_leaves": args.probe_min_leaves}
     print(HEAD, flush=True)
     if args.what == "scale":
         from exclust.datasets.synthetic import make_gmm_dataset

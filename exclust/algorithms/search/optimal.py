@@ -45,7 +45,13 @@ from exclust.algorithms.histogram.base import (
     known_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
-from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
+from exclust.algorithms.search.optimal_bnb import (
+    PROBE_MIN_LEAVES,
+    PROBE_NODES,
+    BranchAndBound,
+    pad_leaves,
+    tree_cells,
+)
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
 from exclust.algorithms.search.optimal_node import leaf_costs
@@ -120,14 +126,18 @@ class OptimalTree(CenterTreePredictor):
     use_first_cut : bool, default True
         Bound the sides of three or more leaves over their own first cut too (Bound 8 of
         ``_first_cut_bound``). Off only to compare: the same optimum, usually in more nodes.
-    probe_nodes : int or None, default None
+    probe_nodes : int or None, default optimal_bnb.PROBE_NODES (4)
         Iterative deepening of the probes (``optimal_bnb``, "A probe's own budget"): a probe of the
-        root's cut positions (of the first ``probe_depth`` levels) stops after this many nodes and
-        its position goes back on the heap with the bound reached, to be probed again with twice the
-        nodes. None: every probe runs until its side reaches its cutoff, as before. Any value gives
-        valid bounds and the same optimum when the search finishes.
+        root's cut positions (of the first ``probe_depth`` levels) with a side of at least
+        ``probe_min_leaves`` leaves stops after this many nodes, and its position goes back on the
+        heap with the bound reached, to be probed again with twice the nodes. None: every probe runs
+        until its sides reach their cutoffs. Any value gives valid bounds, and the same optimum when
+        the search finishes.
     probe_depth : int, default 1
         How many levels of the search give their probes their own budget (1: the root's alone).
+    probe_min_leaves : int, default optimal_bnb.PROBE_MIN_LEAVES (5)
+        The probes budgeted: those with a side of at least this many leaves (so at most five
+        leaves in all, every probe runs to its cutoff).
 
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
@@ -155,11 +165,13 @@ class OptimalTree(CenterTreePredictor):
         "use_first_cut": ["boolean"],
         "probe_nodes": [None, Interval(Integral, 1, None, closed="left")],
         "probe_depth": [Interval(Integral, 1, None, closed="left")],
+        "probe_min_leaves": [Interval(Integral, 3, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, max_nodes: int = DEFAULT_MAX_NODES, max_seconds: float | None = None,
-                 max_bins: int = 256, random_state=None, use_first_cut: bool = True, probe_nodes: int | None = None,
-                 probe_depth: int = 1) -> None:
+                 max_bins: int = 256, random_state=None, use_first_cut: bool = True,
+                 probe_nodes: int | None = PROBE_NODES, probe_depth: int = 1,
+                 probe_min_leaves: int = PROBE_MIN_LEAVES) -> None:
         self.n_clusters = n_clusters
         self.max_nodes = max_nodes
         self.max_seconds = max_seconds
@@ -168,6 +180,7 @@ class OptimalTree(CenterTreePredictor):
         self.use_first_cut = use_first_cut
         self.probe_nodes = probe_nodes
         self.probe_depth = probe_depth
+        self.probe_min_leaves = probe_min_leaves
 
     def fit(self, X, centers=None) -> OptimalTree:
         """Search the tree for X; ``centers`` (optional) only name the leaves' clusters."""
@@ -189,7 +202,7 @@ class OptimalTree(CenterTreePredictor):
         search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, deadline=deadline,
                                 max_nodes=int(self.max_nodes), use_first_cut=bool(self.use_first_cut),
                                 probe_nodes=None if self.probe_nodes is None else int(self.probe_nodes),
-                                probe_depth=int(self.probe_depth))
+                                probe_depth=int(self.probe_depth), probe_min_leaves=int(self.probe_min_leaves))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         if centers is not None:

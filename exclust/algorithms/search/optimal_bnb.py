@@ -108,6 +108,14 @@ from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cut
 # Bound 7 (``_neighbour_bound``) costs O(cells^2 d) per box: boxes of more cells go without it.
 NEIGHBOUR_MAX_CELLS = 5_000
 
+# The probes given their own budget by default: 4 nodes, then 8, 16, ... (``probe_nodes``), for
+# probes of the root with a side of at least 5 leaves. A side of 3 or 4 leaves rarely needs more
+# than 25 nodes and a cut-short probe loses the positions its finished bound would have closed
+# (gmm 10^4 x 10, k = 5: 592 nodes to the proof with 4-node budgets on every probe against 527
+# without); a side of 5 leaves near its cutoff took 337 nodes and did not finish (k = 6).
+PROBE_NODES = 4
+PROBE_MIN_LEAVES = 5
+
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
 FIRST_PROBES = 4
@@ -127,7 +135,7 @@ class BranchAndBound:
 
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
                  max_nodes: float = np.inf, use_first_cut: bool = True, probe_nodes: int | None = None,
-                 probe_depth: int = 1) -> None:
+                 probe_depth: int = 1, probe_min_leaves: int = PROBE_MIN_LEAVES) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
@@ -138,10 +146,12 @@ class BranchAndBound:
         self.use_first_cut = bool(use_first_cut)
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         # Iterative deepening of the probes (see "A probe's own budget" in the module): a probe
-        # made at search depth <= ``probe_depth`` gets ``probe_nodes`` nodes, then twice as many each
-        # time its position comes back off the heap; None: every probe runs to its cutoff.
+        # made at search depth <= ``probe_depth`` with a side of at least ``probe_min_leaves`` leaves
+        # gets ``probe_nodes`` nodes, then twice as many each time its position comes back off the
+        # heap; None: every probe runs to its cutoff.
         self.probe_nodes = probe_nodes
         self.probe_depth = int(probe_depth)
+        self.probe_min_leaves = int(probe_min_leaves)
         self.stop_at: float = np.inf  # node count at which the probe under way stops (its own budget)
         self.nodes = 0  # searches of a (box, leaves) pair actually run
         self.sweeps = 0  # sweeps over a node's cells (histograms)
@@ -317,7 +327,7 @@ class BranchAndBound:
             if bound >= min(best, cutoff) or self.out_of_budget() or self.nodes >= self.stop_at:
                 break
             _, f, j, lo, hi, fresh, budget = heapq.heappop(heap)
-            own_budget = budget > 0 and self.depth <= self.probe_depth
+            own_budget = budget > 0 and self.depth <= self.probe_depth and max(j, m - j) >= self.probe_min_leaves
             low_left, low_right = lows[(f, j)]
             limit = min(best, cutoff)
             alive = lo + np.flatnonzero(low_left[lo:hi + 1] + low_right[lo:hi + 1] < limit)
@@ -348,7 +358,8 @@ class BranchAndBound:
                     self.root_probes.append({
                         "feature": f, "left_leaves": j, "position": mid, "interval": (lo, hi), "interval_bound": bound,
                         "position_bound": position_bound, "left": (lb_left, ub_left), "right": (lb_right, ub_right),
-                        "nodes": self.nodes - nodes_before, "nodes_after": self.nodes, "budget": budget})
+                        "nodes": self.nodes - nodes_before, "nodes_after": self.nodes,
+                        "budget": budget if own_budget else 0})
                 if ub_left + ub_right < best:
                     best = ub_left + ub_right
                     tree = (f, int(node.positions[f][mid]), tree_left, j, tree_right)
