@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from exclust.algorithms.search.optimal import DEFAULT_MAX_NODES, OptimalTree
-from exclust.algorithms.search.optimal_bnb import PROBE_MIN_LEAVES, PROBE_NODES
+from exclust.algorithms.search.optimal_bnb import PROBE_MAX_LEAVES, PROBE_MIN_LEAVES, PROBE_NODES
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -106,12 +106,15 @@ def main() -> None:
     parser.add_argument("--probe-depth", type=int, default=1, help="levels whose probes get their own budget")
     parser.add_argument("--probe-min-leaves", type=int, default=PROBE_MIN_LEAVES,
                         help="the probes budgeted: those with a side of at least this many leaves")
+    parser.add_argument("--probe-max-leaves", type=int, default=PROBE_MAX_LEAVES,
+                        help="... in a search of at most this many leaves")
     parser.add_argument("--trace-root", action="store_true",
                         help="after each fit, the root's probes (bounds as shares of the best tree's cost)")
     args = parser.parse_args()
     options = {"max_nodes": args.nodes, "max_seconds": args.seconds, "max_bins": args.max_bins,
                "use_first_cut": not args.without_first_cut, "probe_nodes": args.probe_nodes or None,
-               "probe_depth": args.probe_depth, "probe_min_leaves": args.probe_min_leaves}
+               "probe_depth": args.probe_depth, "probe_min_leaves": args.probe_min_leaves,
+               "probe_max_leaves": args.probe_max_leaves}
     print(HEAD, flush=True)
     if args.what == "scale":
         from exclust.datasets.synthetic import make_gmm_dataset

@@ -25,7 +25,7 @@ def test_probes_with_their_own_budget_find_the_brute_force_optimum(probe_nodes, 
         X = _blobs(seed, 10)
         for k in (4, 5):
             model = OptimalTree(k, max_bins=256, probe_nodes=probe_nodes, probe_depth=probe_depth,
-                                probe_min_leaves=3).fit(X)
+                                probe_min_leaves=3, probe_max_leaves=99).fit(X)
             assert model.cost_ == pytest.approx(brute_force(X, k), rel=1e-9, abs=1e-9)
             assert model.proven_optimal_ and model.lower_bound_ == model.cost_
 
@@ -35,7 +35,7 @@ def test_six_leaves_with_probe_budgets_equal_the_midpoint_oracle(probe_nodes, pr
     X = _blobs(7, 16)
     _, oracle = optimal_tree(X, 6)
     model = OptimalTree(6, max_bins=256, probe_nodes=probe_nodes, probe_depth=probe_depth,
-                        probe_min_leaves=3).fit(X)
+                        probe_min_leaves=3, probe_max_leaves=99).fit(X)
     assert model.cost_ == pytest.approx(oracle, rel=1e-9, abs=1e-9)
     assert model.proven_optimal_
     default = OptimalTree(6, max_bins=256).fit(X)  # budgets for the root's five-leaf sides
@@ -50,7 +50,7 @@ def test_a_stopped_search_with_probe_budgets_keeps_a_valid_bound():
             for probe_nodes, probe_depth in BUDGETS:
                 for max_nodes in (1, 3, 8, 20):
                     model = OptimalTree(k, max_bins=256, max_nodes=max_nodes, probe_nodes=probe_nodes,
-                                        probe_depth=probe_depth, probe_min_leaves=3).fit(X)
+                                        probe_depth=probe_depth, probe_min_leaves=3, probe_max_leaves=99).fit(X)
                     assert model.lower_bound_ <= optimum + 1e-9 <= model.cost_ + 2e-9
                     assert model.proven_optimal_ == (model.lower_bound_ == model.cost_)
 
@@ -60,7 +60,7 @@ def test_a_probe_stopped_by_its_budget_comes_back_with_twice_the_nodes():
     default (budgets for sides of five or more leaves) no probe of a five-leaf tree is budgeted, and
     its search is the one without budgets, node for node."""
     X = _blobs(3, 40)
-    deepened = OptimalTree(5, max_bins=256, probe_nodes=1, probe_min_leaves=3).fit(X)
+    deepened = OptimalTree(5, max_bins=256, probe_nodes=1, probe_min_leaves=3, probe_max_leaves=99).fit(X)
     budgets = [probe["budget"] for probe in deepened.root_probes_]
     assert 1 in budgets and 2 in budgets
     assert all(probe["nodes"] <= probe["budget"] + 1 for probe in deepened.root_probes_)

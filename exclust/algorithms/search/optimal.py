@@ -46,6 +46,7 @@ from exclust.algorithms.histogram.base import (
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
 from exclust.algorithms.search.optimal_bnb import (
+    PROBE_MAX_LEAVES,
     PROBE_MIN_LEAVES,
     PROBE_NODES,
     BranchAndBound,
@@ -135,9 +136,10 @@ class OptimalTree(CenterTreePredictor):
         the search finishes.
     probe_depth : int, default 1
         How many levels of the search give their probes their own budget (1: the root's alone).
-    probe_min_leaves : int, default optimal_bnb.PROBE_MIN_LEAVES (5)
-        The probes budgeted: those with a side of at least this many leaves (so at most five
-        leaves in all, every probe runs to its cutoff).
+    probe_min_leaves, probe_max_leaves : int, default optimal_bnb.PROBE_MIN_LEAVES (5) and PROBE_MAX_LEAVES (6)
+        The probes budgeted: those with a side of at least ``probe_min_leaves`` leaves in a search of
+        at most ``probe_max_leaves`` (by default k = 6's probes with a five-leaf side; below and above
+        six leaves every probe runs to its cutoff, where budgets were measured not to help).
 
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
@@ -166,12 +168,13 @@ class OptimalTree(CenterTreePredictor):
         "probe_nodes": [None, Interval(Integral, 1, None, closed="left")],
         "probe_depth": [Interval(Integral, 1, None, closed="left")],
         "probe_min_leaves": [Interval(Integral, 3, None, closed="left")],
+        "probe_max_leaves": [Interval(Integral, 4, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, max_nodes: int = DEFAULT_MAX_NODES, max_seconds: float | None = None,
                  max_bins: int = 256, random_state=None, use_first_cut: bool = True,
                  probe_nodes: int | None = PROBE_NODES, probe_depth: int = 1,
-                 probe_min_leaves: int = PROBE_MIN_LEAVES) -> None:
+                 probe_min_leaves: int = PROBE_MIN_LEAVES, probe_max_leaves: int = PROBE_MAX_LEAVES) -> None:
         self.n_clusters = n_clusters
         self.max_nodes = max_nodes
         self.max_seconds = max_seconds
@@ -181,6 +184,7 @@ class OptimalTree(CenterTreePredictor):
         self.probe_nodes = probe_nodes
         self.probe_depth = probe_depth
         self.probe_min_leaves = probe_min_leaves
+        self.probe_max_leaves = probe_max_leaves
 
     def fit(self, X, centers=None) -> OptimalTree:
         """Search the tree for X; ``centers`` (optional) only name the leaves' clusters."""
@@ -202,7 +206,8 @@ class OptimalTree(CenterTreePredictor):
         search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, deadline=deadline,
                                 max_nodes=int(self.max_nodes), use_first_cut=bool(self.use_first_cut),
                                 probe_nodes=None if self.probe_nodes is None else int(self.probe_nodes),
-                                probe_depth=int(self.probe_depth), probe_min_leaves=int(self.probe_min_leaves))
+                                probe_depth=int(self.probe_depth), probe_min_leaves=int(self.probe_min_leaves),
+                                probe_max_leaves=int(self.probe_max_leaves))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         if centers is not None:

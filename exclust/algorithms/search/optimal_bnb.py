@@ -109,12 +109,15 @@ from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cut
 NEIGHBOUR_MAX_CELLS = 5_000
 
 # The probes given their own budget by default: 4 nodes, then 8, 16, ... (``probe_nodes``), for
-# probes of the root with a side of at least 5 leaves. A side of 3 or 4 leaves rarely needs more
-# than 25 nodes and a cut-short probe loses the positions its finished bound would have closed
-# (gmm 10^4 x 10, k = 5: 592 nodes to the proof with 4-node budgets on every probe against 527
-# without); a side of 5 leaves near its cutoff took 337 nodes and did not finish (k = 6).
+# the root's probes with a side of at least 5 leaves in a tree of at most 6, that is k = 6's
+# (1, 5) and (5, 1) shapes: measured there, the root's bound rose (bench/README.md, session
+# bound30f). A side of 3 or 4 leaves rarely needs more than 25 nodes and a cut-short probe loses
+# the positions its finished bound would have closed (gmm 10^4 x 10, k = 5: 592 nodes to the proof
+# with 4-node budgets on every probe against 527 without); at 7 to 31 leaves (the shared sets, 100
+# nodes) no bound moved and digits took 2.2 times the sweeps.
 PROBE_NODES = 4
 PROBE_MIN_LEAVES = 5
+PROBE_MAX_LEAVES = 6
 
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
@@ -135,7 +138,8 @@ class BranchAndBound:
 
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
                  max_nodes: float = np.inf, use_first_cut: bool = True, probe_nodes: int | None = None,
-                 probe_depth: int = 1, probe_min_leaves: int = PROBE_MIN_LEAVES) -> None:
+                 probe_depth: int = 1, probe_min_leaves: int = PROBE_MIN_LEAVES,
+                 probe_max_leaves: int = PROBE_MAX_LEAVES) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
@@ -146,12 +150,13 @@ class BranchAndBound:
         self.use_first_cut = bool(use_first_cut)
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         # Iterative deepening of the probes (see "A probe's own budget" in the module): a probe
-        # made at search depth <= ``probe_depth`` with a side of at least ``probe_min_leaves`` leaves
-        # gets ``probe_nodes`` nodes, then twice as many each time its position comes back off the
-        # heap; None: every probe runs to its cutoff.
+        # made at search depth <= ``probe_depth``, in a search of at most ``probe_max_leaves`` leaves,
+        # with a side of at least ``probe_min_leaves`` gets ``probe_nodes`` nodes, then twice as many
+        # each time its position comes back off the heap; None: every probe runs to its cutoff.
         self.probe_nodes = probe_nodes
         self.probe_depth = int(probe_depth)
         self.probe_min_leaves = int(probe_min_leaves)
+        self.probe_max_leaves = int(probe_max_leaves)
         self.stop_at: float = np.inf  # node count at which the probe under way stops (its own budget)
         self.nodes = 0  # searches of a (box, leaves) pair actually run
         self.sweeps = 0  # sweeps over a node's cells (histograms)
@@ -327,7 +332,8 @@ class BranchAndBound:
             if bound >= min(best, cutoff) or self.out_of_budget() or self.nodes >= self.stop_at:
                 break
             _, f, j, lo, hi, fresh, budget = heapq.heappop(heap)
-            own_budget = budget > 0 and self.depth <= self.probe_depth and max(j, m - j) >= self.probe_min_leaves
+            own_budget = budget > 0 and self.depth <= self.probe_depth and m <= self.probe_max_leaves and \
+                max(j, m - j) >= self.probe_min_leaves
             low_left, low_right = lows[(f, j)]
             limit = min(best, cutoff)
             alive = lo + np.flatnonzero(low_left[lo:hi + 1] + low_right[lo:hi + 1] < limit)
