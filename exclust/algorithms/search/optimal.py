@@ -45,7 +45,14 @@ from exclust.algorithms.histogram.base import (
     known_missing,
 )
 from exclust.algorithms.histogram.binning import DEFAULT_SAMPLE_SIZE, edges_from_sample
-from exclust.algorithms.search.optimal_bnb import BranchAndBound, pad_leaves, tree_cells
+from exclust.algorithms.search.optimal_bnb import (
+    PROBE_MAX_LEAVES,
+    PROBE_MIN_LEAVES,
+    PROBE_NODES,
+    BranchAndBound,
+    pad_leaves,
+    tree_cells,
+)
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
 from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
 from exclust.algorithms.search.optimal_node import leaf_costs
@@ -120,6 +127,19 @@ class OptimalTree(CenterTreePredictor):
     use_first_cut : bool, default True
         Bound the sides of three or more leaves over their own first cut too (Bound 8 of
         ``_first_cut_bound``). Off only to compare: the same optimum, usually in more nodes.
+    probe_nodes : int or None, default optimal_bnb.PROBE_NODES (4)
+        Iterative deepening of the probes (``optimal_bnb``, "A probe's own budget"): a probe of the
+        root's cut positions (of the first ``probe_depth`` levels) with a side of at least
+        ``probe_min_leaves`` leaves stops after this many nodes, and its position goes back on the
+        heap with the bound reached, to be probed again with twice the nodes. None: every probe runs
+        until its sides reach their cutoffs. Any value gives valid bounds, and the same optimum when
+        the search finishes.
+    probe_depth : int, default 1
+        How many levels of the search give their probes their own budget (1: the root's alone).
+    probe_min_leaves, probe_max_leaves : int, default optimal_bnb.PROBE_MIN_LEAVES (5) and PROBE_MAX_LEAVES (6)
+        The probes budgeted: those with a side of at least ``probe_min_leaves`` leaves in a search of
+        at most ``probe_max_leaves`` (by default k = 6's probes with a five-leaf side; below and above
+        six leaves every probe runs to its cutoff, where budgets were measured not to help).
 
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
@@ -130,7 +150,11 @@ class OptimalTree(CenterTreePredictor):
     Bound 7 of ``_neighbour_bound`` (0 below three leaves or above ``optimal_bnb.NEIGHBOUR_MAX_CELLS``
     cells), ``branch_and_bound``, which includes both), ``search_seconds_``,
     ``nodes_searched_``, ``sweeps_``, ``n_cells_``, ``timed_out_``, ``n_passes_``, ``exact_bins_``
-    (every feature binned at every midpoint of all its values: the bound then holds for any tree).
+    (every feature binned at every midpoint of all its values: the bound then holds for any tree),
+    ``root_probes_`` (one dict per probe of the root's cut positions, in order: feature, left
+    leaves, position, the interval's and the position's bound before, each side's (lb, ub) after,
+    the nodes spent inside) and ``root_shares_`` (one dict per feature and left share of the root:
+    its positions' bounds before any probe); diagnostics, ``bench_optimal.py --trace-root``.
     """
 
     # The budget the explain job's standing table passes: about 1-15 CPU seconds on the shared sets.
@@ -141,16 +165,26 @@ class OptimalTree(CenterTreePredictor):
         "max_nodes": [Interval(Integral, 0, None, closed="left")],
         "max_seconds": [None, Interval(Real, 0, None, closed="left")],
         "use_first_cut": ["boolean"],
+        "probe_nodes": [None, Interval(Integral, 1, None, closed="left")],
+        "probe_depth": [Interval(Integral, 1, None, closed="left")],
+        "probe_min_leaves": [Interval(Integral, 3, None, closed="left")],
+        "probe_max_leaves": [Interval(Integral, 4, None, closed="left")],
     }
 
     def __init__(self, n_clusters: int, max_nodes: int = DEFAULT_MAX_NODES, max_seconds: float | None = None,
-                 max_bins: int = 256, random_state=None, use_first_cut: bool = True) -> None:
+                 max_bins: int = 256, random_state=None, use_first_cut: bool = True,
+                 probe_nodes: int | None = PROBE_NODES, probe_depth: int = 1,
+                 probe_min_leaves: int = PROBE_MIN_LEAVES, probe_max_leaves: int = PROBE_MAX_LEAVES) -> None:
         self.n_clusters = n_clusters
         self.max_nodes = max_nodes
         self.max_seconds = max_seconds
         self.max_bins = max_bins
         self.random_state = random_state
         self.use_first_cut = use_first_cut
+        self.probe_nodes = probe_nodes
+        self.probe_depth = probe_depth
+        self.probe_min_leaves = probe_min_leaves
+        self.probe_max_leaves = probe_max_leaves
 
     def fit(self, X, centers=None) -> OptimalTree:
         """Search the tree for X; ``centers`` (optional) only name the leaves' clusters."""
@@ -170,7 +204,10 @@ class OptimalTree(CenterTreePredictor):
         started = time.monotonic()
         deadline = np.inf if self.max_seconds is None else started + float(self.max_seconds)
         search = BranchAndBound(cells.codes, cells.stats, mapper.max_n_bins, deadline=deadline,
-                                max_nodes=int(self.max_nodes), use_first_cut=bool(self.use_first_cut))
+                                max_nodes=int(self.max_nodes), use_first_cut=bool(self.use_first_cut),
+                                probe_nodes=None if self.probe_nodes is None else int(self.probe_nodes),
+                                probe_depth=int(self.probe_depth), probe_min_leaves=int(self.probe_min_leaves),
+                                probe_max_leaves=int(self.probe_max_leaves))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         if centers is not None:
@@ -202,6 +239,8 @@ class OptimalTree(CenterTreePredictor):
         self.timed_out_ = bool(search.timed_out)
         self.nodes_searched_ = int(search.nodes)
         self.sweeps_ = int(search.sweeps)
+        self.root_probes_ = list(search.root_probes)
+        self.root_shares_ = list(search.root_shares)
         self.n_cells_ = cells.n_cells
         self.exact_bins_ = bool(np.all(mapper.exact)) and ds.n_rows <= DEFAULT_SAMPLE_SIZE
         self.n_passes_ = 2 * int(lazy)  # the binning sample, then the cells

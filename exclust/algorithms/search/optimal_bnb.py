@@ -76,6 +76,19 @@ four or more leaves, a side of three or more at every cut position: the least ov
 first cuts of their exact two pieces' costs less the spectral sums of boxes around the pieces; it
 replaces Bound 4 in Bound 6 where larger, for the features whose Bound 4 sums leave a position open.
 
+**A probe's own budget (iterative deepening; ``probe_nodes``).** Searched depth first, a probe
+runs until its sides reach their cutoffs, and a side of four or five leaves near its cutoff can
+take hundreds of nodes while the root's other intervals, at lower bounds, wait (gmm 10^4 x 10,
+k = 6: one five-leaf side took 337 of a 400-node budget; bench/README.md, session bound30f). With
+``probe_nodes`` set, a probe made at search depth at most ``probe_depth`` may start at most that
+many nodes (an enclosing probe's budget still applies). A side stopped by it returns Bound 2 of
+its search so far, and a box that cannot start a node returns its scatter bound (Bound 4 or 5):
+both at most the side's optimum, so ``lb(L) + lb(R)`` bounds every tree cutting at the position,
+which goes back on the heap with that bound, to be probed again when it is the least, with twice
+the budget. The memo keeps a stopped side's (bound, best found), the bound at most its optimum; a
+later probe that needs more searches that side again (its finished sub-boxes are remembered). So
+every value returned is a valid bound, and a search that empties its heap is exact as before.
+
 Exactness: the search is exact over the cuts at the bin edges (every cell partition a tree at
 those edges can make is reached). Nothing is sampled: the cells hold every row.
 """
@@ -95,6 +108,17 @@ from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cut
 # Bound 7 (``_neighbour_bound``) costs O(cells^2 d) per box: boxes of more cells go without it.
 NEIGHBOUR_MAX_CELLS = 5_000
 
+# The probes given their own budget by default: 4 nodes, then 8, 16, ... (``probe_nodes``), for
+# the root's probes with a side of at least 5 leaves in a tree of at most 6, that is k = 6's
+# (1, 5) and (5, 1) shapes: measured there, the root's bound rose (bench/README.md, session
+# bound30f). A side of 3 or 4 leaves rarely needs more than 25 nodes and a cut-short probe loses
+# the positions its finished bound would have closed (gmm 10^4 x 10, k = 5: 592 nodes to the proof
+# with 4-node budgets on every probe against 527 without); at 7 to 31 leaves (the shared sets, 100
+# nodes) no bound moved and digits took 2.2 times the sweeps.
+PROBE_NODES = 4
+PROBE_MIN_LEAVES = 5
+PROBE_MAX_LEAVES = 6
+
 # Positions are evaluated at once at this many evenly spaced points of a fresh (f, j) range, so
 # that the first trees found are spread over the features' range before bisection takes over.
 FIRST_PROBES = 4
@@ -113,7 +137,9 @@ class BranchAndBound:
     """
 
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
-                 max_nodes: float = np.inf, use_first_cut: bool = True) -> None:
+                 max_nodes: float = np.inf, use_first_cut: bool = True, probe_nodes: int | None = None,
+                 probe_depth: int = 1, probe_min_leaves: int = PROBE_MIN_LEAVES,
+                 probe_max_leaves: int = PROBE_MAX_LEAVES) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
@@ -123,6 +149,15 @@ class BranchAndBound:
         # (tests, bench_optimal.py's ``--without-first-cut``).
         self.use_first_cut = bool(use_first_cut)
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
+        # Iterative deepening of the probes (see "A probe's own budget" in the module): a probe
+        # made at search depth <= ``probe_depth``, in a search of at most ``probe_max_leaves`` leaves,
+        # with a side of at least ``probe_min_leaves`` gets ``probe_nodes`` nodes, then twice as many
+        # each time its position comes back off the heap; None: every probe runs to its cutoff.
+        self.probe_nodes = probe_nodes
+        self.probe_depth = int(probe_depth)
+        self.probe_min_leaves = int(probe_min_leaves)
+        self.probe_max_leaves = int(probe_max_leaves)
+        self.stop_at: float = np.inf  # node count at which the probe under way stops (its own budget)
         self.nodes = 0  # searches of a (box, leaves) pair actually run
         self.sweeps = 0  # sweeps over a node's cells (histograms)
         self.box_bounds = 0  # Bound 5 computed at the start of a search of three or more leaves
@@ -134,6 +169,11 @@ class BranchAndBound:
         # digits it raised no bound above the root's and cost more time than the nodes it saved
         # (bench/README.md, session bound30); OptimalTree computes it at the root only.
         self.use_neighbour = False
+        # How deep the search is (1 inside the root's ``_search``), and a record of the root's
+        # shares and probes for diagnostics (``bench_optimal.py --trace-root``).
+        self.depth = 0
+        self.root_probes: list[dict] = []
+        self.root_shares: list[dict] = []  # each (feature, left share) of the root: its positions' first bounds
 
     # ------------------------------------------------------------------ small pieces
     def node(self, cells: np.ndarray) -> SearchNode:
@@ -204,6 +244,10 @@ class BranchAndBound:
         hit = self.memo.get(key)
         if hit is not None and (hit[0] >= hit[1] or hit[0] >= cutoff):
             return hit
+        if m >= 3 and cells.shape[0] > 1 and self.nodes >= self.stop_at:
+            # The probe's own budget is spent: no new node; the box's scatter bound (valid for it).
+            bound = self.scatter_bound(cells, m, cutoff, key)
+            return (bound, np.inf, None) if hit is None else (max(bound, hit[0]), hit[1], hit[2])
         self.nodes += 1
         if m >= 3 and cells.shape[0] > 1:
             # Bounds 4-5 first: a side whose scatter already proves it reaches the cutoff (or the
@@ -216,7 +260,11 @@ class BranchAndBound:
             if bound >= limit:
                 out: tuple[float, float, object] = (min(bound, upper), upper, known)
             else:
-                lower, cost, tree = self._search(self.node(cells), m, cutoff, incumbent)
+                self.depth += 1
+                try:
+                    lower, cost, tree = self._search(self.node(cells), m, cutoff, incumbent)
+                finally:
+                    self.depth -= 1
                 out = (max(lower, min(bound, cost)), cost, tree)
         else:
             node = self.node(cells)
@@ -273,12 +321,19 @@ class BranchAndBound:
                                 self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
             for j, (low_left, low_right) in node.position_bounds(f, m, costs[f], segments, min(best, cutoff)).items():
                 lows[(f, j)] = (low_left, low_right)
-                heapq.heappush(heap, (float((low_left + low_right).min()), f, j, 0, positions.size - 1, True))
+                heapq.heappush(heap, (float((low_left + low_right).min()), f, j, 0, positions.size - 1, True,
+                                      self.probe_nodes or 0))
+                if self.depth == 1:
+                    self.root_shares.append({"feature": f, "left_leaves": j, "positions": positions.size,
+                                             "least": float((low_left + low_right).min()),
+                                             "sums": low_left + low_right, "best": best})
         while heap:
             bound = heap[0][0]
-            if bound >= min(best, cutoff) or self.out_of_budget():
+            if bound >= min(best, cutoff) or self.out_of_budget() or self.nodes >= self.stop_at:
                 break
-            _, f, j, lo, hi, fresh = heapq.heappop(heap)
+            _, f, j, lo, hi, fresh, budget = heapq.heappop(heap)
+            own_budget = budget > 0 and self.depth <= self.probe_depth and m <= self.probe_max_leaves and \
+                max(j, m - j) >= self.probe_min_leaves
             low_left, low_right = lows[(f, j)]
             limit = min(best, cutoff)
             alive = lo + np.flatnonzero(low_left[lo:hi + 1] + low_right[lo:hi + 1] < limit)
@@ -292,10 +347,25 @@ class BranchAndBound:
             for mid in probes:
                 if low_left[mid] + low_right[mid] >= limit:  # raised by an earlier probe of this batch
                     continue
-                lb_left, ub_left, tree_left = self._side(node, f, mid, 0, j, costs[f], limit - low_right[mid])
-                lb_left = max(lb_left, float(low_left[mid]))
-                lb_right, ub_right, tree_right = self._side(node, f, mid, 1, m - j, costs[f], limit - lb_left)
-                lb_right = max(lb_right, float(low_right[mid]))
+                nodes_before, position_bound = self.nodes, float(low_left[mid] + low_right[mid])
+                outer_stop = self.stop_at
+                if own_budget:
+                    self.stop_at = min(outer_stop, self.nodes + budget)
+                try:
+                    lb_left, ub_left, tree_left = self._side(node, f, mid, 0, j, costs[f], limit - low_right[mid])
+                    lb_left = max(lb_left, float(low_left[mid]))
+                    lb_right, ub_right, tree_right = self._side(node, f, mid, 1, m - j, costs[f], limit - lb_left)
+                    lb_right = max(lb_right, float(low_right[mid]))
+                    # Stopped by a probe's budget (this one's or an enclosing one's): a side may be unfinished.
+                    stopped = self.nodes >= self.stop_at
+                finally:
+                    self.stop_at = outer_stop
+                if self.depth == 1:
+                    self.root_probes.append({
+                        "feature": f, "left_leaves": j, "position": mid, "interval": (lo, hi), "interval_bound": bound,
+                        "position_bound": position_bound, "left": (lb_left, ub_left), "right": (lb_right, ub_right),
+                        "nodes": self.nodes - nodes_before, "nodes_after": self.nodes,
+                        "budget": budget if own_budget else 0})
                 if ub_left + ub_right < best:
                     best = ub_left + ub_right
                     tree = (f, int(node.positions[f][mid]), tree_left, j, tree_right)
@@ -304,9 +374,11 @@ class BranchAndBound:
                 np.maximum(low_left[mid:], lb_left, out=low_left[mid:])
                 np.maximum(low_right[:mid + 1], lb_right, out=low_right[:mid + 1])
                 unfinished = lb_left < ub_left or lb_right < ub_right
-                if self.timed_out and unfinished and lb_left + lb_right < min(best, cutoff):
-                    # The budget ran out inside a side: the position itself stays open with its bounds.
-                    heapq.heappush(heap, (lb_left + lb_right, f, j, mid, mid, False))
+                if (self.timed_out or stopped) and unfinished and lb_left + lb_right < min(best, cutoff):
+                    # The budget ran out inside a side: the position itself stays open with its bounds,
+                    # to be probed again with twice the nodes when its own budget stopped it.
+                    again = 2 * budget if own_budget else budget
+                    heapq.heappush(heap, (lb_left + lb_right, f, j, mid, mid, False, again))
             # The gaps between probes (and before the first, after the last) with their bounds.
             edges = [int(alive[0]) - 1, *probes, int(alive[-1]) + 1]
             for a in range(len(edges) - 1):
@@ -314,7 +386,7 @@ class BranchAndBound:
                 if start <= stop:
                     bound = float((low_left[start:stop + 1] + low_right[start:stop + 1]).min())
                     if bound < min(best, cutoff):
-                        heapq.heappush(heap, (bound, f, j, start, stop, False))
+                        heapq.heappush(heap, (bound, f, j, start, stop, False, budget))
         lower = min(best, heap[0][0]) if heap else best
         return float(lower), float(best), tree
 
