@@ -342,8 +342,7 @@ def test_neighbour_bound_beats_the_others_on_few_features_and_keeps_every_search
 def test_the_center_guided_first_tree_is_a_tree_of_one_center_a_leaf_and_never_below_the_best():
     """The first tree (optimal_incumbent) cuts until each leaf holds one center, costs what the
     search says, and the search's tree is never above it nor above the greedy tree."""
-    from exclust.algorithms.search.optimal_bnb import tree_cells
-    from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
+    from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree, tree_cells
     from exclust.algorithms.search.optimal_node import leaf_costs
     from exclust.algorithms.search.optimal_tree import count_leaves
 

@@ -50,11 +50,9 @@ from exclust.algorithms.search.optimal_bnb import (
     PROBE_MIN_LEAVES,
     PROBE_NODES,
     BranchAndBound,
-    pad_leaves,
-    tree_cells,
 )
 from exclust.algorithms.search.optimal_cells import block_cells, merge_cells
-from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree
+from exclust.algorithms.search.optimal_incumbent import cell_centers, center_tree, pad_leaves, tree_cells
 from exclust.algorithms.search.optimal_node import leaf_costs
 from exclust.algorithms.search.optimal_tree import count_leaves, nested_to_tree
 from exclust.dataplane.parts import map_reduce, uniform_sample

@@ -103,7 +103,7 @@ from exclust.algorithms.search._neighbour_bound import neighbour_bound
 from exclust.algorithms.search._optimal_bounds import split_cells, tight_box, weighted_kmeans_1d
 from exclust.algorithms.search._scatter_bounds import box_bound
 from exclust.algorithms.search.optimal_node import SPECTRAL_MAX_FEATURES, SearchNode
-from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
+from exclust.algorithms.search.optimal_tree import nested_from_cuts
 
 # Bound 7 (``_neighbour_bound``) costs O(cells^2 d) per box: boxes of more cells go without it.
 NEIGHBOUR_MAX_CELLS = 5_000
@@ -427,37 +427,3 @@ class BranchAndBound:
             total += float(np.maximum(squares[:, c] - sums * sums / count, 0.0).sum())
             total += float(weighted_kmeans_1d(sums / count, count, int(m)))
         return total
-
-
-
-
-def tree_cells(search: BranchAndBound, tree, cells: np.ndarray) -> list[np.ndarray]:
-    """The cells of each leaf of a nested tree, left to right."""
-    if tree is None:
-        return [cells]
-    left, right = split_cells(search.codes, cells, tree[0], tree[1])
-    return tree_cells(search, tree[2], left) + tree_cells(search, tree[4], right)
-
-
-def pad_leaves(search: BranchAndBound, tree, cells: np.ndarray, m: int):
-    """The tree grown to ``m`` leaves by best two-leaf cuts of leaves holding several cells (a cut
-    never raises the cost), as far as the cells allow."""
-    while count_leaves(tree) < m:
-        grown = _cut_one_leaf(search, tree, cells)
-        if grown is None:
-            return tree
-        tree = grown
-    return tree
-
-
-def _cut_one_leaf(search: BranchAndBound, tree, cells: np.ndarray):
-    if tree is None:
-        return None if cells.shape[0] < 2 else search.best_two(search.node(cells), force=True)[1]
-    left, right = split_cells(search.codes, cells, tree[0], tree[1])
-    grown = _cut_one_leaf(search, tree[2], left)
-    if grown is not None:
-        return (tree[0], tree[1], grown, count_leaves(grown), tree[4])
-    grown = _cut_one_leaf(search, tree[4], right)
-    if grown is not None:
-        return (tree[0], tree[1], tree[2], tree[3], grown)
-    return None

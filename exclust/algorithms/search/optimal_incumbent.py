@@ -1,9 +1,11 @@
-"""A center-guided first tree for the certified search (``optimal_bnb.py``): on many leaves the
-search's own greedy incumbent (best-first exact two-leaf cuts) is far above the trees IMM, ExGreedy
-or TreeSearch build (r15, 15 leaves: 188.6 against 109.4), and the proven gap is the incumbent's
-cost over the bound, so a better first tree shrinks it and prunes more.
+"""The certified search's incumbent trees (``optimal_bnb.py``): a center-guided first tree, and
+a tree padded to its leaf count (``pad_leaves``) with each leaf's cells (``tree_cells``).
 
-The tree is grown top-down over the cells, IMM-style: a node holding several centers is cut at
+On many leaves the search's own greedy incumbent (best-first exact two-leaf cuts) is far above the
+trees IMM, ExGreedy or TreeSearch build (r15, 15 leaves: 188.6 against 109.4), and the proven gap
+is the incumbent's cost over the bound, so a better first tree shrinks it and prunes more.
+
+The center-guided tree is grown top-down over the cells, IMM-style: a node holding several centers is cut at
 the bin edge, among those that leave a center on each side, where the node's cells cost least
 when each is charged its squared distance to the nearest center on its own side (weighted by its
 rows); a node with one center (or whose centers share a bin on every feature) is a leaf, so the tree has
@@ -14,9 +16,15 @@ own mean, like every tree of the search. Only an upper bound: nothing is claimed
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from exclust.algorithms.search.optimal_tree import nested_from_cuts
+from exclust.algorithms.search._optimal_bounds import split_cells
+from exclust.algorithms.search.optimal_tree import count_leaves, nested_from_cuts
+
+if TYPE_CHECKING:
+    from exclust.algorithms.search.optimal_bnb import BranchAndBound
 
 # Restarts of each weighted k-means over the cells' means, and its seeds: one center tree per seed.
 # The tree a clustering leads to varies more between k-means' local optima than their costs do
@@ -94,3 +102,36 @@ def _best_cut(codes, means, count, held, centers, center_codes) -> tuple[int, in
             if cost[b] < best:
                 best, arg = float(cost[b]), (f, low + b)
     return arg
+
+
+# --------------------------------------------------------------------------- the incumbent's leaves
+def tree_cells(search: BranchAndBound, tree, cells: np.ndarray) -> list[np.ndarray]:
+    """The cells of each leaf of a nested tree, left to right."""
+    if tree is None:
+        return [cells]
+    left, right = split_cells(search.codes, cells, tree[0], tree[1])
+    return tree_cells(search, tree[2], left) + tree_cells(search, tree[4], right)
+
+
+def pad_leaves(search: BranchAndBound, tree, cells: np.ndarray, m: int):
+    """The tree grown to ``m`` leaves by best two-leaf cuts of leaves holding several cells (a cut
+    never raises the cost), as far as the cells allow."""
+    while count_leaves(tree) < m:
+        grown = _cut_one_leaf(search, tree, cells)
+        if grown is None:
+            return tree
+        tree = grown
+    return tree
+
+
+def _cut_one_leaf(search: BranchAndBound, tree, cells: np.ndarray):
+    if tree is None:
+        return None if cells.shape[0] < 2 else search.best_two(search.node(cells), force=True)[1]
+    left, right = split_cells(search.codes, cells, tree[0], tree[1])
+    grown = _cut_one_leaf(search, tree[2], left)
+    if grown is not None:
+        return (tree[0], tree[1], grown, count_leaves(grown), tree[4])
+    grown = _cut_one_leaf(search, tree[4], right)
+    if grown is not None:
+        return (tree[0], tree[1], tree[2], tree[3], grown)
+    return None
