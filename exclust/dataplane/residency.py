@@ -46,9 +46,14 @@ def cluster_memory() -> int:
         workers = default_client().scheduler_info(n_workers=-1)["workers"].values()
         return int(sum(w.get("memory_limit", 0) or 0 for w in workers))
     except (ImportError, ValueError, TypeError):
-        import psutil
+        return free_memory()
 
-        return int(psutil.virtual_memory().available)
+
+def free_memory() -> int:
+    """Bytes of this machine's memory available now."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
@@ -59,12 +64,7 @@ def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
 def share_that_fits(nbytes: int, distributed: bool, share: float) -> float:
     """The share (0..1) of ``nbytes`` that fits in ``share`` of the memory they would live in:
     the workers' (``distributed``), else this machine's free memory."""
-    if distributed:
-        memory = cluster_memory()
-    else:
-        import psutil
-
-        memory = int(psutil.virtual_memory().available)
+    memory = cluster_memory() if distributed else free_memory()
     return 1.0 if nbytes <= 0 else min(1.0, max(0.0, share * memory / nbytes))
 
 
