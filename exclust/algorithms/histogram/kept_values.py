@@ -39,15 +39,19 @@ def encode_rows(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, metri
     """The encoding kernel on a float64 block (X's columns, then Z's when given): writes its codes,
     per-center values and nearest-center labels; returns (sum of ||z||^2, NaN per feature
     without a missing bin)."""
-    d = mapper.n_features
-    X = block[:, :d]
-    Z = np.ascontiguousarray(block[:, d:]) if block.shape[1] > d else X
+    X, Z = block[:, :mapper.n_features], clustering_columns(block, mapper)
     if metric is None:
         return encode_and_project(
             X, *mapper.grid(), Z, np.ascontiguousarray(centers.T), np.einsum("ij,ij->i", centers, centers),
             codes, values, labels,
         )
     return encode_and_measure(X, *mapper.grid(), Z, centers, metric == "l1", codes, values, labels)
+
+
+def clustering_columns(block: np.ndarray, mapper: BinMapper) -> np.ndarray:
+    """The clustering space's columns of an encoded block: Z's, after X's features, or X itself."""
+    d = mapper.n_features
+    return np.ascontiguousarray(block[:, d:]) if block.shape[1] > d else block
 
 
 def chunk_rows(k: int, dtype) -> int:
@@ -75,9 +79,8 @@ def encode_in_chunks(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, 
 def values_recipe(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dtype, metric) -> dict:
     """What a part keeps to recompute its values: the clustering space's columns of its block
     (``"rows"``: Z's, or X itself) and the centers as the kernel takes them (``"recipe"``)."""
-    d = mapper.n_features
-    Z = np.ascontiguousarray(block[:, d:]) if block.shape[1] > d else block
-    return {"rows": Z, "recipe": (np.ascontiguousarray(centers.T), metric is not None, metric == "l1", dtype)}
+    recipe = (np.ascontiguousarray(centers.T), metric is not None, metric == "l1", dtype)
+    return {"rows": clustering_columns(block, mapper), "recipe": recipe}
 
 
 def needed_rows(part: dict, tree_arrays: tuple, resume: np.ndarray, *slots: np.ndarray) -> np.ndarray | None:
