@@ -76,23 +76,28 @@ def test_a_part_holding_its_first_rows_values_gives_the_held_values(rng, small_c
     assert seen == [(0, 1400), (1400, 2424), (2424, 3448), (3448, 3500)]
 
 
-def test_the_share_of_values_that_fits_on_the_workers_builds_the_held_tree(rng, dask_client, monkeypatch):
-    """Half the values held on each worker's parts (the share set from the workers' memory), the rest
-    recomputed: the same trees as with every value held."""
+def test_the_share_of_values_that_fits_on_the_workers_beside_the_rows_builds_the_held_tree(rng, dask_client,
+                                                                                         monkeypatch):
+    """Values that do not all fit: the rows take their place in the share first, and half the values
+    fit beside them on each worker's parts, the rest recomputed: the same trees as with every value held."""
     from exclust.dataplane.residency import cluster_memory
 
-    X, centers = _blobs(rng)
+    k = 20
+    X, centers = _blobs(rng, k=k)
     lazy = da.from_array(X, chunks=(2500, -1))
-    held = {name: make().fit(lazy, centers).tree_.to_dict()["nodes"] for name, make in SHARED_BUILDERS}
-    values_bytes = X.shape[0] * centers.shape[0] * 4  # float32 on the workers
-    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.5 * values_bytes / cluster_memory())
+    builders = [("ExKMC", lambda: ExKMC(n_clusters=k, max_leaves=k + 4, random_state=0)),
+                ("ExShallow", lambda: ExShallow(n_clusters=k, random_state=0)),
+                ("ExGreedy", lambda: ExGreedy(n_clusters=k, random_state=0))]
+    held = {name: make().fit(lazy, centers).tree_.to_dict()["nodes"] for name, make in builders}
+    values_bytes, rows_bytes = X.shape[0] * k * 4, X.nbytes  # float32 values on the workers
+    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", (rows_bytes + 0.5 * values_bytes) / cluster_memory())
     data = encode_for_trees(lazy, centers, 32, 0, metric="sqeuclidean")
     assert data.values == "recomputed" and data.held_share == pytest.approx(0.5)
     import dask
 
     assert sorted(part["dots"].shape[0] for part in dask.compute(*data._kept.parts)) == [500, 1250, 1250]
     data.release()
-    for name, make in SHARED_BUILDERS:
+    for name, make in builders:
         assert make().fit(lazy, centers).tree_.to_dict()["nodes"] == held[name], name
 
 
@@ -119,13 +124,6 @@ BUILDERS = [
     pytest.param(lambda: ExKMC(n_clusters=6, max_leaves=10, random_state=0), id="ExKMC"),
     pytest.param(lambda: ExShallow(n_clusters=6, random_state=0), id="ExShallow"),
     pytest.param(lambda: ExGreedy(n_clusters=6, random_state=0), id="ExGreedy"),
-]
-
-
-SHARED_BUILDERS = [
-    ("ExKMC", lambda: ExKMC(n_clusters=6, max_leaves=10, random_state=0)),
-    ("ExShallow", lambda: ExShallow(n_clusters=6, random_state=0)),
-    ("ExGreedy", lambda: ExGreedy(n_clusters=6, random_state=0)),
 ]
 
 

@@ -61,11 +61,12 @@ def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
     return bool(memory) and nbytes <= share * memory
 
 
-def share_that_fits(nbytes: int, distributed: bool, share: float) -> float:
-    """The share (0..1) of ``nbytes`` that fits in ``share`` of the memory they would live in:
-    the workers' (``distributed``), else this machine's free memory."""
+def share_that_fits(nbytes: int, distributed: bool, share: float, beside: int = 0) -> float:
+    """The share (0..1) of ``nbytes`` that fits in ``share`` of the memory they would live in (the
+    workers' for ``distributed``, else this machine's free memory) beside ``beside`` bytes that
+    take their place in it first."""
     memory = cluster_memory() if distributed else free_memory()
-    return 1.0 if nbytes <= 0 else min(1.0, max(0.0, share * memory / nbytes))
+    return 1.0 if nbytes <= 0 else min(1.0, max(0.0, (share * memory - beside) / nbytes))
 
 
 def hold(*arrays: Any, force: bool | None = None,

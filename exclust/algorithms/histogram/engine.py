@@ -112,7 +112,8 @@ class EncodedData:
     missing bin here, at the price of a second encoding pass.
 
     ``values`` (default None: "held" when they take at most ``HELD_VALUES_SHARE`` of the memory
-    they would live in, else "recomputed" with that share held): "held" keeps the (rows, k)
+    they would live in, else "recomputed" with what fits of that share beside the rows held):
+    "held" keeps the (rows, k)
     per-center values; "recomputed" keeps those of the first ``held_share`` of each part's rows
     (0 when asked for by name) and, for the others, the rows, whose values every pass that reads
     them makes again (``kept_values.value_chunks``: the same values, d multiply-adds per center and
@@ -140,8 +141,14 @@ class EncodedData:
         dots_dtype = np.float32 if data.distributed else np.float64
         self.held_share = 0.0
         if values is None:
-            self.held_share = share_that_fits(int(X.shape[0]) * self.k * np.dtype(dots_dtype).itemsize,
-                                              data.distributed, HELD_VALUES_SHARE)
+            values_bytes = int(X.shape[0]) * self.k * np.dtype(dots_dtype).itemsize
+            self.held_share = share_that_fits(values_bytes, data.distributed, HELD_VALUES_SHARE)
+            if self.held_share < 1.0:
+                # Partly held: the rows the others are recomputed from take their place in that
+                # share first (at 10M x 20 on two 3.5 GiB workers they fill it nearly alone, and
+                # values held beside them pushed the workers past Dask's spill threshold).
+                rows_bytes = int(X.shape[0]) * (int(X.shape[1]) + (0 if Z is None else int(Z.shape[1]))) * 8
+                self.held_share = share_that_fits(values_bytes, data.distributed, HELD_VALUES_SHARE, rows_bytes)
             values = "held" if self.held_share >= 1.0 else "recomputed"
         if values not in VALUES:
             raise ValueError(f"values must be one of {VALUES} or None, got {values!r}")
