@@ -113,8 +113,8 @@ class EncodedData:
 
     ``values`` (default None: "held" when they take at most ``HELD_VALUES_SHARE`` of the memory
     they would live in, else "recomputed" with what fits of that share beside the rows held):
-    "held" keeps the (rows, k)
-    per-center values; "recomputed" keeps those of the first ``held_share`` of each part's rows
+    "held" keeps the (rows, k) per-center values; "recomputed" keeps those of the first
+    ``held_share`` of each part's rows
     (0 when asked for by name) and, for the others, the rows, whose values every pass that reads
     them makes again (``kept_values.value_chunks``: the same values, d multiply-adds per center and
     row a pass); "none" keeps neither (IMM: it reads only codes and labels).

@@ -24,9 +24,10 @@ from exclust.dataplane.parts import add_parts
 # part lives when all of them take at most this share of that memory (the workers' for Dask, this
 # machine's free memory for numpy); else the values of the first rows of each part up to what
 # that share holds beside the rows themselves are held (``EncodedData``), and every pass
-# recomputes the others' from their rows, ``RECOMPUTED_CHUNK_BYTES`` of them at a time. At 10M rows x k = 160 they are 6.4 GB of
-# float32, more than two 3.5 GiB workers hold; the rows are 1.6 GB, and a pass then pays the
-# d multiply-adds per center of the encoding (bench/README.md, "The kept values at 10M x k = 160").
+# recomputes the others' from their rows, ``RECOMPUTED_CHUNK_BYTES`` of them at a time. At 10M
+# rows x k = 160 they are 6.4 GB of float32, more than two 3.5 GiB workers hold; the rows are
+# 1.6 GB, and a pass then pays the d multiply-adds per center of the encoding (bench/README.md,
+# "The kept values at 10M x k = 160").
 HELD_VALUES_SHARE = 0.25
 # Chunks are large because every chunk is a call of the pass's kernels, each of which makes and
 # sums its own per-thread histograms (tens of MB at k = 160): ExGreedy at 200,000 x k = 160 in
