@@ -56,17 +56,21 @@ def free_memory() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
-    memory = cluster_memory()
-    return bool(memory) and nbytes <= share * memory
+def memory_where(distributed: bool) -> int:
+    """Bytes of the memory data would live in: the workers' for ``distributed``, else this
+    machine's free memory."""
+    return cluster_memory() if distributed else free_memory()
 
 
-def share_that_fits(nbytes: int, distributed: bool, share: float, beside: int = 0) -> float:
-    """The share (0..1) of ``nbytes`` that fits in ``share`` of the memory they would live in (the
-    workers' for ``distributed``, else this machine's free memory) beside ``beside`` bytes that
-    take their place in it first."""
-    memory = cluster_memory() if distributed else free_memory()
+def share_that_fits(nbytes: int, memory: int, share: float, beside: int = 0) -> float:
+    """The share (0..1) of ``nbytes`` that fits in ``share`` of ``memory`` beside ``beside`` bytes
+    that take their place in it first."""
     return 1.0 if nbytes <= 0 else min(1.0, max(0.0, (share * memory - beside) / nbytes))
+
+
+def fits_on_workers(nbytes: int, share: float = HOLD_MEMORY_SHARE) -> bool:
+    """Whether ``nbytes`` fit in ``share`` of the workers' memory."""
+    return share_that_fits(nbytes, cluster_memory(), share) >= 1.0
 
 
 def hold(*arrays: Any, force: bool | None = None,

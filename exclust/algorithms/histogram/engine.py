@@ -31,7 +31,7 @@ from exclust.algorithms.histogram.code_tree import CodeTree
 from exclust.algorithms.histogram.criteria import Criterion
 from exclust.algorithms.histogram.kept_values import HELD_VALUES_SHARE, encode_in_chunks, encode_rows, values_recipe
 from exclust.dataplane.parts import align, is_lazy, label_dtype
-from exclust.dataplane.residency import keep_parts, reduce_kept, share_that_fits
+from exclust.dataplane.residency import keep_parts, memory_where, reduce_kept, share_that_fits
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
 
@@ -114,10 +114,10 @@ class EncodedData:
     ``values`` (default None: "held" when they take at most ``HELD_VALUES_SHARE`` of the memory
     they would live in, else "recomputed" with what fits of that share beside the rows held):
     "held" keeps the (rows, k) per-center values; "recomputed" keeps those of the first
-    ``held_share`` of each part's rows
-    (0 when asked for by name) and, for the others, the rows, whose values every pass that reads
-    them makes again (``kept_values.value_chunks``: the same values, d multiply-adds per center and
-    row a pass); "none" keeps neither (IMM: it reads only codes and labels).
+    ``held_share`` of each part's rows (0 when asked for by name) and, for the others, the rows,
+    whose values every pass that reads them makes again (``kept_values.value_chunks``: the same
+    values, d multiply-adds per center and row a pass); "none" keeps neither (IMM: it reads only
+    codes and labels).
     """
 
     def __init__(self, data, mapper: BinMapper, centers: np.ndarray, *, n_passes: int = 0, metric=None,
@@ -139,21 +139,21 @@ class EncodedData:
         data = data if isinstance(data, Dataset) else Dataset(data, [])
         X = data.X
         dots_dtype = np.float32 if data.distributed else np.float64
+        block = with_clustering_space(X, Z)
         self.held_share = 0.0
         if values is None:
             values_bytes = int(X.shape[0]) * self.k * np.dtype(dots_dtype).itemsize
-            self.held_share = share_that_fits(values_bytes, data.distributed, HELD_VALUES_SHARE)
+            memory = memory_where(data.distributed)
+            self.held_share = share_that_fits(values_bytes, memory, HELD_VALUES_SHARE)
             if self.held_share < 1.0:
                 # Partly held: the rows the others are recomputed from take their place in that
                 # share first (at 10M x 20 on two 3.5 GiB workers they fill it nearly alone, and
                 # values held beside them pushed the workers past Dask's spill threshold).
-                rows_bytes = int(X.shape[0]) * (int(X.shape[1]) + (0 if Z is None else int(Z.shape[1]))) * 8
-                self.held_share = share_that_fits(values_bytes, data.distributed, HELD_VALUES_SHARE, rows_bytes)
+                self.held_share = share_that_fits(values_bytes, memory, HELD_VALUES_SHARE, int(block.nbytes))
             values = "held" if self.held_share >= 1.0 else "recomputed"
         if values not in VALUES:
             raise ValueError(f"values must be one of {VALUES} or None, got {values!r}")
         self.values = values
-        block = with_clustering_space(X, Z)
         self._kept = keep_parts(_encode_block, block, mapper, self.centers, dots_dtype, metric, self.values,
                                 self.held_share, summarize=_block_summary, summarize_args=(self.k,))
         self.n_passes += 1
