@@ -67,7 +67,8 @@ def _groups(codes: np.ndarray, parent: np.ndarray, members: np.ndarray):
 def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k: int, missing_bin: np.ndarray
                    ) -> tuple:
     """The kernel's arguments after the routing ones (``derived_deltas``) for one pass, from the
-    centers' threshold codes (k, d)."""
+    centers' threshold codes (k, d), then the mask (k,) of the derivations' parents' centers (the
+    only centers the kernel reads)."""
     d = codes.shape[1]
     n = len(derived)
     slot = np.full(n_nodes, -1, dtype=np.int64)
@@ -89,10 +90,12 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
     span_new = np.zeros((n, d, 2), dtype=np.int64)
     n_parent = np.array([der.parent_members.size for der in derived], dtype=np.int64)
     n_large = np.array([der.members.size for der in derived], dtype=np.int64)
+    parent_centers = np.zeros(k, dtype=np.bool_)
     n_small = n_parent - n_large
     for e, der in enumerate(derived):
         slot[der.small_node], slot[der.node] = 2 * e, 2 * e + 1
         parent, members = der.parent_members, der.members
+        parent_centers[parent] = True
         der.columns = np.zeros((d, max(members.size - 1, 1)), dtype=np.int64)
         der.n_columns = np.zeros(d, dtype=np.int64)
         carved_at = np.flatnonzero(~np.isin(parent, members))
@@ -133,7 +136,7 @@ def derive_request(derived: list[Derivation], codes: np.ndarray, n_nodes: int, k
     n_splits = int(n_large.max()) - 1
     return (slot, n, parent_order, parent_grp, n_parent, small, large_order, n_large, small_list, n_small,
             new_split, check_left, check_right, center_grp, left_group, right_group, span_old, span_new, carved_span,
-            missing_bin.astype(np.int64), n_splits)
+            missing_bin.astype(np.int64), n_splits, parent_centers)
 
 
 def derived_histograms(der: Derivation, sums: np.ndarray, counts: np.ndarray, base: float
@@ -159,15 +162,12 @@ def _block_derived(part, tree_arrays, routing, shallow_args, derive):
     def rows(start, stop, dots):
         codes, own_resume = part["codes"][start:stop], resume[start:stop]
         direct = shallow_rows(codes, dots, tree_arrays, own_resume, remember, *shallow_args)
-        return direct, derived_deltas(codes, dots, *tree_arrays, own_resume, remember, *derive[:-1], n_bins,
-                                      derive[-1], kernel_threads())
+        return direct, derived_deltas(codes, dots, *tree_arrays, own_resume, remember, *derive[:-2], n_bins,
+                                      derive[-2], kernel_threads())
 
     # The direct slots' rows and the derivations' (its small and large children's), with the
     # direct slots' centers and the derivations' parents' (the kernel reads no other).
-    centers = slots_centers(shallow_args[1])
-    parent_order, n_parent = derive[2], derive[4]
-    for e in range(derive[1]):
-        centers[parent_order[e, 0, :n_parent[e]]] = True
+    centers = slots_centers(shallow_args[1]) | derive[-1]
     return over_value_chunks(part, rows, needed_rows(part, tree_arrays, resume, shallow_args[0], derive[0]), centers)
 
 
