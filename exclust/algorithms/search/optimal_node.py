@@ -22,7 +22,8 @@ from exclust.algorithms.search._first_cut_bound import (
     segments_for,
 )
 from exclust.algorithms.search._optimal_bounds import best_two_by_segments, node_histograms
-from exclust.algorithms.search._scatter_bounds import position_spectral_bounds
+from exclust.algorithms.search._scatter_bounds import moments_by_bin, position_spectral_bounds
+from exclust.algorithms.search._slab_bound import lift_left, lift_right, slab_prefix
 
 # Bound 6's spectral part (every cut position's sides) costs O(cells x d^2) per feature, so
 # O(cells x d^3) per node: with more features than this the sides of three or more leaves start
@@ -58,6 +59,10 @@ class SearchNode:
         # Bound 8's segments (``prepare_first_cut``) and its pair tables, made on first use.
         self.segments: tuple[np.ndarray, int] | None = None
         self._pairs: tuple[np.ndarray, float, dict] | None = None
+        # Bound 9's slab sums per feature (``position_bounds`` with ``use_slabs``), for the probes'
+        # carried bounds too, and their rounding margin.
+        self.slabs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.slab_margin = 0.0
         # Cut positions per feature: after each occupied bin but the last (a cut must leave cells
         # on both sides); the left side's statistics at each.
         self.positions: list[np.ndarray] = []
@@ -104,12 +109,13 @@ class SearchNode:
         sums = box_eigen_sums(table, f, max_leaves - 2, known)  # a node has one max_leaves: one top per dict
         return first_cut_bounds(f, self.positions[f], seg_of, sums, *segments, self.side_costs(f), max_leaves, margin)
 
-    def position_bounds(self, f: int, m: int, exact, segments, limit: float) -> dict:
+    def position_bounds(self, f: int, m: int, exact, segments, limit: float, use_slabs: bool = False) -> dict:
         """Per left share j whose sides are not both exact: (left, right) lower bounds at every cut
         position of f (Bound 6). A side of one or two leaves is exact (``exact``: the positions'
         one- and two-leaf sides); one of more is Bound 4, or Bound 8 where the segments were
         prepared and some position's Bound 4 sum is below ``limit``, lifted by Bound 1 (L_p grows
-        with p: a running maximum from the left; R_p from the right)."""
+        with p: a running maximum from the left; R_p from the right), or with ``use_slabs`` by
+        Bound 9 (``_slab_bound``: the slabs in between added; kept in ``slabs`` for the probes)."""
         positions = self.positions[f]
         if m <= 3:  # every share's two sides are exact
             return {}
@@ -117,16 +123,31 @@ class SearchNode:
             zeros = np.zeros((positions.size, m))
             spectral = (zeros, zeros)
         else:
-            spectral = position_spectral_bounds(self.codes, self.stats, self.cells, f, positions, self.n_bins, m - 1)
+            moments = moments_by_bin(self.codes, self.stats, self.cells, f, self.n_bins)
+            spectral = position_spectral_bounds(self.codes, self.stats, self.cells, f, positions, self.n_bins, m - 1,
+                                                moments)
+            if use_slabs:
+                self.slabs[f] = slab_prefix(moments, positions, m - 1)
+                self.slab_margin = margin_of(self.stats, self.cells)
+        slabs = self.slabs.get(f)
 
         def lifted(bounds: tuple[np.ndarray, np.ndarray]) -> dict:
             out = {}
             for j in range(1, m):
                 if j > 2 or m - j > 2:
-                    low_left = np.array(exact[j - 1][0], dtype=np.float64) if j <= 2 else \
-                        np.maximum.accumulate(bounds[0][:, j])
-                    low_right = np.array(exact[m - j - 1][1], dtype=np.float64) if m - j <= 2 else \
-                        np.maximum.accumulate(bounds[1][::-1, m - j])[::-1].copy()
+                    if j <= 2:
+                        low_left = np.array(exact[j - 1][0], dtype=np.float64)
+                    elif slabs is None:
+                        low_left = np.maximum.accumulate(bounds[0][:, j])
+                    else:
+                        low_left = lift_left(bounds[0][:, j], slabs[0][:, j], self.slab_margin)
+                    if m - j <= 2:
+                        low_right = np.array(exact[m - j - 1][1], dtype=np.float64)
+                    elif slabs is None:
+                        low_right = np.maximum.accumulate(bounds[1][::-1, m - j])[::-1].copy()
+                    else:
+                        low_right = lift_right(bounds[1][:, m - j], slabs[0][:, m - j], float(slabs[1][m - j]),
+                                               self.slab_margin)
                     out[j] = (low_left, low_right)
             return out
 
