@@ -62,7 +62,8 @@ def test_slab_lifted_side_bounds_are_at_most_every_sides_optimum_and_at_least_bo
                         carry_right(low_right, mid, optimum_right[mid], prefix[:, m], margin)
                         assert np.all(low_left <= np.array(optimum_left) + 1e-9)
                         assert np.all(low_right <= np.array(optimum_right) + 1e-9)
-                        plain_left = np.concatenate([lifted_left[:mid], np.maximum(lifted_left[mid:], optimum_left[mid])])
+                        plain_left = np.concatenate([lifted_left[:mid],
+                                                     np.maximum(lifted_left[mid:], optimum_left[mid])])
                         plain_right = np.concatenate([np.maximum(lifted_right[:mid + 1], optimum_right[mid]),
                                                       lifted_right[mid + 1:]])
                         assert np.all(low_left >= plain_left) and np.all(low_right >= plain_right)
@@ -84,6 +85,14 @@ def test_the_search_with_slabs_finds_the_brute_force_optimum_and_a_stopped_one_s
                                       probe_nodes=1, probe_min_leaves=3, probe_max_leaves=99).fit(X)
                 assert stopped.lower_bound_ <= optimum + 1e-9 <= stopped.cost_ + 2e-9
                 assert stopped.proven_optimal_ == (stopped.lower_bound_ == stopped.cost_)
+
+
+def test_slabs_are_the_default_and_change_no_optimum():
+    X = _few_values(5, 40, spread=3, values=4)
+    default = OptimalTree(5, max_bins=256).fit(X)
+    slabs, plain = (OptimalTree(5, max_bins=256, use_slabs=use).fit(X) for use in (True, False))
+    assert (default.nodes_searched_, default.sweeps_) == (slabs.nodes_searched_, slabs.sweeps_)
+    assert default.cost_ == pytest.approx(plain.cost_, rel=1e-9) and default.proven_optimal_ and plain.proven_optimal_
 
 
 def test_six_leaves_with_slabs_equal_the_midpoint_oracle():

@@ -76,7 +76,7 @@ four or more leaves, a side of three or more at every cut position: the least ov
 first cuts of their exact two pieces' costs less the spectral sums of boxes around the pieces; it
 replaces Bound 4 in Bound 6 where larger, for the features whose Bound 4 sums leave a position open.
 
-**Bound 9 (slabs; ``_slab_bound.py``, proved there).** With ``use_slabs``, Bound 1 becomes
+**Bound 9 (slabs; ``_slab_bound.py``, proved there).** With ``use_slabs`` (on), Bound 1 becomes
 additive: a side's bound carried to a larger side of the same feature (Bound 6's running maxima and
 each probe's side bounds) gains the Bound 4 of each bin's slab of cells in between, since the
 least cost is superadditive over disjoint sets.
@@ -145,7 +145,7 @@ class BranchAndBound:
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
                  max_nodes: float = np.inf, use_first_cut: bool = True, probe_nodes: int | None = None,
                  probe_depth: int = 1, probe_min_leaves: int = PROBE_MIN_LEAVES,
-                 probe_max_leaves: int = PROBE_MAX_LEAVES, use_slabs: bool = False) -> None:
+                 probe_max_leaves: int = PROBE_MAX_LEAVES, use_slabs: bool = True) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
@@ -154,7 +154,8 @@ class BranchAndBound:
         # Bound 8 (``_first_cut_bound``) for the sides of three or more leaves; off only to compare
         # (tests, bench_optimal.py's ``--without-first-cut``).
         self.use_first_cut = bool(use_first_cut)
-        # Bound 9 (``_slab_bound``): Bound 1's carried bounds gain the slabs in between.
+        # Bound 9 (``_slab_bound``): Bound 1's carried bounds gain the slabs in between; off only to
+        # compare (bench_optimal.py's ``--without-slabs``).
         self.use_slabs = bool(use_slabs)
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         # Iterative deepening of the probes (see "A probe's own budget" in the module): a probe
