@@ -107,7 +107,6 @@ import numpy as np
 from exclust.algorithms.search._neighbour_bound import neighbour_bound
 from exclust.algorithms.search._optimal_bounds import split_cells, tight_box, weighted_kmeans_1d
 from exclust.algorithms.search._scatter_bounds import box_bound
-from exclust.algorithms.search._slab_bound import carry_left, carry_right
 from exclust.algorithms.search.optimal_node import SPECTRAL_MAX_FEATURES, SearchNode
 from exclust.algorithms.search.optimal_tree import nested_from_cuts
 
@@ -380,17 +379,8 @@ class BranchAndBound:
                     best = ub_left + ub_right
                     tree = (f, int(node.positions[f][mid]), tree_left, j, tree_right)
                     limit = min(best, cutoff)
-                # Bound 1: L_p holds L_mid for p >= mid, R_p holds R_mid for p <= mid; with Bound 9
-                # the slabs in between are added.
-                slabs = node.slabs.get(f)
-                if slabs is not None and j >= 3:
-                    carry_left(low_left, mid, lb_left, slabs[0][:, j], node.slab_margin)
-                else:
-                    np.maximum(low_left[mid:], lb_left, out=low_left[mid:])
-                if slabs is not None and m - j >= 3:
-                    carry_right(low_right, mid, lb_right, slabs[0][:, m - j], node.slab_margin)
-                else:
-                    np.maximum(low_right[:mid + 1], lb_right, out=low_right[:mid + 1])
+                # Bound 1: L_p holds L_mid for p >= mid, R_p holds R_mid for p <= mid (Bound 9: plus the slabs).
+                node.carry(f, j, m, mid, (lb_left, lb_right), (low_left, low_right))
                 unfinished = lb_left < ub_left or lb_right < ub_right
                 if (self.timed_out or stopped) and unfinished and lb_left + lb_right < min(best, cutoff):
                     # The budget ran out inside a side: the position itself stays open with its bounds,

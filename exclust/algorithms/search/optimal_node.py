@@ -1,7 +1,8 @@
 """A node of the certified search (``optimal_bnb.py``): one box's cells with what its cut positions
 need, every cut's two sides' exact one- and two-leaf costs (one sweep per feature) and their lower
 bounds for three or more leaves at every position at once (Bound 6 of ``optimal_bnb``, with Bound 4
-of ``_scatter_bounds`` and Bound 8 of ``_first_cut_bound``; each proved in its module).
+of ``_scatter_bounds`` and Bound 8 of ``_first_cut_bound``, carried along the positions by Bound 1
+or Bound 9 of ``_slab_bound``; each proved in its module).
 
 Bound 8's preparation is split by what it costs: the segments of each feature's bins (from the
 node's histograms, no pass over the cells) are made when the node is searched with four or more
@@ -23,7 +24,7 @@ from exclust.algorithms.search._first_cut_bound import (
 )
 from exclust.algorithms.search._optimal_bounds import best_two_by_segments, node_histograms
 from exclust.algorithms.search._scatter_bounds import moments_by_bin, position_spectral_bounds
-from exclust.algorithms.search._slab_bound import lift_left, lift_right, slab_prefix
+from exclust.algorithms.search._slab_bound import carry_left, carry_right, lift_left, lift_right, slab_prefix
 
 # Bound 6's spectral part (every cut position's sides) costs O(cells x d^2) per feature, so
 # O(cells x d^3) per node: with more features than this the sides of three or more leaves start
@@ -157,3 +158,20 @@ class SearchNode:
             first = self.first_cut_bounds(f, segments, m - 1)
             lows = lifted((np.maximum(spectral[0], first[0]), np.maximum(spectral[1], first[1])))
         return lows
+
+    def carry(self, f: int, j: int, m: int, mid: int, bounds: tuple[float, float],
+              lows: tuple[np.ndarray, np.ndarray]) -> None:
+        """A probe's side bounds at position ``mid`` of (f, j) carried in place to the sides that hold
+        them (``lows``: the share's per-position bounds): ``L_p``, p >= mid and ``R_p``, p <= mid.
+        Bound 1, or Bound 9 (the slabs in between added) for a side of three or more leaves where
+        ``position_bounds`` made the feature's slabs."""
+        (lb_left, lb_right), (low_left, low_right) = bounds, lows
+        slabs = self.slabs.get(f)
+        if slabs is not None and j >= 3:
+            carry_left(low_left, mid, lb_left, slabs[0][:, j], self.slab_margin)
+        else:
+            np.maximum(low_left[mid:], lb_left, out=low_left[mid:])
+        if slabs is not None and m - j >= 3:
+            carry_right(low_right, mid, lb_right, slabs[0][:, m - j], self.slab_margin)
+        else:
+            np.maximum(low_right[:mid + 1], lb_right, out=low_right[:mid + 1])
