@@ -26,7 +26,8 @@ Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, 
 per feature (every cut position's best two-leaf sides at once), larger k one such node search per
 probe of the interval bisection, as many as the bounds fail to prune; sides of three or more
 leaves are bounded from their scatter matrix (``_scatter_bounds.py``) and, at every cut position,
-over their own first cut (``_first_cut_bound.py``), and skipped when that suffices
+over their own first cut (``_first_cut_bound.py``), carried along a feature's positions with the
+slabs of cells in between (``_slab_bound.py``), and skipped when that suffices
 (bench/bench_optimal.py, bench/README.md: k <= 3 proven at 10^6 x 10 in one node of 17 sweeps,
 k = 4 at 10^4, 10^5 and 10^6 x 10 in 11, 11 and 12 nodes). The cells are
 held in memory on the driver: at most one per row, (2 d + 2) floats each.
