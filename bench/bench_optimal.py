@@ -108,13 +108,15 @@ def main() -> None:
                         help="the probes budgeted: those with a side of at least this many leaves")
     parser.add_argument("--probe-max-leaves", type=int, default=PROBE_MAX_LEAVES,
                         help="... in a search of at most this many leaves")
+    parser.add_argument("--without-slabs", action="store_true",
+                        help="leave Bound 9 (the slabs added to carried side bounds) out, as before session bound30g")
     parser.add_argument("--trace-root", action="store_true",
                         help="after each fit, the root's probes (bounds as shares of the best tree's cost)")
     args = parser.parse_args()
     options = {"max_nodes": args.nodes, "max_seconds": args.seconds, "max_bins": args.max_bins,
                "use_first_cut": not args.without_first_cut, "probe_nodes": args.probe_nodes or None,
                "probe_depth": args.probe_depth, "probe_min_leaves": args.probe_min_leaves,
-               "probe_max_leaves": args.probe_max_leaves}
+               "probe_max_leaves": args.probe_max_leaves, "use_slabs": not args.without_slabs}
     print(HEAD, flush=True)
     if args.what == "scale":
         from exclust.datasets.synthetic import make_gmm_dataset

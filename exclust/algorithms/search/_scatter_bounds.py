@@ -66,7 +66,7 @@ MAX_DIRECTIONS = 16
 
 
 @numba.njit(cache=True, nogil=True)
-def _moments_by_bin(codes, stats, cells, feature, n_bins):
+def moments_by_bin(codes, stats, cells, feature, n_bins):
     """Per bin of ``feature``: summed (count, squared norm, coordinates) rows and summed
     ``s_g s_g^T / n_g`` over the node's cells in that bin."""
     width = stats.shape[1]
@@ -123,11 +123,13 @@ def _spectral(rows: np.ndarray, outer: np.ndarray, max_leaves: int) -> np.ndarra
 
 
 def position_spectral_bounds(codes: np.ndarray, stats: np.ndarray, cells: np.ndarray, feature: int,
-                             split_bins: np.ndarray, n_bins: int, max_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+                             split_bins: np.ndarray, n_bins: int, max_leaves: int,
+                             moments: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bound 4 for both sides of every cut on ``feature`` at once: (left, right), arrays
     (positions, max_leaves + 1), row p for the cut after bin ``split_bins[p]``, column j the bound
-    for j leaves on that side. Prefix sums of the per-bin moments, one batched eigendecomposition."""
-    rows, outer = _moments_by_bin(codes, stats, cells, int(feature), int(n_bins))
+    for j leaves on that side. Prefix sums of the per-bin moments (``moments``: ``moments_by_bin``'s,
+    when the caller has them), one batched eigendecomposition."""
+    rows, outer = moments_by_bin(codes, stats, cells, int(feature), int(n_bins)) if moments is None else moments
     left_rows = np.cumsum(rows, axis=0)[split_bins]
     left_outer = np.cumsum(outer, axis=0)[split_bins]
     right_rows = rows.sum(axis=0)[None, :] - left_rows

@@ -26,7 +26,8 @@ Scale. The work is sweeps over the cells of searched boxes: k = 2 is one sweep, 
 per feature (every cut position's best two-leaf sides at once), larger k one such node search per
 probe of the interval bisection, as many as the bounds fail to prune; sides of three or more
 leaves are bounded from their scatter matrix (``_scatter_bounds.py``) and, at every cut position,
-over their own first cut (``_first_cut_bound.py``), and skipped when that suffices
+over their own first cut (``_first_cut_bound.py``), carried along a feature's positions with the
+slabs of cells in between (``_slab_bound.py``), and skipped when that suffices
 (bench/bench_optimal.py, bench/README.md: k <= 3 proven at 10^6 x 10 in one node of 17 sweeps,
 k = 4 at 10^4, 10^5 and 10^6 x 10 in 11, 11 and 12 nodes). The cells are
 held in memory on the driver: at most one per row, (2 d + 2) floats each.
@@ -138,6 +139,11 @@ class OptimalTree(CenterTreePredictor):
         The probes budgeted: those with a side of at least ``probe_min_leaves`` leaves in a search of
         at most ``probe_max_leaves`` (by default k = 6's probes with a five-leaf side; below and above
         six leaves every probe runs to its cutoff, where budgets were measured not to help).
+    use_slabs : bool, default True
+        Carry a side's bound to the larger sides of the same feature with the slabs of cells in
+        between added (Bound 9 of ``_slab_bound``), not unchanged (Bound 1). The same optimum; the
+        bounds on the way at least as high (gmm 10^5 x 10, k = 5: proven in 617 nodes instead of
+        753; bench/README.md, session bound30g). Off only to compare.
 
     Fitted attributes: ``tree_`` (leaves left to right, or naming the given centers one-to-one),
     ``cost_`` (its k-means cost on every row, each leaf at its own mean), ``lower_bound_``,
@@ -167,12 +173,14 @@ class OptimalTree(CenterTreePredictor):
         "probe_depth": [Interval(Integral, 1, None, closed="left")],
         "probe_min_leaves": [Interval(Integral, 3, None, closed="left")],
         "probe_max_leaves": [Interval(Integral, 4, None, closed="left")],
+        "use_slabs": ["boolean"],
     }
 
     def __init__(self, n_clusters: int, max_nodes: int = DEFAULT_MAX_NODES, max_seconds: float | None = None,
                  max_bins: int = 256, random_state=None, use_first_cut: bool = True,
                  probe_nodes: int | None = PROBE_NODES, probe_depth: int = 1,
-                 probe_min_leaves: int = PROBE_MIN_LEAVES, probe_max_leaves: int = PROBE_MAX_LEAVES) -> None:
+                 probe_min_leaves: int = PROBE_MIN_LEAVES, probe_max_leaves: int = PROBE_MAX_LEAVES,
+                 use_slabs: bool = True) -> None:
         self.n_clusters = n_clusters
         self.max_nodes = max_nodes
         self.max_seconds = max_seconds
@@ -183,6 +191,7 @@ class OptimalTree(CenterTreePredictor):
         self.probe_depth = probe_depth
         self.probe_min_leaves = probe_min_leaves
         self.probe_max_leaves = probe_max_leaves
+        self.use_slabs = use_slabs
 
     def fit(self, X, centers=None) -> OptimalTree:
         """Search the tree for X; ``centers`` (optional) only name the leaves' clusters."""
@@ -205,7 +214,7 @@ class OptimalTree(CenterTreePredictor):
                                 max_nodes=int(self.max_nodes), use_first_cut=bool(self.use_first_cut),
                                 probe_nodes=None if self.probe_nodes is None else int(self.probe_nodes),
                                 probe_depth=int(self.probe_depth), probe_min_leaves=int(self.probe_min_leaves),
-                                probe_max_leaves=int(self.probe_max_leaves))
+                                probe_max_leaves=int(self.probe_max_leaves), use_slabs=bool(self.use_slabs))
         everything = np.arange(cells.n_cells, dtype=np.int64)
         greedy = search.greedy(everything, k)
         if centers is not None:

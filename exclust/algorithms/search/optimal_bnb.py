@@ -76,6 +76,11 @@ four or more leaves, a side of three or more at every cut position: the least ov
 first cuts of their exact two pieces' costs less the spectral sums of boxes around the pieces; it
 replaces Bound 4 in Bound 6 where larger, for the features whose Bound 4 sums leave a position open.
 
+**Bound 9 (slabs; ``_slab_bound.py``, proved there).** With ``use_slabs`` (on), Bound 1 becomes
+additive: a side's bound carried to a larger side of the same feature (Bound 6's running maxima and
+each probe's side bounds) gains the Bound 4 of each bin's slab of cells in between, since the
+least cost is superadditive over disjoint sets.
+
 **A probe's own budget (iterative deepening; ``probe_nodes``).** Searched depth first, a probe
 runs until its sides reach their cutoffs, and a side of four or five leaves near its cutoff can
 take hundreds of nodes while the root's other intervals, at lower bounds, wait (gmm 10^4 x 10,
@@ -139,7 +144,7 @@ class BranchAndBound:
     def __init__(self, codes: np.ndarray, stats: np.ndarray, n_bins: int, deadline: float = np.inf,
                  max_nodes: float = np.inf, use_first_cut: bool = True, probe_nodes: int | None = None,
                  probe_depth: int = 1, probe_min_leaves: int = PROBE_MIN_LEAVES,
-                 probe_max_leaves: int = PROBE_MAX_LEAVES) -> None:
+                 probe_max_leaves: int = PROBE_MAX_LEAVES, use_slabs: bool = True) -> None:
         self.codes = np.ascontiguousarray(codes)
         self.stats = np.ascontiguousarray(stats, dtype=np.float64)
         self.n_bins = int(n_bins)
@@ -148,6 +153,9 @@ class BranchAndBound:
         # Bound 8 (``_first_cut_bound``) for the sides of three or more leaves; off only to compare
         # (tests, bench_optimal.py's ``--without-first-cut``).
         self.use_first_cut = bool(use_first_cut)
+        # Bound 9 (``_slab_bound``): Bound 1's carried bounds gain the slabs in between; off only to
+        # compare (bench_optimal.py's ``--without-slabs``).
+        self.use_slabs = bool(use_slabs)
         self.timed_out = False  # the budget (nodes or deadline) ran out: the bound is Bound 2's
         # Iterative deepening of the probes (see "A probe's own budget" in the module): a probe
         # made at search depth <= ``probe_depth``, in a search of at most ``probe_max_leaves`` leaves,
@@ -319,7 +327,8 @@ class BranchAndBound:
                         best = float(total[p])
                         tree = (f, int(positions[p]), self._side(node, f, p, 0, j, costs[f], np.inf)[2], j,
                                 self._side(node, f, p, 1, m - j, costs[f], np.inf)[2])
-            for j, (low_left, low_right) in node.position_bounds(f, m, costs[f], segments, min(best, cutoff)).items():
+            for j, (low_left, low_right) in node.position_bounds(f, m, costs[f], segments, min(best, cutoff),
+                                                                            self.use_slabs).items():
                 lows[(f, j)] = (low_left, low_right)
                 heapq.heappush(heap, (float((low_left + low_right).min()), f, j, 0, positions.size - 1, True,
                                       self.probe_nodes or 0))
@@ -370,9 +379,8 @@ class BranchAndBound:
                     best = ub_left + ub_right
                     tree = (f, int(node.positions[f][mid]), tree_left, j, tree_right)
                     limit = min(best, cutoff)
-                # Bound 1: L_p holds L_mid for p >= mid, R_p holds R_mid for p <= mid.
-                np.maximum(low_left[mid:], lb_left, out=low_left[mid:])
-                np.maximum(low_right[:mid + 1], lb_right, out=low_right[:mid + 1])
+                # Bound 1: L_p holds L_mid for p >= mid, R_p holds R_mid for p <= mid (Bound 9: plus the slabs).
+                node.carry(f, j, m, mid, (lb_left, lb_right), (low_left, low_right))
                 unfinished = lb_left < ub_left or lb_right < ub_right
                 if (self.timed_out or stopped) and unfinished and lb_left + lb_right < min(best, cutoff):
                     # The budget ran out inside a side: the position itself stays open with its bounds,
