@@ -19,6 +19,7 @@ plain and binned) and ``_optimal_bounds.py`` (the branch and bound's sweeps and 
 (its bounds from a box's scatter matrix, for sides of three or more leaves) and
 ``_neighbour_bound.py`` (its bound from each cell's nearest cells, where features are few and
 leaves many) and ``_first_cut_bound.py`` (its bound over a side's first cut, for every cut
-position's sides of three or more leaves), and ``optimal_incumbent.py`` (its center-guided first
-tree).
+position's sides of three or more leaves) and ``_slab_bound.py`` (a side's bound carried along a
+feature's positions with the slabs of cells in between), and ``optimal_incumbent.py`` (its
+center-guided first tree).
 """
