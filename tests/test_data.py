@@ -243,13 +243,19 @@ def test_label_count_messages_name_a_fix_that_is_accepted(tmp_path, blobs, dask_
     assert _explain(folder, k=4, reference="labels", reference_column="y").tree.n_leaves == 4
 
 
-def test_read_blocks_live_in_their_own_mappings_and_behave_like_numpy_arrays():
-    """parquet._fresh_block: writable, C-ordered float64 of the asked shape, picklable (a Dask
-    spill or transfer), and its memory goes back when the array goes (no growth over many)."""
+def test_held_arrays_live_in_their_own_mappings_and_behave_like_numpy_arrays():
+    """residency.held_array (a read's blocks, the encoding's kept arrays): writable, C-ordered, of
+    the asked shape and dtype, picklable (a Dask spill or transfer), and its memory goes back when
+    the array goes (no growth over many)."""
     import pickle
 
-    from exclust.sources.parquet_reader import _fresh_block
+    from exclust.dataplane.residency import held_array
 
+    def _fresh_block(n_rows, n_cols):
+        return held_array((n_rows, n_cols), np.float64)
+
+    codes = held_array((7, 5), np.uint8)
+    assert codes.shape == (7, 5) and codes.dtype == np.uint8 and codes.flags.c_contiguous and codes.flags.writeable
     block = _fresh_block(1000, 3)
     assert block.shape == (1000, 3) and block.dtype == np.float64 and block.flags.c_contiguous
     block[:] = np.arange(3000).reshape(1000, 3)

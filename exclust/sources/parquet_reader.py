@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exclust.dataplane.residency import held_array
 from exclust.errors import InputError
 
 
@@ -130,7 +131,8 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
     (the first ``n_features`` plan columns, the rest), each row-major: the features block is
     the one every pass reads, made once, never copied out of a wider block."""
     d = len(plan_columns) if n_features is None else int(n_features)
-    blocks = (_fresh_block(piece.n_rows, d), _fresh_block(piece.n_rows, len(plan_columns) - d))
+    blocks = (held_array((piece.n_rows, d), np.float64),
+              held_array((piece.n_rows, len(plan_columns) - d), np.float64))
     where = [(blocks[0], j) if j < d else (blocks[1], j - d) for j in range(len(plan_columns))]
     row = 0
     for run in _runs(piece.segments):
@@ -158,28 +160,6 @@ def read_piece(fs, local: bool, piece: Piece, plan_columns: list[str], file_colu
             row += seg.n_rows
         del table, values
     return blocks
-
-
-def _fresh_block(n_rows: int, n_cols: int) -> np.ndarray:
-    """An uninitialised float64 block in its own anonymous memory mapping.
-
-    numpy asks the kernel for transparent huge pages on every large array (madvise); where the
-    kernel's THP defrag policy is "madvise" (Ubuntu's default, and this project's machines),
-    each first touch of such memory may compact memory synchronously. The blocks read here are
-    written once, in order, and then held for the whole run: measured on a 2-worker
-    LocalCluster, reading a 1M x 20 piece took 0.38 s into numpy's memory and 0.22 s into a plain
-    mapping, and the explain job's load step at 10M rows went from 3.5-5.0 s to 2.4-3.4 s
-    (bench/README.md), with the later steps unchanged. Where anonymous mappings are not available, numpy's memory.
-    """
-    import mmap
-
-    nbytes = n_rows * n_cols * 8
-    private, anonymous = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
-    if nbytes == 0 or private is None or anonymous is None:
-        return np.empty((n_rows, n_cols), dtype=np.float64)
-    mapping = mmap.mmap(-1, nbytes, flags=private | anonymous)
-    # The array keeps the mapping alive through its buffer; the mapping goes when the array does.
-    return np.frombuffer(mapping, dtype=np.float64).reshape(n_rows, n_cols)
 
 
 # Rows copied per tile: a tile of the row-major block (8192 x columns) stays in cache while each

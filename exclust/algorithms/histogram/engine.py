@@ -31,7 +31,7 @@ from exclust.algorithms.histogram.code_tree import CodeTree
 from exclust.algorithms.histogram.criteria import Criterion
 from exclust.algorithms.histogram.kept_values import HELD_VALUES_SHARE, encode_in_chunks, encode_rows, values_recipe
 from exclust.dataplane.parts import align, is_lazy, label_dtype
-from exclust.dataplane.residency import keep_parts, memory_where, reduce_kept, share_that_fits
+from exclust.dataplane.residency import held_array, keep_parts, memory_where, reduce_kept, share_that_fits
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
 
@@ -54,13 +54,14 @@ def _encode_block(block: np.ndarray, mapper: BinMapper, centers: np.ndarray, dot
     """
     block = np.ascontiguousarray(block, dtype=np.float64)
     n, k = block.shape[0], centers.shape[0]
-    codes = np.empty((n, mapper.n_features), dtype=mapper.code_dtype)
-    labels = np.empty(n, dtype=label_dtype(k))
+    # Held for the whole build: plain mappings (``held_array``), not numpy's huge-page memory.
+    codes = held_array((n, mapper.n_features), mapper.code_dtype)
+    labels = held_array((n,), label_dtype(k))
     part: dict = {"codes": codes, "labels": labels, "n": n}
     held = n if values == "held" else int(held_share * n) if values == "recomputed" else 0
     sq, unbinned = 0.0, np.zeros(mapper.n_features, dtype=np.int64)
     if held:
-        part["dots"] = np.empty((held, k), dtype=dots_dtype)
+        part["dots"] = held_array((held, k), dots_dtype)
         sq, unbinned = encode_rows(block[:held], mapper, centers, metric, codes[:held], part["dots"], labels[:held])
     if held < n:
         rest_sq, rest_unbinned = encode_in_chunks(block[held:], mapper, centers, dots_dtype, metric, codes[held:],
