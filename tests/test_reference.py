@@ -253,3 +253,33 @@ def test_lloyd_keeps_its_last_pass_labels_equal_to_predict(rng, dask_client, chu
         assert counter.passes == {"read labels": 0}  # a column of the kept parts, not a pass
     np.testing.assert_array_equal(labels, KMeans.predict(model, X))
     assert np.bincount(labels, minlength=4).tolist() == model.statistics_.counts.tolist()
+
+
+def test_nearest_centers_are_the_first_least_distances_each_summed_in_feature_order(rng):
+    """The kernels that search the centers (k-means' Lloyd pass, prediction, scoring) sum every
+    center's distance over the features in order, all centers at once: the same numbers, to the
+    bit, as one center after the other, and ties go to the lowest index (numpy's argmin)."""
+    from exclust.dataplane._center_distances import nearest_center, nearest_center_l1
+    from exclust.reference._lloyd import lloyd_step
+
+    X = rng.normal(size=(300, 7))
+    centers = rng.normal(size=(40, 7))
+    centers[17] = centers[5]  # a tie: the lower index wins
+    for search, l1 in ((nearest_center, False), (nearest_center_l1, True)):
+        labels, dist = search(X, centers)
+        for i in range(X.shape[0]):
+            sums = []
+            for c in centers:
+                s = 0.0
+                for j in range(X.shape[1]):
+                    diff = X[i, j] - c[j]
+                    s += abs(diff) if l1 else diff * diff
+                sums.append(s)
+            assert labels[i] == int(np.argmin(sums)) and dist[i] == min(sums)
+        assert 17 not in labels
+    labels, dist = nearest_center(X, centers)
+    kept = np.empty(X.shape[0], dtype=np.int64)
+    counts, sums, _, inertia = lloyd_step(X, centers, kept)
+    np.testing.assert_array_equal(kept, labels)
+    assert inertia == sum(dist.tolist())
+    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=40))

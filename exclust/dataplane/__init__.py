@@ -10,6 +10,7 @@ timer), ``tasks.py`` (a run's independent tasks, one Dask task each, cancelled w
 ``stop_signals.py`` (stop signals obeyed at any moment of a run). Kernels used by several layers:
 ``_cluster_moments.py`` (per-cluster counts,
 sums, scatter), ``_center_distances.py`` (nearest center in squared l2 and l1, per-leaf sums,
-many trees' costs in one sweep), ``_row_hash.py`` (the one row hash behind every random draw).
+many trees' costs in one sweep), ``_row_distances.py`` (one row's distance to every center at once, the
+least of them), ``_row_hash.py`` (the one row hash behind every random draw).
 May import: ``exclust.errors`` only (and its own kernels).
 """

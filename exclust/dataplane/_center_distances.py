@@ -16,6 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from exclust.dataplane._row_distances import distances_to_centers, least_of
 from exclust.tree._routing import leaf_of
 
 SQUARED_L2 = 0
@@ -23,19 +24,17 @@ L1 = 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def nearest_center_of(X, i, centers):
-    """(label, squared distance) of row i to its nearest center; inlined wherever rows meet centers."""
-    best = np.inf
-    arg = 0
-    for k in range(centers.shape[0]):
-        s = 0.0
-        for j in range(centers.shape[1]):
-            t = X[i, j] - centers[k, j]
-            s += t * t
-        if s < best:
-            best = s
-            arg = k
-    return arg, best
+def nearest_center_of(X, i, centers_t, acc):
+    """(label, squared distance) of row i to its nearest center (``centers_t``: (d, k); ``acc``: a
+    scratch of k); inlined wherever rows meet centers."""
+    distances_to_centers(X, i, centers_t, False, acc)
+    return least_of(acc)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def transposed(centers):
+    """The centers as ``distances_to_centers`` reads them, (d, k) C-ordered, and a scratch of k."""
+    return np.ascontiguousarray(centers.T), np.empty(centers.shape[0])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -50,12 +49,13 @@ def label_value(v):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def reference_label_of(X, i, ref, ref_mode, centers):
-    """Reference label of row i: 0 none, 1 from labels, 2 nearest center."""
+def reference_label_of(X, i, ref, ref_mode, centers_t, acc):
+    """Reference label of row i: 0 none, 1 from labels, 2 nearest center (``centers_t``, ``acc``:
+    ``transposed``'s)."""
     if ref_mode == 1:
         return label_value(ref[i])
     if ref_mode == 2:
-        return nearest_center_of(X, i, centers)[0]
+        return nearest_center_of(X, i, centers_t, acc)[0]
     return -1
 
 
@@ -65,8 +65,9 @@ def nearest_center(X, centers):
     n = X.shape[0]
     labels = np.empty(n, dtype=np.int64)
     dist = np.empty(n)
+    centers_t, acc = transposed(centers)
     for i in range(n):
-        labels[i], dist[i] = nearest_center_of(X, i, centers)
+        labels[i], dist[i] = nearest_center_of(X, i, centers_t, acc)
     return labels, dist
 
 
@@ -88,18 +89,10 @@ def assigned_sq_distances(X, labels, centers):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def nearest_center_l1_of(X, i, centers):
-    """(label, l1 distance) of row i to its nearest center in l1."""
-    best = np.inf
-    arg = 0
-    for k in range(centers.shape[0]):
-        s = 0.0
-        for j in range(centers.shape[1]):
-            s += abs(X[i, j] - centers[k, j])
-        if s < best:
-            best = s
-            arg = k
-    return arg, best
+def nearest_center_l1_of(X, i, centers_t, acc):
+    """(label, l1 distance) of row i to its nearest center in l1 (``centers_t``, ``acc``: ``transposed``'s)."""
+    distances_to_centers(X, i, centers_t, True, acc)
+    return least_of(acc)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -108,8 +101,9 @@ def nearest_center_l1(X, centers):
     n = X.shape[0]
     labels = np.empty(n, dtype=np.int64)
     dist = np.empty(n)
+    centers_t, acc = transposed(centers)
     for i in range(n):
-        labels[i], dist[i] = nearest_center_l1_of(X, i, centers)
+        labels[i], dist[i] = nearest_center_l1_of(X, i, centers_t, acc)
     return labels, dist
 
 
@@ -157,11 +151,12 @@ def trial_costs(X, kind, feature, threshold, center, left, right, value, centers
     T = kind.shape[0]
     costs = np.zeros(T)
     nearest = 0.0
+    centers_t, acc = transposed(centers)
     for i in range(n):
         if metric == SQUARED_L2:
-            nearest += nearest_center_of(X, i, centers)[1]
+            nearest += nearest_center_of(X, i, centers_t, acc)[1]
         else:
-            nearest += nearest_center_l1_of(X, i, centers)[1]
+            nearest += nearest_center_l1_of(X, i, centers_t, acc)[1]
         for t in range(T):
             leaf = leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t])
             costs[t] += _distance(X, i, centers, value[t, leaf], metric)
@@ -174,8 +169,9 @@ def l1_assignment_counts(X, centers):
     """(rows nearest to each center in l1, total l1 distance to the nearest center) of a chunk."""
     counts = np.zeros(centers.shape[0], dtype=np.int64)
     cost = 0.0
+    centers_t, acc = transposed(centers)
     for i in range(X.shape[0]):
-        arg, dist = nearest_center_l1_of(X, i, centers)
+        arg, dist = nearest_center_l1_of(X, i, centers_t, acc)
         counts[arg] += 1
         cost += dist
     return counts, cost

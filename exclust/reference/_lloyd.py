@@ -4,7 +4,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.dataplane._center_distances import nearest_center_of
+from exclust.dataplane._center_distances import nearest_center_of, transposed
 
 
 @numba.njit(cache=True, nogil=True)
@@ -18,8 +18,9 @@ def lloyd_step(X, centers, labels):
     sums_sq = np.zeros((K, d))
     inertia = 0.0
     record = labels.shape[0] > 0
+    centers_t, acc = transposed(centers)
     for i in range(n):
-        arg, best = nearest_center_of(X, i, centers)
+        arg, best = nearest_center_of(X, i, centers_t, acc)
         if record:
             labels[i] = arg
         inertia += best

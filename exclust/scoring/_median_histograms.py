@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.dataplane._center_distances import reference_label_of
+from exclust.dataplane._center_distances import reference_label_of, transposed
 from exclust.scoring._score_block import scored_leaf_of
 
 
@@ -69,9 +69,10 @@ def median_hist_block(X, Z, kind, feature, threshold, center, left, right, missi
             w = hi[g, j] - lo[g, j]
             if w > 0.0:
                 scale[g, j] = n_bins / w
+    centers_t, acc = transposed(centers)
     for i in range(n):
         leaf = scored_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted)
-        r = reference_label_of(Z, i, ref, ref_mode, centers)
+        r = reference_label_of(Z, i, ref, ref_mode, centers_t, acc)
         if leaf < 0 or (ref_mode != 0 and r < 0):
             continue
         c = value[leaf]

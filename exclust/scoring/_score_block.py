@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from exclust.dataplane._center_distances import label_value, reference_label_of
+from exclust.dataplane._center_distances import label_value, reference_label_of, transposed
 from exclust.tree._routing import routed_leaf_of
 
 
@@ -75,11 +75,12 @@ def score_block(X, Z, kind, feature, threshold, center, left, right, missing, bi
     cell_hi = np.full((range_rows, d), -np.inf)
     leaf_truth = np.zeros((m, n_truth), np.int64)
     ref_truth = np.zeros((n_ref, n_truth), np.int64)
+    centers_t, acc = transposed(centers)
     for i in range(n):
         leaf = scored_leaf_of(X, i, kind, feature, threshold, center, left, right, missing, bits, nan_unrouted)
         if leaf < 0:
             continue
-        r = reference_label_of(Z, i, ref, ref_mode, centers)
+        r = reference_label_of(Z, i, ref, ref_mode, centers_t, acc)
         if has_truth:
             t = label_value(truth[i])
             if t >= 0:

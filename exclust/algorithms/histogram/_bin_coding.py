@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from exclust.dataplane._row_distances import distances_to_centers
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _cell_of(v, f, origin, inv_width, top):
@@ -195,24 +197,11 @@ def _dots_with_centers(Z, i, centers_t, acc):
             acc[j] += v * centers_t[f, j]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _distances_to_centers(Z, i, centers_t, l1, acc):
-    """``acc[j]``: the squared Euclidean (or, with ``l1``, l1) distance of z_i to every center,
-    each summed from its own differences in feature order (no cancellation error, which the
-    dot-product form ``||z||^2 - 2<z, mu> + ||mu||^2`` would carry), all k at once."""
-    acc[:] = 0.0
-    for f in range(Z.shape[1]):
-        v = Z[i, f]
-        for j in range(centers_t.shape[1]):
-            diff = v - centers_t[f, j]
-            acc[j] += abs(diff) if l1 else diff * diff
-
-
 @numba.njit(cache=True, nogil=True, parallel=True)
 def center_values(Z, centers_t, columns, measure, l1, needed, values):
     """Per row of Z with ``needed[i]``, its value with the centers ``centers_t`` ((d, s): the
     columns ``columns`` of the full table), written to ``values[i, columns]`` (``measure``:
-    distances as ``_distances_to_centers``, else dot products), the encoding kernels' numbers to
+    distances as ``_row_distances.distances_to_centers``, else dot products), the encoding kernels' numbers to
     the bit (each value is summed over the features in the same order, whichever centers are
     asked); those columns of the rows not needed get NaN, so that a reader who should have
     needed them sees it. The other columns are not written."""
@@ -227,7 +216,7 @@ def center_values(Z, centers_t, columns, measure, l1, needed, values):
                     values[i, columns[j]] = np.nan
                 continue
             if measure:
-                _distances_to_centers(Z, i, centers_t, l1, acc)
+                distances_to_centers(Z, i, centers_t, l1, acc)
             else:
                 _dots_with_centers(Z, i, centers_t, acc)
             for j in range(s):
@@ -278,7 +267,7 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
     """Pass 2 with distances in place of dot products: bin codes of X, the distance of every
     row of Z to every center (squared Euclidean, or l1 when ``l1``), and the nearest center.
 
-    The distances are ``_distances_to_centers``'. Returns the block's sum of ||z||^2 and, per
+    The distances are ``_row_distances.distances_to_centers``'. Returns the block's sum of ||z||^2 and, per
     feature of X, its NaN without a missing bin.
     """
     n, d = X.shape
@@ -297,7 +286,7 @@ def encode_and_measure(X, edges, origin, inv_width, base, sub_of_cell, sub_origi
             for f in range(dz):
                 v = Z[i, f]
                 part += v * v
-            _distances_to_centers(Z, i, centers_t, l1, acc)
+            distances_to_centers(Z, i, centers_t, l1, acc)
             best = np.inf
             arg = 0
             for j in range(k):
