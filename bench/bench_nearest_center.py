@@ -9,8 +9,9 @@ vectorizes them. Each center's sum is the same adds in the same order either way
 and distances are the same to the bit: this script checks that, then times both.
 
 The baseline, one center after the other, is the library's search as it was before (kept here,
-not in the library). Times: best of ``--repeat`` runs of each kernel on the same ``--rows`` x
-``--dims`` rows (normal noise around k random centers), one thread (``NUMBA_NUM_THREADS=1``, as
+not in the library), timed in ``nearest_center`` (every row's label and distance; the Lloyd pass,
+prediction and scoring inline the same search). Times: best of ``--repeat`` runs of each on the
+same ``--rows`` x ``--dims`` rows (normal noise around k random centers), one thread (``NUMBA_NUM_THREADS=1``, as
 a Dask worker of one thread runs it).
 
     NUMBA_NUM_THREADS=1 .venv/bin/python bench/bench_nearest_center.py --rows 1000000 --ks 10 40 160
@@ -45,24 +46,14 @@ def _one_center_after_another(X, i, centers):
 
 
 @numba.njit(nogil=True)
-def lloyd_step_before(X, centers, labels):
-    """``exclust.reference._lloyd.lloyd_step`` with the search of before."""
-    n, d = X.shape
-    K = centers.shape[0]
-    counts = np.zeros(K, dtype=np.int64)
-    sums = np.zeros((K, d))
-    sums_sq = np.zeros((K, d))
-    inertia = 0.0
+def nearest_center_before(X, centers):
+    """``exclust.dataplane._center_distances.nearest_center`` with the search of before."""
+    n = X.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n)
     for i in range(n):
-        arg, best = _one_center_after_another(X, i, centers)
-        labels[i] = arg
-        inertia += best
-        counts[arg] += 1
-        for j in range(d):
-            x = X[i, j]
-            sums[arg, j] += x
-            sums_sq[arg, j] += x * x
-    return counts, sums, sums_sq, inertia
+        labels[i], dist[i] = _one_center_after_another(X, i, centers)
+    return labels, dist
 
 
 def best_of(repeat: int, func, *args) -> float:
@@ -75,7 +66,7 @@ def best_of(repeat: int, func, *args) -> float:
 
 
 def main() -> None:
-    from exclust.reference._lloyd import lloyd_step
+    from exclust.dataplane._center_distances import nearest_center
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -90,14 +81,11 @@ def main() -> None:
         truth = rng.normal(size=(k, args.dims)) * 5
         X = truth[rng.integers(0, k, args.rows)] + rng.normal(size=(args.rows, args.dims))
         centers = X[rng.choice(args.rows, k, replace=False)].copy()
-        before_labels = np.empty(args.rows, dtype=np.int64)
-        now_labels = np.empty(args.rows, dtype=np.int64)
-        before = lloyd_step_before(X, centers, before_labels)  # compiles, and the result to compare
-        now = lloyd_step(X, centers, now_labels)
-        same = (np.array_equal(before_labels, now_labels) and before[3] == now[3]
-                and all(np.array_equal(a, b) for a, b in zip(before[:3], now[:3], strict=True)))
-        t_before = best_of(args.repeat, lloyd_step_before, X, centers, before_labels)
-        t_now = best_of(args.repeat, lloyd_step, X, centers, now_labels)
+        before = nearest_center_before(X, centers)  # compiles, and the result to compare
+        now = nearest_center(X, centers)
+        same = np.array_equal(before[0], now[0]) and np.array_equal(before[1], now[1])
+        t_before = best_of(args.repeat, nearest_center_before, X, centers)
+        t_now = best_of(args.repeat, nearest_center, X, centers)
         print(f"{k:>5}{t_before:>10.3f}{t_now:>9.3f}{t_before / t_now:>9.2f}x  {same}", flush=True)
     print(f"load average {os.getloadavg()}")
 

@@ -16,7 +16,7 @@ def distances_to_centers(Z, i, centers_t, l1, acc):
     differences in feature order (no cancellation error, which the dot-product form
     ``||z||^2 - 2<z, mu> + ||mu||^2`` would carry). All k at once, feature by feature: k independent
     sums, which the compiler vectorizes, where one center after the other is a chain of d
-    dependent adds per center (3x faster at k = 40, 3.6x at k = 160, the same at k = 10:
+    dependent adds per center (3.1x faster at k = 40, 3.5x at k = 160, the same at k = 10:
     bench/README.md); each center's sum is the same adds in the same order either way, so the
     distances are the same to the bit."""
     acc[:] = 0.0
