@@ -251,16 +251,13 @@ def test_held_arrays_live_in_their_own_mappings_and_behave_like_numpy_arrays():
 
     from exclust.dataplane.residency import held_array
 
-    def float_rows(n_rows, n_cols):
-        return held_array((n_rows, n_cols), np.float64)
-
     codes = held_array((7, 5), np.uint8)
     assert codes.shape == (7, 5) and codes.dtype == np.uint8 and codes.flags.c_contiguous and codes.flags.writeable
-    block = float_rows(1000, 3)
+    block = held_array((1000, 3), np.float64)
     assert block.shape == (1000, 3) and block.dtype == np.float64 and block.flags.c_contiguous
     block[:] = np.arange(3000).reshape(1000, 3)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(block)), block)
-    assert float_rows(0, 3).shape == (0, 3) and float_rows(4, 0).shape == (4, 0)
+    assert held_array((0, 3), np.float64).shape == (0, 3) and held_array((4, 0), np.float64).shape == (4, 0)
 
     def resident_mb() -> float:
         with open("/proc/self/statm") as f:
@@ -268,7 +265,7 @@ def test_held_arrays_live_in_their_own_mappings_and_behave_like_numpy_arrays():
 
     before = resident_mb()
     for _ in range(20):  # 20 x 80 MB written and dropped
-        big = float_rows(1_000_000, 10)
+        big = held_array((1_000_000, 10), np.float64)
         big[:] = 1.0
         del big
     assert resident_mb() - before < 200
