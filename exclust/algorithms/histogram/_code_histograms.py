@@ -72,7 +72,8 @@ def mistake_histograms(codes, labels, feature, cuts, left, right, resume, rememb
     """
     d = codes.shape[1]
     n_slots = member_pos.shape[0]
-    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember)
+    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember, labels,
+                                   member_pos)
     m = order.shape[0]
     size = offset[n_slots]
     parts = np.zeros((nt, size), dtype=np.int64)
@@ -81,9 +82,7 @@ def mistake_histograms(codes, labels, feature, cuts, left, right, resume, rememb
         for r in range(t * step, min(m, (t + 1) * step)):
             i = order[r]
             s = row_slot[i]
-            col = member_pos[s, labels[i]]
-            if col < 0:
-                continue
+            col = member_pos[s, labels[i]]  # >= 0: rows_by_slot left the others out
             width = (offset[s + 1] - offset[s]) // (d * n_bins)
             base = offset[s] + col
             for f in range(d):
@@ -110,7 +109,7 @@ def mistake_counts(codes, labels, feature, cuts, left, right, resume, remember, 
     """
     d = codes.shape[1]
     n_slots = target.shape[0]
-    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember)
+    order, row_slot = rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember, labels, target)
     m = order.shape[0]
     size = offset[offset.shape[0] - 1]
     plane = d * n_bins
@@ -121,9 +120,7 @@ def mistake_counts(codes, labels, feature, cuts, left, right, resume, remember, 
             i = order[r]
             s = row_slot[i]
             j = labels[i]
-            h = target[s, j]
-            if h < 0:
-                continue
+            h = target[s, j]  # >= 0: rows_by_slot left the others out
             base = offset[h]
             for f in range(d):
                 code = codes[i, f]
@@ -170,7 +167,7 @@ def rows_in_slots(codes, feature, cuts, left, right, resume, slots):
 
 
 @numba.njit(cache=True, nogil=True)
-def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember):
+def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remember, labels=None, wanted=None):
     """Indices of the rows that reach a requested leaf, grouped by slot (a counting sort).
 
     Visiting rows slot by slot keeps one slot's histogram hot in cache at a time; in data
@@ -180,6 +177,12 @@ def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remem
     known): a tree that only grows keeps every node, so routing from there reaches the same
     leaf as routing from the root, in a step or two instead of the tree's whole depth. With
     ``remember`` the reached leaf is written back into ``resume`` for the next pass.
+
+    With ``wanted`` ((n_slots, k): < 0 where a row of that slot and reference cluster counts
+    nowhere) and the rows' ``labels``, such rows are left out (their ``row_slot`` is -1). IMM's
+    passes read a large sibling only for its few mistakes: leaving the others out here, where
+    each row is read in order anyway, spares the kernel a scattered visit of each (issue 29
+    item 4: a third of a pass's time at 10M).
     """
     n = codes.shape[0]
     row_slot = np.empty(n, dtype=np.int32)
@@ -189,6 +192,9 @@ def rows_by_slot(codes, feature, cuts, left, right, slot, n_slots, resume, remem
         if remember:
             resume[i] = node
         s = slot[node]
+        if wanted is not None and s >= 0:
+            if wanted[s, labels[i]] < 0:
+                s = -1
         row_slot[i] = s
         if s >= 0:
             start[s + 1] += 1
