@@ -163,3 +163,54 @@ def test_the_fused_sweep_gives_every_tree_what_one_sweep_per_tree_gives(rng):
             else:
                 assert np.isnan(reps[node]).all()
         assert stats[:, 0].sum() == 3000 - 3  # the non-finite rows reached no node
+
+
+def test_blocks_routed_in_lockstep_reach_the_leaves_routing_one_row_gives(rng):
+    """Issue 29 item 4: ``forest_moments`` routes blocks of rows without NaN through trees of one-sided
+    cuts in lockstep, and every other block or tree row by row. On rows routed on X and measured on
+    another Z, with NaN in X in some blocks (cuts that learned a missing side, cuts that did not), a
+    row count that leaves a partial last block, and a tree with an interval cut beside plain ones:
+    per tree and node the same counts, the same sums to the bit and the same first rows as a sum, in
+    row order, over the leaves ``ThresholdTree.apply`` gives."""
+    from exclust.scoring._score_block import forest_moments
+    from exclust.scoring.curve_pass import forest_arrays
+    from exclust.tree import TreeBuilder
+    from exclust.tree._routing import LOCKSTEP_ROWS
+    from exclust.tree.node_kinds import MISSING_LEFT, MISSING_RIGHT
+
+    n, d = 50 * LOCKSTEP_ROWS + 3, 3
+    X = rng.normal(size=(n, d))
+    Z = rng.normal(size=(n, 2))
+    X[[5, 5 * LOCKSTEP_ROWS + 1, n - 1], [0, 2, 1]] = np.nan  # three blocks fall back, the last one partial
+
+    def plain(missing_side):
+        b = TreeBuilder(n_features=d)
+        todo = [(b.add_node(), 0)]
+        while todo:
+            node, level = todo.pop()
+            if level == 4 or (level and rng.random() < 0.3):
+                b.make_leaf(node, 0)
+                continue
+            todo += [(child, level + 1) for child in b.split(node, int(rng.integers(0, d)), float(rng.normal()),
+                                                            missing_side)]
+        return b.build()
+
+    trees = [plain(MISSING_LEFT), plain(MISSING_RIGHT), _random_tree(rng, d, 3, 2), plain(MISSING_LEFT)]
+    unrouted = np.array([False, False, True, True])
+    mom, first = forest_moments(X, Z, *forest_arrays(trees), unrouted)
+    for t, tree in enumerate(trees):
+        leaf = tree.apply(X)
+        for node in range(tree.node_count):
+            rows = np.flatnonzero(leaf == node)
+            if unrouted[t]:
+                rows = rows[~np.isnan(X[rows]).any(axis=1)]
+            assert mom[t, node, 0] == rows.size
+            sums, squares = np.zeros(2), 0.0
+            for i in rows:  # in row order, as the kernel adds them
+                sums += Z[i]
+                squares += Z[i, 0] * Z[i, 0] + Z[i, 1] * Z[i, 1]
+            np.testing.assert_array_equal(mom[t, node, 1:3], sums)
+            assert mom[t, node, 3] == squares
+            assert first[t, node] == (rows[0] if rows.size else -1)
+        # The rows holding NaN went to their learned side in the trees that route them.
+        assert mom[t, :, 0].sum() == (n if not unrouted[t] else n - 3)

@@ -84,3 +84,52 @@ def route_to_clusters(X, kind, feature, threshold, center, left, right, missing,
     for i in range(leaves.shape[0]):
         out[i] = value[leaves[i]] if leaves[i] >= 0 else -1
     return out
+
+
+# Rows routed together through one tree by ``route_block_in_lockstep``: their chains of node loads are
+# independent, so the processor overlaps them (one row's routing is a chain of dependent loads and a
+# mispredicted branch at every level).
+LOCKSTEP_ROWS = 8
+
+
+@numba.njit(cache=True, nogil=True)
+def lockstep_steps(kind, left, right):
+    """The arrays ``route_block_in_lockstep`` walks for one tree: (left, right) with every leaf pointing
+    to itself, so that a row that reached its leaf stays there while the others go on; the depth of
+    the deepest leaf; and whether every cut is ONE_SIDED (the only kind routed in lockstep)."""
+    m = kind.shape[0]
+    step_left, step_right = left.copy(), right.copy()
+    plain = True
+    for node in range(m):
+        if kind[node] == LEAF:
+            step_left[node] = node
+            step_right[node] = node
+        elif kind[node] != ONE_SIDED:
+            plain = False
+    depth = 0
+    level = np.zeros(m, dtype=np.int64)
+    stack = [0]
+    while len(stack) > 0:
+        node = stack.pop()
+        if kind[node] != LEAF:
+            for child in (left[node], right[node]):
+                level[child] = level[node] + 1
+                depth = max(depth, level[child])
+                stack.append(child)
+    return step_left, step_right, depth, plain
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def route_block_in_lockstep(X, start, feature, threshold, step_left, step_right, depth, leaves):
+    """Leaf of rows ``start..start + LOCKSTEP_ROWS - 1`` of X into ``leaves``, through a tree of ONE_SIDED
+    cuts (``lockstep_steps``), all rows one level at a time for the tree's depth. The same leaves as
+    ``routed_leaf_of`` for rows without NaN in X (a NaN would go left here, where a cut's missing side
+    decides there)."""
+    for b in range(LOCKSTEP_ROWS):  # a constant count: unrolled, the rows' nodes held in registers
+        leaves[b] = 0
+    for _ in range(depth):
+        for b in range(LOCKSTEP_ROWS):
+            node = leaves[b]
+            # A select, not a branch: (v > threshold) is 0 or 1 (no NaN here), never mispredicted.
+            goes_right = np.int64(X[start + b, feature[node]] > threshold[node])
+            leaves[b] = step_left[node] + goes_right * (step_right[node] - step_left[node])
