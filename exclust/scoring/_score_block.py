@@ -154,10 +154,10 @@ def forest_moments(X, Z, kind, feature, threshold, center, left, right, missing,
     once and routed through every tree while it sits in cache. A block of ``LOCKSTEP_ROWS`` rows
     without NaN in X goes through a tree of one-sided cuts in lockstep (``route_block_in_lockstep``:
     the same leaves; this kernel 1.16-1.34x faster on 1M x 20 rows with one to six trees, issue 29
-    item 4); other blocks and trees row by row. Per tree and node the sums run over the rows in
-    order, as one sweep per tree would add them. A row holding NaN or inf in Z reaches no node (a
-    cost cannot take it; with Z = X the tree's ``apply`` leaves such a row unlabelled too), nor, in
-    tree ``t`` with ``nan_unrouted[t]``, a row holding NaN in X (``scored_leaf_of``).
+    item 4); other blocks and trees row by row. Per tree and node the sums run over the rows in order, as one sweep per tree
+    would add them. A row holding NaN or inf in Z reaches no node (a cost cannot take it; with Z = X
+    the tree's ``apply`` leaves such a row unlabelled too), nor, in tree ``t`` with
+    ``nan_unrouted[t]``, a row holding NaN in X (``scored_leaf_of``).
     """
     n, d = Z.shape
     n_trees, width = kind.shape
@@ -190,8 +190,7 @@ def forest_moments(X, Z, kind, feature, threshold, center, left, right, missing,
                     no_nan = False
         for t in range(n_trees):
             if plain[t] and no_nan and stop - start == B:
-                route_block_in_lockstep(X, start, feature[t], threshold[t], step_left[t], step_right[t], depth[t],
-                                        leaves)
+                route_block_in_lockstep(X, start, feature[t], threshold[t], step_left[t], step_right[t], depth[t], leaves)
             else:
                 for b in range(stop - start):
                     leaves[b] = scored_leaf_of(X, start + b, kind[t], feature[t], threshold[t], center[t], left[t],
