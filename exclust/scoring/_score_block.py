@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from exclust.dataplane._center_distances import label_value, reference_label_of, transposed
-from exclust.tree._routing import LOCKSTEP_ROWS, lockstep_steps, route_block_in_lockstep, routed_leaf_of
+from exclust.tree._routing import routed_leaf_of
 
 
 @numba.njit(cache=True, nogil=True)
@@ -150,60 +150,36 @@ def forest_moments(X, Z, kind, feature, threshold, center, left, right, missing,
     (the space the costs are measured in; X itself when that is the features: pass X twice).
 
     Every tree in ONE sweep over the rows (the cost curve's and the standing table's pass): tree
-    ``t`` is row ``t`` of the stacked node arrays (``forest_arrays``), so each block of rows is read
-    once and routed through every tree while it sits in cache. A block of ``LOCKSTEP_ROWS`` rows
-    without NaN in X goes through a tree of one-sided cuts in lockstep (``route_block_in_lockstep``:
-    the same leaves; this kernel 1.16-1.34x faster on 1M x 20 rows with one to six trees, issue 29
-    item 4); other blocks and trees row by row. Per tree and node the sums run over the rows in order, as one sweep per tree
-    would add them. A row holding NaN or inf in Z reaches no node (a cost cannot take it; with Z = X
-    the tree's ``apply`` leaves such a row unlabelled too), nor, in tree ``t`` with
-    ``nan_unrouted[t]``, a row holding NaN in X (``scored_leaf_of``).
+    ``t`` is row ``t`` of the stacked node arrays (``forest_arrays``), so each row is read once
+    and routed through every tree while it sits in cache; the pass stays bound by reading the
+    rows, not by the number of trees. Per tree and node the sums run over the rows in order, as
+    one sweep per tree would add them. A row holding NaN or inf in Z reaches no node (a cost cannot
+    take it; with Z = X the tree's ``apply`` leaves such a row unlabelled too), nor, in tree ``t``
+    with ``nan_unrouted[t]``, a row holding NaN in X (``scored_leaf_of``).
     """
     n, d = Z.shape
     n_trees, width = kind.shape
     mom = np.zeros((n_trees, width, d + 2))
     first = np.full((n_trees, width), -1, dtype=np.int64)
-    step_left, step_right = np.empty_like(left), np.empty_like(right)
-    depth = np.empty(n_trees, dtype=np.int64)
-    plain = np.empty(n_trees, dtype=np.bool_)
-    for t in range(n_trees):
-        step_left[t], step_right[t], depth[t], plain[t] = lockstep_steps(kind[t], left[t], right[t])
-    B = LOCKSTEP_ROWS
-    sq = np.empty(B)
-    finite = np.empty(B, dtype=np.bool_)
-    leaves = np.empty(B, dtype=np.int64)
-    for start in range(0, n, B):
-        stop = min(n, start + B)
-        no_nan = True
-        for b in range(stop - start):
-            i = start + b
-            s = 0.0
-            finite[b] = True
-            for f in range(d):
-                v = Z[i, f]
-                if not np.isfinite(v):
-                    finite[b] = False
-                s += v * v
-            sq[b] = s
-            for f in range(X.shape[1]):
-                if X[i, f] != X[i, f]:
-                    no_nan = False
+    for i in range(n):
+        s = 0.0
+        finite = True
+        for f in range(d):
+            v = Z[i, f]
+            if not np.isfinite(v):
+                finite = False
+            s += v * v
+        if not finite:
+            continue
         for t in range(n_trees):
-            if plain[t] and no_nan and stop - start == B:
-                route_block_in_lockstep(X, start, feature[t], threshold[t], step_left[t], step_right[t], depth[t], leaves)
-            else:
-                for b in range(stop - start):
-                    leaves[b] = scored_leaf_of(X, start + b, kind[t], feature[t], threshold[t], center[t], left[t],
-                                               right[t], missing[t], bits[t], nan_unrouted[t])
-            for b in range(stop - start):
-                node = leaves[b]
-                if node < 0 or not finite[b]:
-                    continue
-                i = start + b
-                if first[t, node] < 0:
-                    first[t, node] = i
-                mom[t, node, 0] += 1.0
-                for f in range(d):
-                    mom[t, node, 1 + f] += Z[i, f]
-                mom[t, node, d + 1] += sq[b]
+            node = scored_leaf_of(X, i, kind[t], feature[t], threshold[t], center[t], left[t], right[t], missing[t],
+                                  bits[t], nan_unrouted[t])
+            if node < 0:
+                continue
+            if first[t, node] < 0:
+                first[t, node] = i
+            mom[t, node, 0] += 1.0
+            for f in range(d):
+                mom[t, node, 1 + f] += Z[i, f]
+            mom[t, node, d + 1] += s
     return mom, first
