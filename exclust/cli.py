@@ -203,8 +203,7 @@ def cmd_demo(args) -> int:
         log(f"[{0.0:7.1f} s] writing {args.rows} rows (k={args.n_clusters}, d={args.d}) as Parquet partitions "
             f"to {data}")
         write_gmm_parquet(data, args.rows, args.n_clusters, args.d, rows_per_file=max(10_000, args.rows // 6),
-                          random_state=args.random_state)
-        stamp.write_text(json.dumps(spec))
+                          random_state=args.random_state, extra_files={stamp.name: json.dumps(spec)})
     log(f"[{time.perf_counter() - t0:7.1f} s] dataset ready")
     from exclust.jobs.config import EXPLAIN_OPTIONS, ExplainConfig
     from exclust.jobs.option_spec import config_values

@@ -145,6 +145,21 @@ def test_demo_runs_without_any_prefect_server_in_a_fresh_home(tmp_path):
     assert "demo done in" in proc.stdout
 
 
+def test_the_demos_dataset_appears_whole_with_its_stamp_or_not_at_all(tmp_path):
+    """The demo reuses its dataset only where its stamp matches and refuses a folder without one, so the stamp is
+    written with the partitions before the folder is renamed into place: a stop between the two would otherwise
+    leave a dataset that the next demo refuses."""
+    from exclust.datasets.synthetic import write_gmm_parquet
+
+    with pytest.raises(FileNotFoundError):  # a failure in the last step before the rename
+        write_gmm_parquet(tmp_path / "data", 3000, 3, 2, rows_per_file=1000, extra_files={"missing/_demo.json": "{}"})
+    assert list(tmp_path.iterdir()) == []
+    write_gmm_parquet(tmp_path / "data", 3000, 3, 2, rows_per_file=1000, extra_files={"_demo.json": '{"rows": 3000}'})
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
+        "_demo.json", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert json.loads((tmp_path / "data" / "_demo.json").read_text()) == {"rows": 3000}
+
+
 @pytest.mark.e2e
 def test_demo_through_the_prefect_flow_starts_a_temporary_server_in_a_temporary_home(tmp_path):
     """`exclust demo --prefect` without PREFECT_API_URL: the flow runs against Prefect's temporary server."""

@@ -219,6 +219,9 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
         _STATE.raised, _STATE.settled = saved.raised, saved.settled
 
 
+_NUMBA_SERIALIZE = os.path.join("numba", "core", "serialize.py")
+
+
 def _must_defer(frame) -> bool:
     """Whether the signal landed where an interrupt raised now would come out as some other error, so it is
     delivered again shortly instead: ``frame`` or a caller of it runs
@@ -229,9 +232,13 @@ def _must_defer(frame) -> bool:
     - the creation or execution of a C extension module (``ExtensionFileLoader``): the module's C init may import
       further modules, and an interrupt raised in them comes out of the init as an ImportError (the sweep's SIGHUP
       at 1 s of a label run landed while numba's ``_dispatcher`` imported ``numba._devicearray``);
-    - a callback of the garbage collector (``gc.callbacks``), whose exceptions are unraisable.
+    - a callback of the garbage collector (``gc.callbacks``), whose exceptions are unraisable;
+    - numba's ``_numba_unpickle``, which compiled ``parallel=True`` code calls on every call: a signal that arrived
+      while the compiled code ran is handled at the callback's first instruction, and the interrupt once came out
+      of the kernel as ``SystemError: ... returned a result with an exception set`` (a SIGTERM at 6 s of the demo's
+      explain, inside ``surrogate_histograms``; exit 1, a traceback).
 
-    One walk up the stack checks all three."""
+    One walk up the stack checks all four."""
     import gc
 
     gc_codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
@@ -239,6 +246,8 @@ def _must_defer(frame) -> bool:
     while frame is not None:
         code = frame.f_code
         if code.co_name == "__set_name__" or code in gc_codes:
+            return True
+        if code.co_name == "_numba_unpickle" and code.co_filename.endswith(_NUMBA_SERIALIZE):
             return True
         if code.co_name in ("create_module", "exec_module") and code.co_filename.endswith("_bootstrap_external>"):
             if type(frame.f_locals.get("self")).__name__ == "ExtensionFileLoader":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,12 +99,14 @@ def write_gmm_parquet(
     rows_per_file: int = 250_000,
     random_state: int | None = 0,
     truth_column: str = "truth",
+    extra_files: Mapping[str, str] | None = None,
     **mixture_options,
 ) -> GaussianMixtureSpec:
     """Write the Appendix G mixture as Parquet partitions ``part-00000.parquet`` ... in ``folder``.
 
-    Columns ``x0 .. x{d-1}`` and ``truth_column``. Written under a temporary name and renamed,
-    so an interrupted call leaves no half-written dataset behind.
+    Columns ``x0 .. x{d-1}`` and ``truth_column``; ``extra_files`` (name -> text, such as the demo's stamp) are
+    written beside them. Written under a temporary name and renamed, so an interrupted call leaves no
+    half-written dataset behind, and no dataset without its extra files.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -124,6 +127,8 @@ def write_gmm_parquet(
             columns[truth_column] = y.astype(np.int32)
             pq.write_table(pa.table(columns), tmp / f"part-{i:05d}.parquet", row_group_size=min(rows, 1_000_000))
             start += rows
+        for name, text in (extra_files or {}).items():
+            (tmp / name).write_text(text)
         tmp.rename(folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
