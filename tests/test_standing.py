@@ -183,3 +183,37 @@ def test_under_kmedians_the_table_shows_the_curves_surrogate_price():
         clusters = np.asarray(tree.predict(X))
         cost = sum(l1[clusters == c].sum(axis=0).min() for c in np.unique(clusters))
         assert rows[name]["price"] == pytest.approx(cost / reference, rel=1e-9), name
+
+
+def test_at_many_rows_the_trees_off_the_curve_are_priced_on_a_sample_against_the_runs_tree(monkeypatch):
+    """Issue 29 item 4: past ``2 x PRICED_ROWS`` rows the trees the scores' pass does not route anyway are
+    priced on a uniform sample of about ``PRICED_ROWS`` rows (the rows ``row_uniforms`` keeps), each as the run's
+    price on all rows times its cost over the run's tree's cost on those rows; the others stay exact."""
+    from exclust.dataplane.parts import row_uniforms
+    from exclust.report.standing import standing_html
+
+    X, _, _ = make_gmm_dataset(40_000, n_components=5, n_features=3, random_state=2, noise_scale=4.0)
+    config = ExplainConfig(input=pd.DataFrame(X, columns=["a", "b", "c"]), k=5, algorithm="exkmc",
+                           reference="kmeans", leaves=10)
+    monkeypatch.setattr(standing_module, "PRICED_ROWS", 4000)
+    monkeypatch.setattr(pipeline, "RUN_SAMPLE_ROWS", 20_000)  # a sample short of every row: no proven bound
+    data, ref, trees, scores, standing = steps_until_scored(config)
+    labels = np.asarray(ref.labels)
+    reference = kmeans_cost(X, labels)
+    kept = X[row_uniforms(0, 0, len(X)) < 4000 / 40_000]
+    own_on_sample = kmeans_cost(kept, np.asarray(trees["exkmc"].predict(kept)))
+    rows = {r["algorithm"]: r for r in standing["rows"]}
+    sampled = {name for name, r in rows.items() if r["sampled"]}
+    assert sampled and "exkmc" not in sampled and set(rows) - sampled - {"exkmc"}  # some rode on the curve
+    assert rows["exkmc"]["price"] == scores["price_kmeans"]
+    for name, tree in trees.items():
+        exact = kmeans_cost(X, np.asarray(tree.predict(X))) / reference
+        if name in sampled:
+            estimate = scores["price_kmeans"] * kmeans_cost(kept, np.asarray(tree.predict(kept))) / own_on_sample
+            assert rows[name]["price"] == pytest.approx(estimate, rel=1e-9), name
+            assert rows[name]["price"] == pytest.approx(exact, rel=0.03), name  # 3,900-odd rows of 40,000
+        else:
+            assert rows[name]["price"] == pytest.approx(exact, rel=1e-9), name
+    assert "marked ≈" in standing["fitted_on"] and "about 4,000 of the 40,000 rows" in standing["fitted_on"]
+    html = standing_html(standing)
+    assert html.count("≈") == len(sampled) + 1  # each sampled price, and the note that explains the mark

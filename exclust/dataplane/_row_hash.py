@@ -30,6 +30,23 @@ def _row_keys(seed, rows):
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _rows_below(seed, start, stop, share):
+    out = np.empty(stop - start, dtype=np.int64)
+    m = 0
+    for r in range(start, stop):
+        if row_key(seed, r) < share:
+            out[m] = r - start
+            m += 1
+    return out[:m]
+
+
+def rows_below(seed: int, start: int, stop: int, share: float) -> np.ndarray:
+    """Local indices ``i`` of the global rows ``start + i`` (up to ``stop``) whose ``row_key(seed, ...)`` is below
+    ``share``: a Bernoulli sample of about ``share`` of the rows, the same rows however they are parted."""
+    return _rows_below(np.uint64(int(seed) & _MASK64), int(start), int(stop), float(share))
+
+
 def stream_seed(seed: int, stream: int) -> int:
     """A seed per independent stream of draws from one user seed (stream 0, 1, ... of the same rows)."""
     return (int(seed) * 4 + int(stream)) & _MASK64

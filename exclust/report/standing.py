@@ -98,8 +98,10 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
         tags = ('<span class="tag own">this run</span>' if r.get("own") else "") + (
             '<span class="tag best">best</span>' if r.get("best") else "")
         price = _number(r.get("price"))
+        # ≈: priced on a sample of the rows (``fitted_on`` says which and how).
+        shown = ("≈" if r.get("sampled") and price is not None else "") + _price_text(price, decimals)
         cells = [f'<th scope="row">{esc(name)}{tags}</th>', f'<td class="num">{r["n_leaves"]}</td>',
-                 f'<td class="num price">{esc(_price_text(price, decimals))}{_bar(price, top)}</td>',
+                 f'<td class="num price">{esc(shown)}{_bar(price, top)}</td>',
                  f'<td class="num">{esc(fmt_value(_number(r.get("weighted_avg_depth"))))}</td>']
         if optimum:
             cells.append(f'<td class="num">{esc(_gap(r.get("gap")))}</td>')

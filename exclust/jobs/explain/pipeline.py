@@ -281,13 +281,14 @@ def score_and_curve(data: Dataset, ref: Reference | None, built: Built, config: 
     table = standing if standing is not None and not isinstance(standing, dict) else None
     riders = table.ride_on(plan) if table is not None else None  # the table's trees in the curve's sweep
     also = [plan.reduction(nearest, space=Z, riders=riders or ())] if plan is not None else []
-    also += [table.reduction(nearest, space=Z)] if table is not None and riders is None else []
+    table_pass = table.reduction(nearest, space=Z) if table is not None else None  # the trees that did not ride
+    also += [table_pass] if table_pass is not None else []
     scores, fused = score_with(built.tree, X, reference_labels=labels, centers=centers, y_true=y_true, Z=Z, also=also,
                                kmedians=config.wants_kmedians_price)
     curve_result = fused.pop(0) if plan is not None else None
     curve = plan.finish(curve_result) if plan is not None else None
     if table is not None:
-        standing = table.finish(curve_result if riders is not None else fused.pop(0), scores)
+        standing = table.finish(curve_result, fused.pop(0) if table_pass is not None else None, scores)
     # tree.json keeps the built-on share of rows per leaf: labelling runs compare theirs with it
     # (exclust.scoring.drift).
     sizes = scores.get("leaf_sizes") or {}

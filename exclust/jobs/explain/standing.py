@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane.parts import kernel_threading, passes_paused
+from exclust.dataplane.parts import kernel_threading, on_row_share, passes_paused
 from exclust.errors import InputError
 from exclust.jobs import registry
 from exclust.jobs.explain.cost_curve import (
@@ -54,6 +54,12 @@ from exclust.scoring.curves import CURVE_COSTS, CurvePlan, CurveSeries, routes_a
 from exclust.sources.dataset import Dataset
 from exclust.tree import ThresholdTree
 from exclust.tree.style import columns_text
+
+# At more than twice this many rows, under k-means, the table's trees that the scores' pass does not
+# route anyway are priced on a uniform sample of about this many rows, beside the run's tree (issue 29
+# item 4: routing six more trees through every row was 0.6-0.8 s of a 15 s job at 10M). Their
+# prices' error at this size is in bench/README.md ("The standing table on a sample").
+PRICED_ROWS = 1_000_000
 
 # What the table says when a run gets none.
 NO_CENTERS = ("No standing table: the reference is {what}, with no centers the other algorithms could "
@@ -78,6 +84,13 @@ class StandingPlan:
     # Riding on the cost curve's sweep (``ride_on``): where each tree's statistics are in the curve's
     # result, by algorithm (a tree routed as a final tree of the curve's is read there, not routed twice).
     at: dict[str, int] | None = None
+    # The share of the rows the trees not in the curve's sweep are priced on (``PRICED_ROWS``), None for all
+    # rows; the seed of the rows' draw; and (set by ``reduction``) the trees priced so and their plan, the
+    # run's tree first, whose price on all rows scales theirs.
+    priced_share: float | None = None
+    seed: int = 0
+    sampled: list[str] | None = None
+    sampled_plan: CurvePlan | None = None
 
     def ride_on(self, curve: CurvePlan | None) -> list[ThresholdTree] | None:
         """The trees to route in ``curve``'s sweep beside its own (``CurvePlan.reduction(riders=)``),
@@ -93,27 +106,67 @@ class StandingPlan:
         self.at = {}
         for name, series in self.plan.series.items():
             alike = [i for i, final in enumerate(finals) if routes_alike(series.trees[0], final)]
+            if not alike and self.priced_share is not None:
+                continue  # priced on the sample, in the table's own reduction
             self.at[name] = alike[0] if alike else len(finals) + len(riders)
             riders += [] if alike else [series.trees[0]]
         return riders
 
     def reduction(self, nearest=None, space=None):
-        # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
-        # ``space``: the clustering columns the costs are measured on (CurvePlan.reduction).
-        return self.plan.reduction(nearest, reference=self.objective != "kmeans", space=space)
+        """The table's own reduction in the scores' pass, after ``ride_on``: None when every tree rode on the
+        curve's sweep; else over all rows every tree (no curve to ride on), or with ``priced_share`` over that
+        share of the rows the trees that did not ride, the run's tree beside them (``finish`` scales their
+        costs by its). ``space``: the clustering columns the costs are measured on (CurvePlan.reduction)."""
+        if self.priced_share is None:
+            if self.at is not None:
+                return None
+            # Under k-means the table's reference cost is scoring's own (``finish``): the trees only.
+            return self.plan.reduction(nearest, reference=self.objective != "kmeans", space=space)
+        self.sampled = [name for name in self.plan.series if name not in (self.at or {}) and name != self.own]
+        if not self.sampled:
+            return None
+        self.sampled_plan = CurvePlan(self.plan.leaves, {name: self.plan.series[name]
+                                                         for name in [self.own, *self.sampled]},
+                                      self.plan.centers, self.plan.baselines, self.objective)
+        return on_row_share(self.sampled_plan.reduction(nearest, space=space), self.priced_share, self.seed)
 
-    def finish(self, result, scores: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, curve_result, own_result, scores: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's ``standing``: one row per tree (price, weighted average depth, leaves;
-        the run's own and the best marked; the gap to the optimum where it is known). ``result``:
-        the curve's when the table rode on it (``ride_on``), else its own reduction's."""
-        if self.at is not None:  # the curve's sweep: its reference cost is the same (same centers and objective)
-            result = ([result[0][self.at[name]] for name in self.plan.series], result[1])
-        costs, nearest_cost = self.plan.tree_costs(result)
-        counts = self.plan.final_leaf_counts(result)
+        the run's own and the best marked; the gap to the optimum where it is known; ``sampled`` where
+        it was priced on the sample). ``curve_result``: the curve's sweep, read for the trees that rode
+        on it (``ride_on``); ``own_result``: the table's own reduction's (``reduction``), or None."""
+        costs: dict[str, list[float]] = {}
+        counts: dict[str, np.ndarray] = {}
+        nearest_cost = 0.0
+        if self.at:  # the curve's sweep: its reference cost is the same (same centers and objective)
+            rode = CurvePlan(self.plan.leaves, {name: self.plan.series[name] for name in self.at}, self.plan.centers,
+                             self.plan.baselines, self.objective)
+            result = ([curve_result[0][i] for i in self.at.values()], curve_result[1])
+            costs, nearest_cost = rode.tree_costs(result)
+            counts = rode.final_leaf_counts(result)
+        if own_result is not None and self.sampled_plan is None:
+            costs, nearest_cost = self.plan.tree_costs(own_result)
+            counts = self.plan.final_leaf_counts(own_result)
         reference = scores.get("kmeans_cost_reference") if self.objective == "kmeans" else nearest_cost
         if self.objective == "kmeans" and scores.get("kmeans_cost_tree") is not None:
             # The run's tree was scored by scoring's own statistics too: its row is the headline price itself.
             costs[self.own] = [scores["kmeans_cost_tree"]]
+        sampled = set()
+        if own_result is not None and self.sampled_plan is not None:
+            on_sample, reference_on_sample = self.sampled_plan.tree_costs(own_result)
+            sample_counts = self.sampled_plan.final_leaf_counts(own_result)
+            # Priced against the run's tree on the same rows: its cost on all rows over its cost on the sample
+            # (the two trees agree on most rows, so most of the sample's error cancels); else the reference's.
+            own_cost = costs.get(self.own, [None])[0]
+            if own_cost is not None and on_sample[self.own][0] > 0:
+                scale = own_cost / on_sample[self.own][0]
+            else:
+                scale = (reference or 0.0) / reference_on_sample if reference_on_sample > 0 else float("nan")
+            for name in [*(self.sampled or ()), *([] if self.own in costs else [self.own])]:
+                costs[name] = [on_sample[name][0] * scale]
+                counts[name] = sample_counts[name]
+                sampled.add(name)
+            counts.setdefault(self.own, sample_counts[self.own])
         rows: list[dict[str, Any]] = []
         for name, series in self.plan.series.items():
             tree = series.trees[0]
@@ -123,7 +176,7 @@ class StandingPlan:
                 "cost": float(costs[name][0]), "price": _ratio(costs[name][0], reference),
                 "weighted_avg_depth": (float((reached * tree.node_depths()[tree.leaves]).sum() / reached.sum())
                                        if reached.sum() else None),
-                "own": name == self.own,
+                "own": name == self.own, "sampled": name in sampled,
             })
         best = min((r["price"] for r in rows if r["price"] is not None), default=None)
         for r in rows:  # ties within rounding (the same tree found twice) are all best
@@ -183,14 +236,21 @@ def plan_standing(config: Any, own_tree: ThresholdTree, centers: np.ndarray, sam
     if certified is not None and "optimal" not in trees:
         trees["optimal"] = certified
     of = f"{data.n_rows:,} rows" + ("" if data.n_rows == n_rows else f" of {n_rows:,}")
+    # A proven bound needs every tree's cost on all rows; it is only given where the sample holds every row.
+    sampled = config.objective == "kmeans" and n_rows > 2 * PRICED_ROWS and bound is None
+    share = PRICED_ROWS / n_rows if sampled else None
+    scored = ("every tree scored on all rows" if share is None else
+              f"the run's tree and those the cost curve routes scored on all rows, the others (marked ≈) on a uniform "
+              f"sample of about {PRICED_ROWS:,} of the {n_rows:,} rows, each priced as the run's tree's price on all "
+              "rows times their cost over its cost on those rows")
     fitted_on = (f"the other trees fitted on a uniform sample of {of} from the run's centers (CART on the "
-                 "reference labels), the run's tree on all rows; every tree scored on all rows"
-                 + (f", its cost measured on the clustering columns {columns_text(data.cluster_names or ())}"
+                 f"reference labels), the run's tree on all rows; {scored}"
+                 + (f", costs measured on the clustering columns {columns_text(data.cluster_names or ())}"
                     if space is not None else ""))
     plan = CurvePlan([int(own_tree.n_leaves)], {name: CurveSeries([tree]) for name, tree in trees.items()},
                      centers, fitted_on, config.objective)
     return StandingPlan(config.algorithm, plan, config.objective, fitted_on, optimum, note, bound, bound_note,
-                        left_out)
+                        left_out, priced_share=share, seed=int(config.random_state or 0))
 
 
 def fit_standing(config: Any, centers: np.ndarray, data: Dataset, sample_labels, space: np.ndarray | None,
