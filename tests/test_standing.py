@@ -185,20 +185,29 @@ def test_under_kmedians_the_table_shows_the_curves_surrogate_price():
         assert rows[name]["price"] == pytest.approx(cost / reference, rel=1e-9), name
 
 
-def test_at_many_rows_the_trees_off_the_curve_are_priced_on_a_sample_against_the_runs_tree(monkeypatch):
+@pytest.mark.parametrize("held_in", ["memory", "parquet on a cluster"])
+def test_at_many_rows_the_trees_off_the_curve_are_priced_on_a_sample_against_the_runs_tree(held_in, monkeypatch,
+                                                                                          tmp_path, request):
     """Issue 29 item 4: past ``2 x PRICED_ROWS`` rows the trees the scores' pass does not route anyway are
-    priced on a uniform sample of about ``PRICED_ROWS`` rows (the rows ``row_uniforms`` keeps), each as the run's
-    price on all rows times its cost over the run's tree's cost on those rows; the others stay exact."""
+    priced on a uniform sample of about ``PRICED_ROWS`` rows (the rows ``row_uniforms`` keeps by global row id,
+    however the data are parted), each as the run's price on all rows times its cost over the run's tree's cost
+    on those rows; the others stay exact."""
     from exclust.dataplane.parts import row_uniforms
     from exclust.report.standing import standing_html
 
     X, _, _ = make_gmm_dataset(40_000, n_components=5, n_features=3, random_state=2, noise_scale=4.0)
-    config = ExplainConfig(input=pd.DataFrame(X, columns=["a", "b", "c"]), k=5, algorithm="exkmc",
-                           reference="kmeans", leaves=10)
+    source = pd.DataFrame(X, columns=["a", "b", "c"])
+    if held_in != "memory":
+        request.getfixturevalue("dask_client")
+        (tmp_path / "data").mkdir()
+        for i in range(4):  # parts of 10,000 rows: the kept rows are chosen by global row id
+            source.iloc[i * 10_000:(i + 1) * 10_000].to_parquet(tmp_path / "data" / f"part-{i}.parquet")
+        source = str(tmp_path / "data")
+    config = ExplainConfig(input=source, k=5, algorithm="exkmc", reference="kmeans", leaves=10)
     monkeypatch.setattr(standing_module, "PRICED_ROWS", 4000)
     monkeypatch.setattr(pipeline, "RUN_SAMPLE_ROWS", 20_000)  # a sample short of every row: no proven bound
     data, ref, trees, scores, standing = steps_until_scored(config)
-    labels = np.asarray(ref.labels)
+    labels = np.asarray(ref.labels.compute() if hasattr(ref.labels, "compute") else ref.labels)
     reference = kmeans_cost(X, labels)
     kept = X[row_uniforms(0, 0, len(X)) < 4000 / 40_000]
     own_on_sample = kmeans_cost(kept, np.asarray(trees["exkmc"].predict(kept)))
