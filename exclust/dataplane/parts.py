@@ -468,8 +468,8 @@ def row_uniforms(seed: int, start: int, stop: int) -> np.ndarray:
 
 def on_row_share(reduction: Reduction, share: float, seed: int) -> Reduction:
     """``reduction`` over a pseudo-random ``share`` of the rows: a Bernoulli sample, each global row
-    kept where its ``row_uniforms(seed, ...)`` number is below ``share`` (``_row_hash.rows_below``) (so the same rows however
-    the data are parted), its column blocks cut alike. It rides in the same pass as the others, at
+    kept where its ``row_uniforms(seed, ...)`` number is below ``share`` (``_row_hash.rows_below``; so
+    the same rows however the data are parted), its column blocks cut alike. It rides in the same pass as the others, at
     about ``share`` of its kernel's cost: for statistics a sample gives to the digits shown (the
     standing table's trees at many rows)."""
     if reduction.with_offset or reduction.per_part is not None:
