@@ -41,3 +41,24 @@ def test_the_local_cluster_is_quiet_from_start_to_close(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "done"
     assert result.stderr.strip() == "", result.stderr[-3000:]
+
+
+def test_the_modules_bytecode_is_written_even_where_python_writes_none(tmp_path):
+    """``compile_bytecode`` writes every module's ``.pyc`` (containers set PYTHONDONTWRITEBYTECODE, under which an
+    editable install's imports write none and each start compiles the sources again); Python then loads them."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text("VALUE = 41 + 1\n")
+    code = textwrap.dedent(f"""
+        import importlib.util, pathlib, sys
+        from exclust.jobs import warmup
+        assert warmup.compile_bytecode(pathlib.Path({str(package)!r})) == 0
+        sys.path.insert(0, {str(tmp_path)!r})
+        import pkg.mod
+        print(pkg.mod.__cached__ is not None and pathlib.Path(pkg.mod.__cached__).exists(), sys.dont_write_bytecode,
+              pkg.mod.VALUE)
+    """)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout.split() == ["True", "True", "42"], proc.stdout + proc.stderr
