@@ -298,11 +298,25 @@ def _end_process(code: int) -> None:
     shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as Py_Finalize does first
     if callable(shutdown):
         shutdown()
+    _end_leftover_children()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(int(code or 0) & 0xFF)  # as sys.exit(code) gives it to the OS
+
+
+def _end_leftover_children() -> None:
+    """Kill the child processes still alive once the run is settled, before ``multiprocessing``'s exit handler
+    joins them with no time limit: they can only be workers of the run's own local cluster that its close did not
+    reach (a stop once left Dask's event loop unable to run: the workers stayed, and the process waited on them
+    for good). They hold nothing of the run's: every output is committed or removed by now."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is None:
+        return
+    for child in multiprocessing.active_children():
+        child.kill()  # SIGKILL: a cluster's processes start with the stop signals blocked
+        child.join(timeout=5)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -437,3 +437,77 @@ def test_a_peer_hanging_up_after_a_fetch_logs_no_traceback_on_exclusts_workers()
     assert [r.getMessage().split(" with ")[0] for r in bare] == ["failed during get data"]
     assert bare[0].exc_info is not None  # the traceback
     assert asyncio.run(_ask_for_data_and_hang_up(quiet=True)) == []
+
+
+LOGGING_LOCK_STOP = r'''
+import logging, os, signal, sys, threading, time
+
+from exclust.dataplane.stop_signals import listening
+
+
+def stop_once_logging_holds_its_lock(frame, event, arg):
+    if event == "c_return" and frame.f_code.co_name == "_acquireLock":
+        sys.setprofile(None)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled in this profiler, logging's lock just taken, before its try
+        for _ in range(10_000):
+            pass
+
+
+def lock_is_free() -> bool:
+    got = []
+
+    def take():
+        got.append(logging._lock.acquire(timeout=5))  # a bound on a leak only
+        if got[0]:
+            logging._lock.release()
+
+    taker = threading.Thread(target=take)
+    taker.start()
+    taker.join()
+    return got[0]
+
+
+with listening() as stop:
+    try:
+        sys.setprofile(stop_once_logging_holds_its_lock)
+        logging.getLogger("a.fresh.logger").isEnabledFor(logging.DEBUG)
+        sys.setprofile(None)
+        deadline = time.monotonic() + 60  # a bound on a lost signal only
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("not stopped")
+    except KeyboardInterrupt:
+        sys.setprofile(None)
+        print("stopped", stop.signum, lock_is_free())
+'''
+
+
+def test_a_stop_as_logging_takes_its_lock_is_delivered_after_it_and_leaves_the_lock_free():
+    """``logging`` takes its locks with ``acquire()`` before a ``try``: an interrupt raised as the acquire returns
+    (sent here from a profiler at that very point) left the module's lock held for good, and the next thread to log
+    waited on it forever (the demo stopped at 5.6 s: Dask's event loop thread hung in ``isEnabledFor``, the workers
+    were never closed, the process hung at exit). The stop is delivered once logging returned; the lock is free."""
+    proc = subprocess.run([sys.executable, "-c", LOGGING_LOCK_STOP], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout.strip() == f"stopped {int(signal.SIGTERM)} True", proc.stdout + proc.stderr
+
+
+END_WITH_A_CHILD_LEFT = r'''
+import multiprocessing, time
+from exclust import cli
+
+child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(600,))
+child.start()
+print(child.pid, flush=True)
+cli._end_process(3)
+'''
+
+
+def test_the_command_ends_even_when_a_child_process_outlived_the_run():
+    """A child still alive at the command's end (the workers of a local cluster whose close a stop had kept from
+    running) is killed; multiprocessing's exit handler would otherwise wait on it for good."""
+    proc = subprocess.run([sys.executable, "-c", END_WITH_A_CHILD_LEFT], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(proc.stdout.split()[0]), 0)

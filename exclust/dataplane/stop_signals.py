@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import sys
@@ -220,6 +221,7 @@ def listening(keep_settled: bool = False) -> Iterator[Stop]:
 
 
 _NUMBA_SERIALIZE = os.path.join("numba", "core", "serialize.py")
+_LOGGING_SOURCE = logging.__file__
 
 
 def _must_defer(frame) -> bool:
@@ -236,9 +238,13 @@ def _must_defer(frame) -> bool:
     - numba's ``_numba_unpickle``, which compiled ``parallel=True`` code calls on every call: a signal that arrived
       while the compiled code ran is handled at the callback's first instruction, and the interrupt once came out
       of the kernel as ``SystemError: ... returned a result with an exception set`` (a SIGTERM at 6 s of the demo's
-      explain, inside ``surrogate_histograms``; exit 1, a traceback).
+      explain, inside ``surrogate_histograms``; exit 1, a traceback);
+    - the ``logging`` module: it takes its locks with ``acquire()`` before a ``try``, so an interrupt raised as
+      the acquire returns leaves the lock held by this thread for good, and the next thread that logs waits on
+      it forever (the demo stopped at 5.6 s: Dask's event loop thread hung in ``isEnabledFor``, its workers
+      were never closed, and the process waited on them at exit).
 
-    One walk up the stack checks all four."""
+    One walk up the stack checks all five."""
     import gc
 
     gc_codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
@@ -248,6 +254,8 @@ def _must_defer(frame) -> bool:
         if code.co_name == "__set_name__" or code in gc_codes:
             return True
         if code.co_name == "_numba_unpickle" and code.co_filename.endswith(_NUMBA_SERIALIZE):
+            return True
+        if code.co_filename == _LOGGING_SOURCE:
             return True
         if code.co_name in ("create_module", "exec_module") and code.co_filename.endswith("_bootstrap_external>"):
             if type(frame.f_locals.get("self")).__name__ == "ExtensionFileLoader":
