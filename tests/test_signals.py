@@ -196,6 +196,22 @@ def test_a_stop_while_the_parser_is_built_names_the_command(monkeypatch, capsys)
                                                "partial output")
 
 
+@contextlib.contextmanager
+def worker_errors():
+    """What ``distributed.worker`` logs at ERROR meanwhile (a list, filled as it logs); its filters as they were
+    after (those ``QuietUserErrors`` adds go)."""
+    logger, records = logging.getLogger("distributed.worker"), []
+    filters = list(logger.filters)
+    keep = logging.Handler(logging.ERROR)
+    keep.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(keep)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(keep)
+        logger.filters[:] = filters
+
+
 async def _close_a_worker_while_its_heartbeat_waits(quiet: bool) -> list[logging.LogRecord]:
     """A real scheduler and worker (in this process): the scheduler holds the worker's heartbeat (its handler
     waits on an event the test sets) and the worker closes meanwhile, as a worker of a closing local cluster
@@ -206,12 +222,7 @@ async def _close_a_worker_while_its_heartbeat_waits(quiet: bool) -> list[logging
 
     from exclust.dataplane.cluster import QuietUserErrors
 
-    logger, records = logging.getLogger("distributed.worker"), []
-    filters = list(logger.filters)
-    keep = logging.Handler(logging.ERROR)
-    keep.emit = records.append  # type: ignore[method-assign]
-    logger.addHandler(keep)
-    try:
+    with worker_errors() as records:
         async with Scheduler(host="127.0.0.1", dashboard_address="127.0.0.1:0") as scheduler:
             arrived, reply = asyncio.Event(), asyncio.Event()
             answer = scheduler.handlers["heartbeat_worker"]
@@ -228,9 +239,6 @@ async def _close_a_worker_while_its_heartbeat_waits(quiet: bool) -> list[logging
             await asyncio.wait_for(arrived.wait(), 60)  # a bound on a hang only
             await worker.close()
             reply.set()
-    finally:
-        logger.removeHandler(keep)
-        logger.filters[:] = filters  # the ones QuietUserErrors added go
     return [r for r in records if "heartbeat" in r.getMessage()]
 
 
@@ -399,12 +407,7 @@ async def _ask_for_data_and_hang_up(quiet: bool) -> list[logging.LogRecord]:
 
     from exclust.dataplane.cluster import QuietUserErrors
 
-    logger, records = logging.getLogger("distributed.worker"), []
-    filters = list(logger.filters)
-    keep = logging.Handler(logging.ERROR)
-    keep.emit = records.append  # type: ignore[method-assign]
-    logger.addHandler(keep)
-    try:
+    with worker_errors() as records:
         async with Scheduler(host="127.0.0.1", dashboard_address="127.0.0.1:0") as scheduler, \
                 Worker(scheduler.address, nthreads=1, dashboard=False) as worker, \
                 Client(scheduler.address, asynchronous=True) as client:
@@ -422,9 +425,6 @@ async def _ask_for_data_and_hang_up(quiet: bool) -> list[logging.LogRecord]:
                 if records or not worker.transfer_outgoing_count:
                     break
                 await asyncio.sleep(0.01)
-    finally:
-        logger.removeHandler(keep)
-        logger.filters[:] = filters  # the ones QuietUserErrors added go
     return [r for r in records if "get data" in r.getMessage()]
 
 
