@@ -93,15 +93,18 @@ def standing_html(standing: Mapping[str, Any] | None, titles: Mapping[str, str] 
     top = max(prices + ([opt_price] if opt_price is not None else []), default=0.0)
     decimals = price_decimals(prices + ([opt_price] if opt_price is not None else []))
     body = []
+    any_sampled = any(r.get("sampled") for r in rows)
     for r in rows:
         name = (titles or {}).get(str(r["algorithm"]), r.get("title") or r["algorithm"])
         tags = ('<span class="tag own">this run</span>' if r.get("own") else "") + (
             '<span class="tag best">best</span>' if r.get("best") else "")
         price = _number(r.get("price"))
-        # ≈: priced on a sample of the rows (``fitted_on`` says which and how).
-        shown = ("≈" if r.get("sampled") and price is not None else "") + _price_text(price, decimals)
+        # ≈: priced on a sample of the rows (``fitted_on`` says which and how); a mark's room in every row of a
+        # table that has one, so the bars stay aligned.
+        mark = ('<span class="approx" title="priced on a sample of the rows">≈</span>'
+                if r.get("sampled") and price is not None else '<span class="approx"></span>' if any_sampled else "")
         cells = [f'<th scope="row">{esc(name)}{tags}</th>', f'<td class="num">{r["n_leaves"]}</td>',
-                 f'<td class="num price">{esc(shown)}{_bar(price, top)}</td>',
+                 f'<td class="num price">{mark}{esc(_price_text(price, decimals))}{_bar(price, top)}</td>',
                  f'<td class="num">{esc(fmt_value(_number(r.get("weighted_avg_depth"))))}</td>']
         if optimum:
             cells.append(f'<td class="num">{esc(_gap(r.get("gap")))}</td>')
