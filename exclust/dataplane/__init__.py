@@ -7,7 +7,8 @@ held on the workers or streamed; per-part state kept where a pass made it), ``st
 statistics that merge across parts), ``cluster.py`` (the Dask client), ``progress.py`` (one log
 line per step), ``run_context.py`` (one run's own state: its opened input, pass counter and step
 timer), ``tasks.py`` (a run's independent tasks, one Dask task each, cancelled whole),
-``stop_signals.py`` (stop signals obeyed at any moment of a run). Kernels used by several layers:
+``stop_signals.py`` (stop signals obeyed at any moment of a run), ``row_share.py`` (a pass's reduction over a
+pseudo-random share of the rows). Kernels used by several layers:
 ``_cluster_moments.py`` (per-cluster counts,
 sums, scatter), ``_center_distances.py`` (nearest center in squared l2 and l1, per-leaf sums,
 many trees' costs in one sweep), ``_row_distances.py`` (one row's distance to every center at once, the

@@ -466,27 +466,6 @@ def row_uniforms(seed: int, start: int, stop: int) -> np.ndarray:
     return hashed(seed, np.arange(start, stop, dtype=np.int64))
 
 
-def on_row_share(reduction: Reduction, share: float, seed: int) -> Reduction:
-    """``reduction`` over a pseudo-random ``share`` of the rows: a Bernoulli sample, each global row
-    kept where its ``row_uniforms(seed, ...)`` number is below ``share`` (``_row_hash.rows_below``; so
-    the same rows however the data are parted), its column blocks cut alike. It rides in the same pass as the others, at
-    about ``share`` of its kernel's cost: for statistics a sample gives to the digits shown (the
-    standing table's trees at many rows)."""
-    if reduction.with_offset or reduction.per_part is not None:
-        raise ValueError("on_row_share takes a reduction of rows alone (no offset, no per-part values)")
-    return replace(reduction, func=_on_kept_rows, with_offset=True,
-                   args=(share, seed, reduction.func, tuple(reduction.args)))
-
-
-def _on_kept_rows(offset: int, block, *rest):
-    """``func(kept block rows, *kept column rows, *args)``; rest = (*column blocks, share, seed, func, args)."""
-    columns, (share, seed, func, args) = rest[:-4], rest[-4:]
-    from exclust.dataplane._row_hash import rows_below
-
-    keep = rows_below(seed, offset, offset + block.shape[0], share)
-    return func(np.asarray(block)[keep], *[np.asarray(c)[keep] for c in columns], *args)
-
-
 def _take_rows(offset: int, block, ids, *columns):
     local = np.asarray(ids, dtype=np.int64) - offset
     return (np.asarray(block[local], dtype=np.float64), *[np.asarray(c)[local] for c in columns])

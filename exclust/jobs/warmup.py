@@ -143,9 +143,7 @@ def compile_bytecode(package: Path | None = None) -> int:
     another package's folder (tests). Returns how many folders held a module that did not compile."""
     import compileall
 
-    import exclust
-
-    package = package or Path(exclust.__file__).resolve().parent
+    package = package or Path(__file__).resolve().parents[1]  # exclust/, this module's package's parent
     folders = [package] + [p for p in [package.parent / "flows"] if (p / "__init__.py").exists()]
     return sum(not compileall.compile_dir(str(folder), quiet=1) for folder in folders)
 

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from exclust.dataplane.parts import kernel_threading, on_row_share, passes_paused
+from exclust.dataplane.parts import kernel_threading, passes_paused
+from exclust.dataplane.row_share import on_row_share
 from exclust.errors import InputError
 from exclust.jobs import registry
 from exclust.jobs.explain.cost_curve import (
