@@ -111,6 +111,11 @@ class CurvePlan:
     def n_clusters(self) -> int:
         return max(self.centers.shape[0], max(t.n_clusters for s in self.series.values() for t in s.trees))
 
+    def of_series(self, names: Sequence[str]) -> CurvePlan:
+        """The same plan with only the series ``names``, in that order (one pass can score a subset)."""
+        return CurvePlan(self.leaves, {name: self.series[name] for name in names}, self.centers, self.baselines,
+                         self.objective)
+
     def reduction(self, nearest=None, reference: bool = True, space=None, riders: Sequence[ThresholdTree] = ()
                   ) -> Reduction:
         """The pass that scores every tree and the reference, to fuse into another pass.

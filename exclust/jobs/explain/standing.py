@@ -126,9 +126,7 @@ class StandingPlan:
         self.sampled = [name for name in self.plan.series if name not in (self.at or {}) and name != self.own]
         if not self.sampled:
             return None
-        self.sampled_plan = CurvePlan(self.plan.leaves, {name: self.plan.series[name]
-                                                         for name in [self.own, *self.sampled]},
-                                      self.plan.centers, self.plan.baselines, self.objective)
+        self.sampled_plan = self.plan.of_series([self.own, *self.sampled])
         return on_row_share(self.sampled_plan.reduction(nearest, space=space), self.priced_share, self.seed)
 
     def finish(self, curve_result, own_result, scores: dict[str, Any]) -> dict[str, Any]:
@@ -140,8 +138,7 @@ class StandingPlan:
         counts: dict[str, np.ndarray] = {}
         nearest_cost = 0.0
         if self.at:  # the curve's sweep: its reference cost is the same (same centers and objective)
-            rode = CurvePlan(self.plan.leaves, {name: self.plan.series[name] for name in self.at}, self.plan.centers,
-                             self.plan.baselines, self.objective)
+            rode = self.plan.of_series(list(self.at))
             result = ([curve_result[0][i] for i in self.at.values()], curve_result[1])
             costs, nearest_cost = rode.tree_costs(result)
             counts = rode.final_leaf_counts(result)
