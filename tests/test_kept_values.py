@@ -101,11 +101,15 @@ def test_the_share_of_values_that_fits_on_the_workers_beside_the_rows_builds_the
         assert make().fit(lazy, centers).tree_.to_dict()["nodes"] == held[name], name
 
 
-def test_values_held_when_they_fit_else_recomputed(rng, monkeypatch):
+def test_values_held_when_they_fit_else_recomputed_and_the_log_says_so(rng, monkeypatch, caplog):
     X, centers = _blobs(rng, n=2000)
-    assert encode_for_trees(X, centers, 32, 0).values == "held"
-    monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.0)
-    assert encode_for_trees(X, centers, 32, 0).values == "recomputed"
+    with caplog.at_level("INFO", logger="exclust"):
+        assert encode_for_trees(X, centers, 32, 0).values == "held"
+        assert not [r for r in caplog.records if "recomputed" in r.getMessage()]
+        monkeypatch.setattr(engine, "HELD_VALUES_SHARE", 0.0)
+        assert encode_for_trees(X, centers, 32, 0).values == "recomputed"
+    said = [r.getMessage() for r in caplog.records if "recomputed in every pass" in r.getMessage()]
+    assert len(said) == 1 and "6 centers" in said[0] and "0% of the free memory" in said[0], said
 
 
 def test_values_none_keeps_nothing_and_refuses_a_pass_that_reads_them(rng):

@@ -22,6 +22,7 @@ node that splits is computed.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,8 @@ from exclust.dataplane.parts import align, is_lazy, label_dtype
 from exclust.dataplane.residency import held_array, keep_parts, memory_where, reduce_kept, share_that_fits
 from exclust.errors import InputError
 from exclust.sources.dataset import Dataset
+
+logger = logging.getLogger("exclust")
 
 # --------------------------------------------------------------------------- encoded partitions
 METRICS = (None, "sqeuclidean", "l1")
@@ -152,6 +155,11 @@ class EncodedData:
                 # values held beside them pushed the workers past Dask's spill threshold).
                 self.held_share = share_that_fits(values_bytes, memory, HELD_VALUES_SHARE, int(block.nbytes))
             values = "held" if self.held_share >= 1.0 else "recomputed"
+            if values == "recomputed":  # a fit that will be slower than it could be: say why, and what helps
+                logger.info("the per-center values (%.1f GB for %d centers) exceed %.0f%% of the %s memory: "
+                            "%.0f%% of the rows' values held, the others recomputed in every pass (slower; more "
+                            "memory holds them)", values_bytes / 1e9, self.k, 100 * HELD_VALUES_SHARE,
+                            "workers'" if data.distributed else "free", 100 * self.held_share)
         if values not in VALUES:
             raise ValueError(f"values must be one of {VALUES} or None, got {values!r}")
         self.values = values
